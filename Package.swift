@@ -1,0 +1,38 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// The folders are the pipeline: Capture → Decode → Reassembly → HTTP → Analysis → Export.
+// C libraries come from Debian's -dev packages (libpcap-dev, zlib1g-dev, libbrotli-dev, libzstd-dev).
+let package = Package(
+    name: "icy-sniff",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "icy-sniff", targets: ["icy-sniff"]),
+        .library(name: "IcySniffCore", targets: ["IcySniffCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        .systemLibrary(name: "CPcap", pkgConfig: "libpcap", providers: [.apt(["libpcap-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CBrotli", pkgConfig: "libbrotlidec", providers: [.apt(["libbrotli-dev"])]),
+        .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
+        // Small C helpers that are awkward from Swift (a FILE* over a gzip stream for libpcap).
+        .target(name: "CIcyShims", dependencies: ["CZlib"]),
+        .target(
+            name: "IcySniffCore",
+            dependencies: ["CPcap", "CZlib", "CBrotli", "CZstd", "CIcyShims"],
+            swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"])]
+        ),
+        .executableTarget(
+            name: "icy-sniff",
+            dependencies: [
+                "IcySniffCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "IcySniffCoreTests", dependencies: ["IcySniffCore"]),
+        .testTarget(name: "IcySniffCLITests", dependencies: ["IcySniffCore"]),
+    ]
+)

@@ -1,0 +1,59 @@
+#define _GNU_SOURCE
+#include "icy_shims.h"
+#include <zlib.h>
+#include <string.h>
+#include <stdlib.h>
+#include <errno.h>
+
+typedef struct {
+    gzFile gz;
+    char error[256];
+} icy_gz_cookie;
+
+static ssize_t icy_gz_read(void *cookie, char *buf, size_t size) {
+    icy_gz_cookie *c = (icy_gz_cookie *)cookie;
+    if (size > (1u << 30)) size = 1u << 30;
+    int n = gzread(c->gz, buf, (unsigned)size);
+    if (n < 0) {
+        int errnum = 0;
+        const char *msg = gzerror(c->gz, &errnum);
+        snprintf(c->error, sizeof c->error, "%s", msg ? msg : "gzip error");
+        errno = EIO;
+        return -1;
+    }
+    if (n == 0) {
+        int errnum = 0;
+        const char *msg = gzerror(c->gz, &errnum);
+        if (errnum != Z_OK && msg && c->error[0] == 0) {
+            snprintf(c->error, sizeof c->error, "%s", msg);
+        }
+    }
+    return n;
+}
+
+static int icy_gz_close(void *cookie) {
+    icy_gz_cookie *c = (icy_gz_cookie *)cookie;
+    int rc = gzclose(c->gz);
+    free(c);
+    return rc == Z_OK ? 0 : EOF;
+}
+
+FILE *icy_gzip_fdopen(int fd, void **cookie) {
+    icy_gz_cookie *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->gz = gzdopen(fd, "rb");
+    if (!c->gz) { free(c); return NULL; }
+    gzbuffer(c->gz, 256 * 1024);
+    cookie_io_functions_t io = { .read = icy_gz_read, .write = NULL, .seek = NULL, .close = icy_gz_close };
+    FILE *f = fopencookie(c, "rb", io);
+    if (!f) { gzclose(c->gz); free(c); return NULL; }
+    setvbuf(f, NULL, _IOFBF, 256 * 1024);
+    if (cookie) *cookie = c;
+    return f;
+}
+
+const char *icy_gzip_error(void *cookie) {
+    icy_gz_cookie *c = (icy_gz_cookie *)cookie;
+    if (!c) return NULL;
+    return c->error[0] ? c->error : NULL;
+}

@@ -1,0 +1,12 @@
+#pragma once
+#include <stdio.h>
+
+/// Opens a FILE* that yields the decompressed bytes of a gzip stream (or the bytes as they are,
+/// when the stream is not gzip: zlib reads such data transparently). The stream is decompressed
+/// as it is read, never held whole in memory. `fd` is owned by the returned FILE* on success.
+/// Returns NULL on failure (errno set).
+FILE *icy_gzip_fdopen(int fd, void **cookie);
+
+/// The zlib error seen by the stream whose cookie icy_gzip_fdopen returned, or NULL when there is
+/// none. Valid until the FILE* is closed.
+const char *icy_gzip_error(void *cookie);

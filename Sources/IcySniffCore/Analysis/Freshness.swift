@@ -1,0 +1,172 @@
+/// How a private cache following RFC 9111 sees one response (the `_cache` contract of
+/// docs/CACHE.md and ../shared/corpus/cache/README.md).
+public struct CacheAssessment: Sendable {
+    public var storable = false
+    public var freshnessLifetime: Double? = nil
+    /// "max-age", "expires", "heuristic" or "none".
+    public var lifetimeSource = "none"
+    public var age: Double = 0
+    public var freshFor: Double? = nil
+    public var mustRevalidate = false
+    public var etag: String? = nil
+    public var lastModified: String? = nil
+    public var conditional = false
+    public var notModified = false
+    public var avoidable = false
+    /// The earlier transaction whose stored response could have answered this request.
+    public var avoidableBecauseOf: UInt64? = nil
+    /// response_time + freshFor, for storable responses (HAR cache.afterRequest.expires).
+    public var expires: Timestamp? = nil
+    public var responseTime: Timestamp = .zero
+    var noCache = false
+
+    /// A short label for tables: `fresh 8d6h`, `heuristic 2h24m`, `stale`, `no-store`, `304`, `AVOIDABLE`.
+    public var label: String {
+        if avoidable { return "AVOIDABLE" }
+        if notModified { return "304" }
+        if !storable { return lifetimeSource == "no-store" ? "no-store" : "no-store" }
+        guard let freshFor else { return "-" }
+        if noCache { return "no-cache" }
+        if freshFor <= 0 { return "stale" }
+        let prefix = lifetimeSource == "heuristic" ? "heuristic" : "fresh"
+        return "\(prefix) \(CacheAssessment.shortDuration(freshFor))"
+    }
+
+    static func shortDuration(_ seconds: Double) -> String {
+        var s = Int64(seconds.rounded(.down))
+        let d = s / 86_400; s %= 86_400
+        let h = s / 3600; s %= 3600
+        let m = s / 60; s %= 60
+        if d > 0 { return h > 0 ? "\(d)d\(h)h" : "\(d)d" }
+        if h > 0 { return m > 0 ? "\(h)h\(m)m" : "\(h)h" }
+        if m > 0 { return s > 0 ? "\(m)m\(s)s" : "\(m)m" }
+        return "\(s)s"
+    }
+}
+
+/// Computes `CacheAssessment`s (RFC 9111 §3, §4.2) and, across the transactions of a run taken in
+/// request order, which requests a private cache would have answered without the network (§4).
+public final class CacheTracker {
+    private struct Stored {
+        var sequence: UInt64
+        var responseTime: Timestamp
+        var freshFor: Double
+        var vary: [String]
+        var varyValues: [String?]
+    }
+    private var stored: [String: [Stored]] = [:]
+
+    public init() {}
+
+    /// Status codes heuristically cacheable (RFC 9110 §15.1).
+    static let heuristicStatuses: Set<Int> = [200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501]
+
+    /// Assesses `t` and records it for later requests. Call in order of request start.
+    @discardableResult
+    public func assess(_ t: Transaction) -> CacheAssessment? {
+        guard let response = t.response, !response.isHTTP09 || response.status != 0 else { return nil }
+        var a = Self.assessResponse(t)
+        let request = t.request
+        let requestTime = request?.firstByte ?? response.firstByte
+        let method = request?.method ?? ""
+        let url = Self.cacheKey(t)
+        // §4: an earlier stored, fresh, matching response makes this GET avoidable.
+        if method == "GET", let candidates = stored[url] {
+            for s in candidates.reversed() where s.responseTime <= requestTime {
+                guard !s.vary.contains("*") else { continue }
+                let matches = zip(s.vary, s.varyValues).allSatisfy { name, value in request?.headers.combined(name) == value }
+                guard matches else { continue }
+                if s.freshFor - requestTime.seconds(since: s.responseTime) > 0 {
+                    a.avoidable = true
+                    a.avoidableBecauseOf = s.sequence
+                    break
+                }
+            }
+        }
+        if method == "GET", a.storable, !a.noCache, let freshFor = a.freshFor {
+            let vary = (response.headers.combined("Vary") ?? "").split(separator: ",")
+                .map { $0.trimmingASCIIWhitespace().lowercased() }.filter { !$0.isEmpty }
+            let values = vary.map { request?.headers.combined($0) }
+            stored[url, default: []].append(Stored(sequence: t.sequence, responseTime: a.responseTime,
+                                                   freshFor: freshFor, vary: vary, varyValues: values))
+        }
+        t.cache = a
+        return a
+    }
+
+    /// The URL a cache keys on: scheme, host (lower-cased, default port dropped), path and query.
+    static func cacheKey(_ t: Transaction) -> String {
+        var host = t.host.lowercased()
+        if host.hasSuffix(":80") { host.removeLast(3) }
+        let target = t.request?.targetString ?? "/"
+        if target.lowercased().hasPrefix("http://") { return target.lowercased() }
+        return "http://\(host)\(target)"
+    }
+
+    /// The per-response part: storable, lifetime, age, validators (no history needed).
+    static func assessResponse(_ t: Transaction) -> CacheAssessment {
+        var a = CacheAssessment()
+        guard let response = t.response else { return a }
+        let request = t.request
+        let headers = response.headers
+        let cc = CacheControl(headers.combined("Cache-Control"))
+        let method = request?.method ?? ""
+        let status = response.status
+        let responseTime = response.firstByte
+        let requestTime = request?.firstByte ?? responseTime
+        a.responseTime = responseTime
+
+        let dateValue: Double = {
+            if let d = headers.first("Date"), let secs = HTTPDate.parse(d, now: responseTime) { return Double(secs) }
+            return responseTime.secondsSinceEpoch
+        }()
+        let ageValue = Double(CacheControl.deltaSeconds(headers.first("Age")) ?? 0)
+
+        // §4.2.3: age = max(apparent_age, corrected_age_value).
+        let apparent = max(0, responseTime.secondsSinceEpoch - dateValue)
+        let delay = responseTime.seconds(since: requestTime)
+        a.age = max(apparent, ageValue + delay)
+
+        a.mustRevalidate = cc.has("no-cache") || cc.has("must-revalidate")
+        a.noCache = cc.has("no-cache")
+        a.etag = headers.first("ETag")
+        a.lastModified = headers.first("Last-Modified")
+        a.conditional = request.map { $0.headers.contains("If-None-Match") || $0.headers.contains("If-Modified-Since") } ?? false
+        a.notModified = status == 304
+
+        // §3: storable by a private cache.
+        let hasMaxAge = cc.has("max-age")
+        let hasExpires = headers.contains("Expires")
+        let explicit = hasMaxAge || hasExpires || cc.has("public") || cc.has("private")
+        a.storable = (method == "GET" || method == "HEAD") && !cc.has("no-store")
+            && (heuristicStatuses.contains(status) || explicit)
+        guard a.storable else {
+            a.freshnessLifetime = nil
+            a.lifetimeSource = "none"
+            return a
+        }
+        // §4.2.1: max-age, then Expires, then heuristics.
+        var lifetime: Double = 0
+        if hasMaxAge {
+            let arg = cc.argument("max-age") ?? nil
+            lifetime = Double(CacheControl.deltaSeconds(arg) ?? 0)
+            a.lifetimeSource = "max-age"
+        } else if hasExpires {
+            if let e = headers.first("Expires"), let expires = HTTPDate.parse(e, now: responseTime) {
+                lifetime = max(0, Double(expires) - dateValue)
+            }
+            a.lifetimeSource = "expires"
+        } else if heuristicStatuses.contains(status) || cc.has("public") || cc.has("private"),
+                  let lm = a.lastModified, let modified = HTTPDate.parse(lm, now: responseTime) {
+            // §4.2.2: 10% of the time since Last-Modified.
+            lifetime = (max(0, dateValue - Double(modified)) * 0.1)
+            a.lifetimeSource = "heuristic"
+        } else {
+            a.lifetimeSource = "none"
+        }
+        a.freshnessLifetime = lifetime
+        a.freshFor = lifetime - a.age
+        a.expires = responseTime.adding(seconds: lifetime - a.age)
+        return a
+    }
+}

@@ -1,0 +1,124 @@
+/// What a transaction keeps of its connection (a copy taken when it is emitted).
+public struct ConnectionSnapshot: Sendable {
+    public var id: UInt64
+    public var client: Endpoint
+    public var server: Endpoint
+    public var synTime: Timestamp?
+    public var synAckTime: Timestamp?
+    public var handshakeAckTime: Timestamp?
+    public var midstream: Bool
+
+    init(_ c: Connection) {
+        id = c.id
+        client = c.client
+        server = c.server
+        synTime = c.synTime
+        synAckTime = c.synAckTime
+        handshakeAckTime = c.handshakeAckTime
+        midstream = c.clientHalf.midstream || c.serverHalf.midstream
+    }
+
+    public var label: String { "C\(id)" }
+}
+
+/// Bytes and time of a CONNECT or Upgrade tunnel after its 2xx / 101 reply.
+public struct TunnelSummary: Sendable {
+    public var bytesFromClient: UInt64 = 0
+    public var bytesFromServer: UInt64 = 0
+    public var start: Timestamp? = nil
+    public var end: Timestamp? = nil
+    public var durationMilliseconds: Double? {
+        guard let start, let end else { return nil }
+        return end.milliseconds(since: start)
+    }
+}
+
+/// One request paired with its response (either may be missing), with everything the outputs need.
+public final class Transaction {
+    public internal(set) var connection: ConnectionSnapshot
+    /// 1-based position on its connection (Zeek's trans_depth).
+    public let depth: Int
+    public internal(set) var request: HTTPMessage?
+    public internal(set) var response: HTTPMessage?
+    /// 1xx replies that came before the final response (100 Continue, 103 Early Hints).
+    public internal(set) var interimResponses: [HTTPMessage] = []
+    public internal(set) var weirds: [Weird] = []
+    public internal(set) var tunnel: TunnelSummary? = nil
+    /// Order of emission within a run.
+    public internal(set) var sequence: UInt64 = 0
+    public internal(set) var timings = TransactionTimings()
+    public internal(set) var cache: CacheAssessment? = nil
+    /// Which capture it came from (batch and multi-file runs).
+    public internal(set) var captureName: String = ""
+
+    init(connection: ConnectionSnapshot, depth: Int) {
+        self.connection = connection
+        self.depth = depth
+    }
+
+    func note(_ weird: Weird) { if !weirds.contains(weird) { weirds.append(weird) } }
+
+    /// Every anomaly of the transaction and its messages, sorted and without repeats.
+    public var allWeirds: [Weird] {
+        var set = Set(weirds)
+        request?.weirds.forEach { set.insert($0) }
+        response?.weirds.forEach { set.insert($0) }
+        for m in interimResponses { m.weirds.forEach { set.insert($0) } }
+        return set.sorted()
+    }
+
+    /// The time the transaction starts: its first counted timing phase.
+    public var startTime: Timestamp { timings.start }
+
+    /// Host header, or the server address.
+    public var host: String {
+        if let h = request?.headers.first("Host"), !h.isEmpty { return h }
+        let s = connection.server
+        let addr = s.address.isIPv4 ? s.address.description : "[\(s.address.description)]"
+        return s.port == 80 ? addr : "\(addr):\(s.port)"
+    }
+
+    /// Absolute URL: the request-target when it is absolute already, else http:// + host + target.
+    public var url: String {
+        guard let request else { return "http://\(host)/" }
+        let target = request.targetString
+        let lower = target.lowercased()
+        if lower.hasPrefix("http://") || lower.hasPrefix("https://") { return URLText.sanitize(target) }
+        if request.method == "CONNECT" { return "https://\(URLText.sanitize(target))" }
+        if target == "*" { return "http://\(URLText.sanitize(host))*" }
+        let path = target.hasPrefix("/") ? target : "/" + target
+        return "http://\(URLText.sanitize(host))\(URLText.sanitize(path))"
+    }
+}
+
+/// Makes request-targets into valid URI text: bytes outside the URI character set are
+/// percent-encoded (as a browser would before sending them).
+enum URLText {
+    static func sanitize(_ s: String) -> String {
+        var needs = false
+        for b in s.utf8 where !allowed(b) { needs = true; break }
+        if !needs { return s }
+        var out = [UInt8]()
+        out.reserveCapacity(s.utf8.count + 16)
+        let hex = Array("0123456789ABCDEF".utf8)
+        for b in s.utf8 {
+            if allowed(b) { out.append(b) } else {
+                out.append(0x25); out.append(hex[Int(b >> 4)]); out.append(hex[Int(b & 15)])
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    @inline(__always) static func allowed(_ b: UInt8) -> Bool {
+        switch b {
+        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: return true
+        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: ":"),
+             UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#"), UInt8(ascii: "["), UInt8(ascii: "]"),
+             UInt8(ascii: "@"), UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"),
+             UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","),
+             UInt8(ascii: ";"), UInt8(ascii: "="), UInt8(ascii: "%"):
+            return true
+        default: return false
+        }
+    }
+}

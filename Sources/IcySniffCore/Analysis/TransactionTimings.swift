@@ -1,0 +1,51 @@
+/// HAR 1.2 timings of a transaction, in milliseconds, from packet timestamps (docs/TIMINGS.md).
+/// -1 marks a phase that was not observed.
+public struct TransactionTimings: Sendable {
+    public var blocked: Double = -1
+    public var dns: Double = -1
+    public var connect: Double = -1
+    public var ssl: Double = -1
+    public var send: Double = 0
+    public var wait: Double = 0
+    public var receive: Double = 0
+    /// Start of the first counted phase.
+    public var start: Timestamp = .zero
+
+    /// Sum of the non-negative phases (HAR's entry.time).
+    public var total: Double {
+        [blocked, dns, connect, send, wait, receive].reduce(0) { $0 + max(0, $1) }
+    }
+
+    /// - connect: first SYN to the client's ACK of the SYN-ACK, first request of a connection only;
+    /// - send: first to last byte of the request; wait: last request byte to first response byte;
+    /// - receive: first to last response byte; dns: a matching captured lookup, when one is given.
+    static func compute(for t: Transaction, dns lookup: DNSLookup?) -> TransactionTimings {
+        var timings = TransactionTimings()
+        let req = t.request
+        let resp = t.response
+        let firstRequestByte = req?.firstByte ?? resp?.firstByte ?? .zero
+        var start = firstRequestByte
+        if t.depth == 1, let syn = t.connection.synTime, let ack = t.connection.handshakeAckTime, ack >= syn, syn <= firstRequestByte {
+            timings.connect = ack.milliseconds(since: syn)
+            start = syn
+            if let lookup, lookup.answered <= syn {
+                timings.dns = lookup.answered.milliseconds(since: lookup.queried)
+                start = lookup.queried
+                // The time between the answer and the SYN is the client's: not part of any phase.
+            }
+        }
+        if let req {
+            timings.send = max(0, req.lastByte.milliseconds(since: req.firstByte))
+        }
+        if let resp {
+            // An interim 1xx reply (100 Continue) is part of the exchange, not of the final response.
+            let responseStart = resp.firstByte
+            if let req {
+                timings.wait = max(0, responseStart.milliseconds(since: req.lastByte))
+            }
+            timings.receive = max(0, resp.lastByte.milliseconds(since: responseStart))
+        }
+        timings.start = start
+        return timings
+    }
+}

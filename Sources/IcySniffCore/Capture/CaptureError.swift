@@ -1,0 +1,28 @@
+/// Errors a user or the environment causes when opening or reading a capture. Each has one line of
+/// text for the user and an exit code (documented in `icy-sniff --help` and docs/CLI.md).
+public enum CaptureError: Error, Equatable, Sendable {
+    case cannotOpen(path: String, reason: String)
+    case emptyFile(path: String)
+    case notACapture(path: String, detail: String)
+    case unsupportedLinkType(path: String, dlt: Int32, name: String)
+    case badFilter(filter: String, reason: String)
+    case noSuchInterface(name: String, reason: String)
+    case permissionDenied(interface: String, reason: String)
+    case liveCaptureFailed(interface: String, reason: String)
+
+    /// One line, without the program name.
+    public var message: String {
+        switch self {
+        case let .cannotOpen(path, reason): return "cannot open '\(path)': \(reason)"
+        case let .emptyFile(path): return "'\(path)' is empty, not a capture"
+        case let .notACapture(path, detail): return "'\(path)' is not a pcap or pcapng capture (\(detail))"
+        case let .unsupportedLinkType(path, dlt, name):
+            return "'\(path)': link type \(name) (\(dlt)) is not supported (supported: Ethernet, Linux cooked v1/v2, raw IP, BSD loopback, NFLOG)"
+        case let .badFilter(filter, reason): return "invalid capture filter '\(filter)': \(reason)"
+        case let .noSuchInterface(name, reason): return "no such interface '\(name)': \(reason)"
+        case let .permissionDenied(name, reason):
+            return "no permission to capture on '\(name)': \(reason) (run as root or grant CAP_NET_RAW)"
+        case let .liveCaptureFailed(name, reason): return "cannot capture on '\(name)': \(reason)"
+        }
+    }
+}

@@ -1,0 +1,209 @@
+import CPcap
+import CIcyShims
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A libpcap handle, offline (file, gzip-compressed file, standard input) or live (an interface).
+///
+/// Call order: `open…`, then `next()` until it answers `.end` or `.failed`; the handle closes on
+/// deinit. Packets returned by `next()` borrow libpcap's buffer until the following call.
+public final class PcapSource {
+    public enum ReadResult {
+        case packet(CapturedPacket)
+        /// Live capture only: the read timeout expired with no packet.
+        case timeout
+        case end
+        /// The capture is damaged from here on (truncated record, bad block); what came before is good.
+        case failed(String)
+    }
+
+    public let name: String
+    public let linkType: LinkType
+    public let dlt: Int32
+    public let isLive: Bool
+    private var handle: OpaquePointer?
+    private var gzipCookie: UnsafeMutableRawPointer?
+    public private(set) var packetsRead: UInt64 = 0
+    public private(set) var bytesRead: UInt64 = 0
+
+    private init(handle: OpaquePointer, name: String, isLive: Bool, gzipCookie: UnsafeMutableRawPointer?) {
+        self.handle = handle
+        self.name = name
+        self.isLive = isLive
+        self.gzipCookie = gzipCookie
+        self.dlt = pcap_datalink(handle)
+        self.linkType = LinkType(dlt: dlt)
+    }
+
+    deinit {
+        if let handle { pcap_close(handle) }
+    }
+
+    /// Human-readable name of the link type (libpcap's), e.g. "EN10MB".
+    public var linkTypeName: String {
+        if let p = pcap_datalink_val_to_name(dlt) { return String(cString: p) }
+        return "DLT \(dlt)"
+    }
+
+    /// True when the capture was gzip-compressed.
+    public var isCompressed: Bool { gzipCookie != nil }
+
+    /// Opens a capture file, or standard input when `path` is "-". Recognises gzip by its magic
+    /// bytes, whatever the name, and decompresses it as a stream.
+    public static func open(path: String, filter: String? = nil) throws(CaptureError) -> PcapSource {
+        let fd: Int32
+        if path == "-" {
+            fd = dup(0)
+        } else {
+            fd = Glibc.open(path, O_RDONLY)
+        }
+        if fd < 0 {
+            throw .cannotOpen(path: path, reason: String(cString: strerror(errno)))
+        }
+        var st = stat()
+        if fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR {
+            close(fd)
+            throw .cannotOpen(path: path, reason: "is a directory")
+        }
+        var isRegular = (st.st_mode & S_IFMT) == S_IFREG
+        if isRegular && st.st_size == 0 {
+            close(fd)
+            throw .emptyFile(path: path)
+        }
+        var gzip = false
+        if isRegular {
+            var magic: (UInt8, UInt8) = (0, 0)
+            let n = withUnsafeMutableBytes(of: &magic) { pread(fd, $0.baseAddress, 2, 0) }
+            gzip = n == 2 && magic.0 == 0x1f && magic.1 == 0x8b
+        } else {
+            isRegular = false
+        }
+        var cookie: UnsafeMutableRawPointer? = nil
+        let file: UnsafeMutablePointer<FILE>?
+        if gzip || !isRegular {
+            // zlib reads plain data transparently, so a pipe may hold either.
+            file = icy_gzip_fdopen(fd, &cookie)
+        } else {
+            file = fdopen(fd, "rb")
+        }
+        guard let file else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw .cannotOpen(path: path, reason: reason)
+        }
+        var errbuf = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
+        guard let handle = pcap_fopen_offline_with_tstamp_precision(file, UInt32(PCAP_TSTAMP_PRECISION_NANO), &errbuf) else {
+            fclose(file)
+            let detail = String(cString: errbuf)
+            if detail.contains("only got 0") || detail.contains("empty") {
+                throw .emptyFile(path: path)
+            }
+            throw .notACapture(path: path, detail: Self.describeOpenFailure(detail))
+        }
+        let source = PcapSource(handle: handle, name: path, isLive: false, gzipCookie: cookie)
+        if let filter { try source.apply(filter: filter) }
+        return source
+    }
+
+    private static func describeOpenFailure(_ detail: String) -> String {
+        if detail.contains("unknown file format") { return "unknown file format" }
+        if detail.hasPrefix("truncated dump file") { return "the file header is cut short" }
+        return detail
+    }
+
+    /// Opens a live capture: whole packets, immediate delivery, optional promiscuous mode.
+    public static func openLive(interface: String, snaplen: Int32 = 262_144, promiscuous: Bool = false,
+                                filter: String? = nil, readTimeoutMilliseconds: Int32 = 200) throws(CaptureError) -> PcapSource {
+        var errbuf = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
+        guard let handle = pcap_create(interface, &errbuf) else {
+            throw .liveCaptureFailed(interface: interface, reason: String(cString: errbuf))
+        }
+        pcap_set_snaplen(handle, snaplen)
+        pcap_set_promisc(handle, promiscuous ? 1 : 0)
+        pcap_set_immediate_mode(handle, 1)
+        pcap_set_timeout(handle, readTimeoutMilliseconds)
+        pcap_set_buffer_size(handle, 16 << 20)
+        _ = pcap_set_tstamp_precision(handle, Int32(PCAP_TSTAMP_PRECISION_NANO))
+        let status = pcap_activate(handle)
+        if status < 0 {
+            let detail = String(cString: pcap_geterr(handle))
+            let statusText = String(cString: pcap_statustostr(status))
+            pcap_close(handle)
+            let reason = detail.isEmpty ? statusText : detail
+            switch status {
+            case PCAP_ERROR_NO_SUCH_DEVICE: throw .noSuchInterface(name: interface, reason: reason)
+            case PCAP_ERROR_PERM_DENIED, PCAP_ERROR_PROMISC_PERM_DENIED:
+                throw .permissionDenied(interface: interface, reason: reason)
+            default: throw .liveCaptureFailed(interface: interface, reason: reason)
+            }
+        }
+        let source = PcapSource(handle: handle, name: interface, isLive: true, gzipCookie: nil)
+        if let filter { try source.apply(filter: filter) }
+        return source
+    }
+
+    /// Compiles a BPF filter and applies it (live and offline alike).
+    public func apply(filter: String) throws(CaptureError) {
+        guard let handle else { return }
+        var program = bpf_program()
+        if pcap_compile(handle, &program, filter, 1, PCAP_NETMASK_UNKNOWN) != 0 {
+            throw .badFilter(filter: filter, reason: String(cString: pcap_geterr(handle)))
+        }
+        defer { pcap_freecode(&program) }
+        if pcap_setfilter(handle, &program) != 0 {
+            throw .badFilter(filter: filter, reason: String(cString: pcap_geterr(handle)))
+        }
+    }
+
+    /// The next packet. Its bytes are valid until the next call.
+    @inline(__always)
+    public func next() -> ReadResult {
+        guard let handle else { return .end }
+        var header: UnsafeMutablePointer<pcap_pkthdr>? = nil
+        var data: UnsafePointer<UInt8>? = nil
+        let rc = pcap_next_ex(handle, &header, &data)
+        switch rc {
+        case 1:
+            guard let header, let data else { return .timeout }
+            let h = header.pointee
+            let caplen = Int(h.caplen)
+            packetsRead &+= 1
+            bytesRead &+= UInt64(caplen) &+ 16
+            let ts = Timestamp(seconds: Int64(h.ts.tv_sec), nanoseconds: Int64(h.ts.tv_usec))
+            return .packet(CapturedPacket(bytes: UnsafeRawBufferPointer(start: data, count: caplen),
+                                          timestamp: ts, wireLength: Int(h.len)))
+        case 0:
+            return .timeout
+        case -2:
+            if let cookie = gzipCookie, let err = icy_gzip_error(cookie) {
+                return .failed("compressed data is damaged: \(String(cString: err))")
+            }
+            return .end
+        default:
+            var message = String(cString: pcap_geterr(handle))
+            if let cookie = gzipCookie, let err = icy_gzip_error(cookie) {
+                message += " (gzip: \(String(cString: err)))"
+            }
+            return .failed(message)
+        }
+    }
+
+    /// Makes a blocking `next()` return; safe from a signal handler's thread.
+    public func breakLoop() {
+        if let handle { pcap_breakloop(handle) }
+    }
+
+    /// Kernel and interface counters of a live capture.
+    public func statistics() -> (received: UInt32, dropped: UInt32, interfaceDropped: UInt32)? {
+        guard let handle, isLive else { return nil }
+        var st = pcap_stat()
+        guard pcap_stats(handle, &st) == 0 else { return nil }
+        return (st.ps_recv, st.ps_drop, st.ps_ifdrop)
+    }
+
+    /// The underlying handle, for the pcap writer (`-w`).
+    var rawHandle: OpaquePointer? { handle }
+}

@@ -1,0 +1,99 @@
+/// A capture time: nanoseconds since the Unix epoch (UTC).
+///
+/// Capture normalises microsecond pcap, nanosecond pcap and per-interface pcapng resolution into
+/// this one type (libpcap is asked for nanosecond precision). Foundation `Date` is never used in the
+/// per-packet path.
+public struct Timestamp: Comparable, Hashable, Sendable {
+    public var nanoseconds: Int64
+
+    @inlinable public init(nanoseconds: Int64) { self.nanoseconds = nanoseconds }
+    public init(seconds: Int64, nanoseconds: Int64) { self.nanoseconds = seconds &* 1_000_000_000 &+ nanoseconds }
+    public init(secondsSinceEpoch: Double) { self.nanoseconds = Int64((secondsSinceEpoch * 1e9).rounded()) }
+
+    public static let zero = Timestamp(nanoseconds: 0)
+
+    @inlinable public static func < (a: Timestamp, b: Timestamp) -> Bool { a.nanoseconds < b.nanoseconds }
+
+    /// Seconds since the epoch, as a floating point number.
+    public var secondsSinceEpoch: Double { Double(nanoseconds) / 1e9 }
+
+    /// Milliseconds from `earlier` to `self` (negative when `earlier` is later).
+    public func milliseconds(since earlier: Timestamp) -> Double {
+        Double(nanoseconds &- earlier.nanoseconds) / 1e6
+    }
+
+    /// Seconds from `earlier` to `self`.
+    public func seconds(since earlier: Timestamp) -> Double {
+        Double(nanoseconds &- earlier.nanoseconds) / 1e9
+    }
+
+    public func adding(seconds: Double) -> Timestamp {
+        Timestamp(nanoseconds: nanoseconds &+ Int64((seconds * 1e9).rounded()))
+    }
+
+    /// ISO 8601 in UTC with `fractionDigits` (0...9) digits after the second:
+    /// `2009-03-17T11:04:27.123Z`.
+    public func iso8601(fractionDigits: Int = 3) -> String {
+        var out = [UInt8]()
+        out.reserveCapacity(32)
+        appendISO8601(to: &out, fractionDigits: fractionDigits)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends the ISO 8601 form to a byte buffer (used by the streaming writers).
+    public func appendISO8601(to out: inout [UInt8], fractionDigits: Int = 3) {
+        var secs = nanoseconds / 1_000_000_000
+        var nanos = nanoseconds % 1_000_000_000
+        if nanos < 0 { nanos += 1_000_000_000; secs -= 1 }
+        var days = secs / 86_400
+        var rem = secs % 86_400
+        if rem < 0 { rem += 86_400; days -= 1 }
+        let (y, m, d) = Timestamp.civil(fromDays: days)
+        func put(_ value: Int64, width: Int) {
+            var digits = [UInt8](repeating: 48, count: width)
+            var v = value < 0 ? -value : value
+            var i = width - 1
+            while i >= 0 { digits[i] = UInt8(48 + v % 10); v /= 10; i -= 1 }
+            out.append(contentsOf: digits)
+        }
+        put(y, width: 4); out.append(UInt8(ascii: "-"))
+        put(m, width: 2); out.append(UInt8(ascii: "-"))
+        put(d, width: 2); out.append(UInt8(ascii: "T"))
+        put(rem / 3600, width: 2); out.append(UInt8(ascii: ":"))
+        put((rem % 3600) / 60, width: 2); out.append(UInt8(ascii: ":"))
+        put(rem % 60, width: 2)
+        let digits = max(0, min(9, fractionDigits))
+        if digits > 0 {
+            out.append(UInt8(ascii: "."))
+            var scaled = nanos
+            for _ in 0..<(9 - digits) { scaled /= 10 }
+            put(scaled, width: digits)
+        }
+        out.append(UInt8(ascii: "Z"))
+    }
+
+    /// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
+    static func civil(fromDays z0: Int64) -> (Int64, Int64, Int64) {
+        let z = z0 + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let y = yoe + era * 400
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (m <= 2 ? y + 1 : y, m, d)
+    }
+
+    /// (year, month, day) → days since 1970-01-01.
+    static func days(fromCivil y0: Int64, _ m: Int64, _ d: Int64) -> Int64 {
+        let y = m <= 2 ? y0 - 1 : y0
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let mp = m > 2 ? m - 3 : m + 9
+        let doy = (153 * mp + 2) / 5 + d - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+}

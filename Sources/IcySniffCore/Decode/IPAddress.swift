@@ -1,0 +1,87 @@
+/// An IPv4 or IPv6 address in 16 bytes held as two integers, so it hashes and compares without
+/// allocating. IPv4 addresses are stored v4-mapped (::ffff:a.b.c.d).
+public struct IPAddress: Hashable, Comparable, Sendable {
+    public var high: UInt64
+    public var low: UInt64
+
+    @inlinable public init(high: UInt64, low: UInt64) { self.high = high; self.low = low }
+
+    /// From an IPv4 address in host order.
+    @inlinable public init(ipv4: UInt32) {
+        high = 0
+        low = 0x0000_FFFF_0000_0000 | UInt64(ipv4)
+    }
+
+    public var isIPv4: Bool { high == 0 && (low >> 32) == 0xFFFF }
+
+    @inlinable public static func < (a: IPAddress, b: IPAddress) -> Bool {
+        a.high != b.high ? a.high < b.high : a.low < b.low
+    }
+
+    /// Dotted quad for IPv4, RFC 5952 text for IPv6.
+    public var description: String {
+        if isIPv4 {
+            let v = UInt32(truncatingIfNeeded: low)
+            return "\(v >> 24).\((v >> 16) & 0xff).\((v >> 8) & 0xff).\(v & 0xff)"
+        }
+        var groups = [UInt16]()
+        for shift in stride(from: 48, through: 0, by: -16) { groups.append(UInt16(truncatingIfNeeded: high >> UInt64(shift))) }
+        for shift in stride(from: 48, through: 0, by: -16) { groups.append(UInt16(truncatingIfNeeded: low >> UInt64(shift))) }
+        // Longest run of zero groups (length ≥ 2) becomes "::".
+        var bestStart = -1, bestLen = 0, i = 0
+        while i < 8 {
+            if groups[i] == 0 {
+                var j = i
+                while j < 8 && groups[j] == 0 { j += 1 }
+                if j - i > bestLen && j - i >= 2 { bestStart = i; bestLen = j - i }
+                i = j
+            } else { i += 1 }
+        }
+        var out = ""
+        i = 0
+        while i < 8 {
+            if i == bestStart {
+                out += "::"
+                i += bestLen
+                continue
+            }
+            if !out.isEmpty && !out.hasSuffix(":") { out += ":" }
+            out += String(groups[i], radix: 16)
+            i += 1
+        }
+        return out
+    }
+}
+
+/// An address and a port.
+public struct Endpoint: Hashable, Comparable, Sendable {
+    public var address: IPAddress
+    public var port: UInt16
+
+    @inlinable public init(address: IPAddress, port: UInt16) { self.address = address; self.port = port }
+
+    @inlinable public static func < (a: Endpoint, b: Endpoint) -> Bool {
+        a.address != b.address ? a.address < b.address : a.port < b.port
+    }
+
+    /// `1.2.3.4:80` or `[::1]:80`.
+    public var description: String {
+        address.isIPv4 ? "\(address.description):\(port)" : "[\(address.description)]:\(port)"
+    }
+}
+
+/// Both endpoints of a TCP connection in a canonical order, so A→B and B→A find the same entry.
+public struct ConnectionKey: Hashable, Sendable {
+    public var lower: Endpoint
+    public var upper: Endpoint
+
+    @inlinable public init(_ a: Endpoint, _ b: Endpoint) {
+        if a < b { lower = a; upper = b } else { lower = b; upper = a }
+    }
+
+    @inlinable public func hash(into hasher: inout Hasher) {
+        hasher.combine(lower.address.low ^ (upper.address.low &* 0x9E37_79B9_7F4A_7C15))
+        hasher.combine(lower.address.high ^ upper.address.high)
+        hasher.combine(UInt32(lower.port) << 16 | UInt32(upper.port))
+    }
+}

@@ -1,0 +1,216 @@
+extension UnsafeRawBufferPointer {
+    @inline(__always) func u8(_ i: Int) -> UInt8 { load(fromByteOffset: i, as: UInt8.self) }
+    @inline(__always) func be16(_ i: Int) -> UInt16 { UInt16(bigEndian: loadUnaligned(fromByteOffset: i, as: UInt16.self)) }
+    @inline(__always) func le16(_ i: Int) -> UInt16 { UInt16(littleEndian: loadUnaligned(fromByteOffset: i, as: UInt16.self)) }
+    @inline(__always) func be32(_ i: Int) -> UInt32 { UInt32(bigEndian: loadUnaligned(fromByteOffset: i, as: UInt32.self)) }
+    @inline(__always) func be64(_ i: Int) -> UInt64 { UInt64(bigEndian: loadUnaligned(fromByteOffset: i, as: UInt64.self)) }
+    @inline(__always) func slice(from start: Int, count: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: self[start..<(start + count)])
+    }
+}
+
+/// Decodes link, IP and TCP/UDP headers in place, with one bounds check per header.
+///
+/// Input: `CapturedPacket`. Output: `DecodeOutcome`, whose views borrow the packet (or, for a
+/// reassembled IP datagram, the decoder's fragment buffer) until the next call.
+public struct PacketDecoder {
+    public let linkType: LinkType
+    private let fragments = FragmentReassembler()
+
+    public init(linkType: LinkType) { self.linkType = linkType }
+
+    public mutating func decode(_ packet: CapturedPacket) -> DecodeOutcome {
+        let b = packet.bytes
+        var etherType: UInt16
+        var offset: Int
+        switch linkType {
+        case .ethernet:
+            guard b.count >= 14 else { return .malformed(.truncatedLinkHeader) }
+            etherType = b.be16(12)
+            offset = 14
+            if etherType < 0x0600 {
+                // IEEE 802.3 length field: LLC, possibly SNAP with an EtherType.
+                guard b.count >= 22 else { return .malformed(.truncatedLinkHeader) }
+                guard b.u8(14) == 0xAA, b.u8(15) == 0xAA, b.u8(16) == 0x03 else { return .skipped }
+                etherType = b.be16(20)
+                offset = 22
+            }
+            // 802.1Q, 802.1ad (QinQ) and the old 0x9100 tag, stacked.
+            while etherType == 0x8100 || etherType == 0x88A8 || etherType == 0x9100 {
+                guard b.count >= offset + 4 else { return .malformed(.truncatedLinkHeader) }
+                etherType = b.be16(offset + 2)
+                offset += 4
+            }
+        case .null, .loop:
+            guard b.count >= 4 else { return .malformed(.truncatedLinkHeader) }
+            let family = linkType == .loop ? b.be32(0) : (b.u8(0) != 0 ? UInt32(b.u8(0)) : b.be32(0))
+            offset = 4
+            switch family {
+            case 2: etherType = 0x0800
+            case 10, 24, 28, 30: etherType = 0x86DD   // AF_INET6 on Linux, NetBSD/OpenBSD, FreeBSD, Darwin
+            default: return .skipped
+            }
+        case .raw:
+            guard b.count >= 1 else { return .malformed(.truncatedLinkHeader) }
+            etherType = (b.u8(0) >> 4) == 6 ? 0x86DD : 0x0800
+            offset = 0
+        case .ipv4: etherType = 0x0800; offset = 0
+        case .ipv6: etherType = 0x86DD; offset = 0
+        case .linuxSLL:
+            guard b.count >= 16 else { return .malformed(.truncatedLinkHeader) }
+            etherType = b.be16(14)
+            offset = 16
+        case .linuxSLL2:
+            guard b.count >= 20 else { return .malformed(.truncatedLinkHeader) }
+            etherType = b.be16(0)
+            offset = 20
+        case .nflog:
+            return decodeNFLOG(packet)
+        case .unsupported:
+            return .skipped
+        }
+        let wireMissing = max(0, packet.wireLength - b.count)
+        switch etherType {
+        case 0x0800: return decodeIPv4(b, at: offset, wireMissing: wireMissing, timestamp: packet.timestamp)
+        case 0x86DD: return decodeIPv6(b, at: offset, wireMissing: wireMissing, timestamp: packet.timestamp)
+        default: return .skipped
+        }
+    }
+
+    /// NFLOG: a 4-byte header, then TLVs (little-endian length and type, padded to 4 bytes);
+    /// type 9 (NFULA_PAYLOAD) holds the IP packet.
+    private mutating func decodeNFLOG(_ packet: CapturedPacket) -> DecodeOutcome {
+        let b = packet.bytes
+        guard b.count >= 4 else { return .malformed(.truncatedLinkHeader) }
+        let family = b.u8(0)
+        var offset = 4
+        while offset + 4 <= b.count {
+            let length = Int(b.le16(offset))
+            let type = b.le16(offset + 2) & 0x7fff
+            guard length >= 4, offset + length <= b.count else { return .malformed(.truncatedLinkHeader) }
+            if type == 9 {
+                let payload = b.slice(from: offset + 4, count: length - 4)
+                let ether: UInt16 = family == 10 ? 0x86DD : 0x0800
+                let wireMissing = max(0, packet.wireLength - b.count)
+                return ether == 0x0800
+                    ? decodeIPv4(payload, at: 0, wireMissing: wireMissing, timestamp: packet.timestamp)
+                    : decodeIPv6(payload, at: 0, wireMissing: wireMissing, timestamp: packet.timestamp)
+            }
+            offset += (length + 3) & ~3
+        }
+        return .skipped
+    }
+
+    private mutating func decodeIPv4(_ b: UnsafeRawBufferPointer, at start: Int, wireMissing: Int, timestamp: Timestamp) -> DecodeOutcome {
+        guard b.count >= start + 20 else { return .malformed(.truncatedIPHeader) }
+        let versionIHL = b.u8(start)
+        guard versionIHL >> 4 == 4 else { return .malformed(.truncatedIPHeader) }
+        let headerLength = Int(versionIHL & 0x0f) * 4
+        guard headerLength >= 20 else { return .malformed(.badIPHeaderLength) }
+        guard b.count >= start + headerLength else { return .malformed(.truncatedIPHeader) }
+        var totalLength = Int(b.be16(start + 2))
+        if totalLength == 0 { totalLength = b.count - start + wireMissing }   // TSO: length left 0
+        guard totalLength >= headerLength else { return .malformed(.badIPTotalLength) }
+        let proto = b.u8(start + 9)
+        let src = IPAddress(ipv4: b.be32(start + 12))
+        let dst = IPAddress(ipv4: b.be32(start + 16))
+        let fragmentField = b.be16(start + 6)
+        let moreFragments = fragmentField & 0x2000 != 0
+        let fragmentOffset = Int(fragmentField & 0x1fff) * 8
+        // Ethernet padding lies beyond totalLength and is dropped here.
+        let available = min(b.count - start, totalLength)
+        let missing = totalLength - available
+        let payload = b.slice(from: start + headerLength, count: available - headerLength)
+        if moreFragments || fragmentOffset > 0 {
+            if missing > 0 { return .malformed(.snaplenTruncated) }
+            let key = FragmentKey(source: src, destination: dst, identification: UInt32(b.be16(start + 4)), proto: proto)
+            switch fragments.add(key: key, offset: fragmentOffset, more: moreFragments, payload: payload, timestamp: timestamp) {
+            case .incomplete: return .skipped
+            case .failed(let weird): return .malformed(weird)
+            case .complete(let whole):
+                return decodeTransport(proto: proto, whole, source: src, destination: dst, missing: 0, timestamp: timestamp)
+            }
+        }
+        return decodeTransport(proto: proto, payload, source: src, destination: dst, missing: missing, timestamp: timestamp)
+    }
+
+    private mutating func decodeIPv6(_ b: UnsafeRawBufferPointer, at start: Int, wireMissing: Int, timestamp: Timestamp) -> DecodeOutcome {
+        guard b.count >= start + 40 else { return .malformed(.truncatedIPHeader) }
+        guard b.u8(start) >> 4 == 6 else { return .malformed(.truncatedIPHeader) }
+        var payloadLength = Int(b.be16(start + 4))
+        if payloadLength == 0 { payloadLength = b.count - start - 40 + wireMissing }  // jumbogram or TSO
+        var next = b.u8(start + 6)
+        let src = IPAddress(high: b.be64(start + 8), low: b.be64(start + 16))
+        let dst = IPAddress(high: b.be64(start + 24), low: b.be64(start + 32))
+        let end = start + 40 + payloadLength
+        let availableEnd = min(b.count, end)
+        var offset = start + 40
+        var fragment: (offset: Int, more: Bool, id: UInt32)? = nil
+        // Extension headers: hop-by-hop (0), routing (43), fragment (44), destination options (60), AH (51).
+        while true {
+            switch next {
+            case 0, 43, 60:
+                guard offset + 8 <= availableEnd else { return .malformed(.badIPv6ExtensionHeader) }
+                let length = (Int(b.u8(offset + 1)) + 1) * 8
+                next = b.u8(offset)
+                offset += length
+            case 51:
+                guard offset + 8 <= availableEnd else { return .malformed(.badIPv6ExtensionHeader) }
+                let length = (Int(b.u8(offset + 1)) + 2) * 4
+                next = b.u8(offset)
+                offset += length
+            case 44:
+                guard offset + 8 <= availableEnd else { return .malformed(.badIPv6ExtensionHeader) }
+                let field = b.be16(offset + 2)
+                fragment = (Int(field & 0xfff8), field & 1 != 0, b.be32(offset + 4))
+                next = b.u8(offset)
+                offset += 8
+            default:
+                guard offset <= availableEnd else { return .malformed(.badIPv6ExtensionHeader) }
+                let missing = end - availableEnd
+                let payload = b.slice(from: offset, count: availableEnd - offset)
+                if let fragment, fragment.more || fragment.offset > 0 {
+                    if missing > 0 { return .malformed(.snaplenTruncated) }
+                    let key = FragmentKey(source: src, destination: dst, identification: fragment.id, proto: next)
+                    switch fragments.add(key: key, offset: fragment.offset, more: fragment.more, payload: payload, timestamp: timestamp) {
+                    case .incomplete: return .skipped
+                    case .failed(let weird): return .malformed(weird)
+                    case .complete(let whole):
+                        return decodeTransport(proto: next, whole, source: src, destination: dst, missing: 0, timestamp: timestamp)
+                    }
+                }
+                return decodeTransport(proto: next, payload, source: src, destination: dst, missing: missing, timestamp: timestamp)
+            }
+            if offset > availableEnd { return .malformed(.badIPv6ExtensionHeader) }
+        }
+    }
+
+    @inline(__always)
+    private func decodeTransport(proto: UInt8, _ b: UnsafeRawBufferPointer, source: IPAddress, destination: IPAddress,
+                                 missing: Int, timestamp: Timestamp) -> DecodeOutcome {
+        switch proto {
+        case 6:
+            guard b.count >= 20 else { return .malformed(.truncatedTCPHeader) }
+            let dataOffset = Int(b.u8(12) >> 4) * 4
+            guard dataOffset >= 20 else { return .malformed(.badTCPHeaderLength) }
+            guard b.count >= dataOffset else {
+                return missing > 0 ? .malformed(.snaplenTruncated) : .malformed(.badTCPHeaderLength)
+            }
+            return .tcp(TCPSegment(
+                source: Endpoint(address: source, port: b.be16(0)),
+                destination: Endpoint(address: destination, port: b.be16(2)),
+                sequence: b.be32(4), acknowledgement: b.be32(8),
+                flags: TCPFlags(rawValue: b.u8(13) & 0x1f), window: b.be16(14),
+                payload: b.slice(from: dataOffset, count: b.count - dataOffset),
+                missingPayload: missing, timestamp: timestamp))
+        case 17:
+            guard b.count >= 8 else { return .malformed(.truncatedUDPHeader) }
+            return .udp(UDPDatagram(
+                source: Endpoint(address: source, port: b.be16(0)),
+                destination: Endpoint(address: destination, port: b.be16(2)),
+                payload: b.slice(from: 8, count: b.count - 8), timestamp: timestamp))
+        default:
+            return .skipped
+        }
+    }
+}

@@ -1,0 +1,43 @@
+/// TCP header flags.
+public struct TCPFlags: OptionSet, Sendable {
+    public let rawValue: UInt8
+    @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    public static let fin = TCPFlags(rawValue: 0x01)
+    public static let syn = TCPFlags(rawValue: 0x02)
+    public static let rst = TCPFlags(rawValue: 0x04)
+    public static let psh = TCPFlags(rawValue: 0x08)
+    public static let ack = TCPFlags(rawValue: 0x10)
+}
+
+/// One decoded TCP segment. `payload` borrows the packet's bytes (or the IP fragment buffer) for
+/// the duration of one call.
+public struct TCPSegment {
+    public var source: Endpoint
+    public var destination: Endpoint
+    public var sequence: UInt32
+    public var acknowledgement: UInt32
+    public var flags: TCPFlags
+    public var window: UInt16
+    public var payload: UnsafeRawBufferPointer
+    /// Payload bytes the IP header announces but the snaplen cut off.
+    public var missingPayload: Int
+    public var timestamp: Timestamp
+}
+
+/// One decoded UDP datagram (used for DNS timing).
+public struct UDPDatagram {
+    public var source: Endpoint
+    public var destination: Endpoint
+    public var payload: UnsafeRawBufferPointer
+    public var timestamp: Timestamp
+}
+
+/// What the decoder made of a packet.
+public enum DecodeOutcome {
+    case tcp(TCPSegment)
+    case udp(UDPDatagram)
+    /// Not TCP or UDP over IP (ARP, ICMP, …), or an IP fragment waiting for the rest.
+    case skipped
+    /// Bad or cut-short headers: counted, then the packet is skipped.
+    case malformed(Weird)
+}

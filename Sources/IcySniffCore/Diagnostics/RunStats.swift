@@ -1,0 +1,32 @@
+/// Counters of one run (one or more captures), printed at the end and in reports.
+public struct RunStats: Sendable {
+    public var packets: UInt64 = 0
+    public var bytes: UInt64 = 0
+    public var tcpSegments: UInt64 = 0
+    public var udpDatagrams: UInt64 = 0
+    public var skippedPackets: UInt64 = 0
+    public var malformedPackets: UInt64 = 0
+    public var connections: UInt64 = 0
+    public var transactions: UInt64 = 0
+    public var weirds: [Weird: UInt64] = [:]
+    public var firstPacket: Timestamp? = nil
+    public var lastPacket: Timestamp? = nil
+
+    public init() {}
+
+    mutating func count(_ weird: Weird, by n: UInt64 = 1) { weirds[weird, default: 0] += n }
+
+    public mutating func merge(_ other: RunStats) {
+        packets += other.packets
+        bytes += other.bytes
+        tcpSegments += other.tcpSegments
+        udpDatagrams += other.udpDatagrams
+        skippedPackets += other.skippedPackets
+        malformedPackets += other.malformedPackets
+        connections += other.connections
+        transactions += other.transactions
+        for (k, v) in other.weirds { weirds[k, default: 0] += v }
+        if let f = other.firstPacket { firstPacket = min(firstPacket ?? f, f) }
+        if let l = other.lastPacket { lastPacket = max(lastPacket ?? l, l) }
+    }
+}

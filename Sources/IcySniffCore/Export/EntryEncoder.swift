@@ -1,0 +1,348 @@
+/// Writes one transaction as a HAR 1.2 entry object.
+enum EntryEncoder {
+    static let redacted = "[redacted]"
+    static let secretHeaders: Set<String> = ["cookie", "set-cookie", "authorization", "proxy-authorization"]
+
+    static func writeEntry(_ t: Transaction, pageref: String?, to w: inout JSONWriter, options: ExportOptions) {
+        let timings = t.timings
+        w.beginObject()
+        if let pageref { w.string("pageref", pageref) }
+        w.string("startedDateTime", timings.start.iso8601(fractionDigits: 3))
+        w.number("time", timings.total)
+        writeRequest(t, to: &w, options: options)
+        writeResponse(t, to: &w, options: options)
+        writeCache(t, to: &w)
+        w.key("timings"); w.beginObject()
+        w.number("blocked", timings.blocked)
+        w.number("dns", timings.dns)
+        w.number("connect", timings.connect)
+        w.number("send", timings.send)
+        w.number("wait", timings.wait)
+        w.number("receive", timings.receive)
+        w.number("ssl", timings.ssl)
+        w.endObject()
+        w.string("serverIPAddress", t.connection.server.address.description)
+        w.string("connection", t.connection.label)
+        w.string("_clientIPAddress", t.connection.client.address.description)
+        w.int("_clientPort", t.connection.client.port)
+        w.int("_serverPort", t.connection.server.port)
+        w.int("_depth", t.depth)
+        if let r = t.request { w.string("_requestTarget", r.targetString) }
+        let flags = t.allWeirds
+        w.key("_flags"); w.beginArray(); for f in flags { w.string(f.rawValue) }; w.endArray()
+        if let tunnel = t.tunnel {
+            w.key("_tunnel"); w.beginObject()
+            w.int("bytesFromClient", tunnel.bytesFromClient)
+            w.int("bytesFromServer", tunnel.bytesFromServer)
+            w.optionalNumber("duration", tunnel.durationMilliseconds)
+            w.endObject()
+        }
+        if !t.interimResponses.isEmpty {
+            w.key("_interimResponses"); w.beginArray()
+            for m in t.interimResponses {
+                w.beginObject(); w.int("status", m.status); w.string("statusText", m.reason); w.endObject()
+            }
+            w.endArray()
+        }
+        if let c = t.cache { writeCacheCustom(c, to: &w) }
+        if !flags.isEmpty { w.string("comment", flags.map(\.rawValue).joined(separator: " ")) }
+        w.endObject()
+    }
+
+    static func writeHeaders(_ headers: [HTTPHeader], to w: inout JSONWriter, options: ExportOptions) {
+        w.key("headers"); w.beginArray()
+        for h in headers {
+            w.beginObject()
+            w.string("name", h.name)
+            w.string("value", redact(header: h, options: options))
+            w.endObject()
+        }
+        w.endArray()
+    }
+
+    /// Secret values are replaced, keeping their length visible: `[redacted 32 bytes]`; for cookies
+    /// the names stay (`a=[redacted]; b=[redacted]`).
+    static func redact(header h: HTTPHeader, options: ExportOptions) -> String {
+        guard !options.keepSecrets, secretHeaders.contains(h.name.lowercased()) else { return h.value }
+        switch h.name.lowercased() {
+        case "cookie":
+            return Cookies.parseRequest(h.value).map { "\($0.name)=\(redacted)" }.joined(separator: "; ")
+        case "set-cookie":
+            guard let semi = h.value.firstIndex(of: ";") else {
+                let name = h.value.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+                return "\(name)=\(redacted)"
+            }
+            let pair = h.value[..<semi]
+            let name = pair.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+            return "\(name)=\(redacted)\(h.value[semi...])"
+        default:
+            let scheme = h.value.split(separator: " ", maxSplits: 1).first.map(String.init) ?? ""
+            return "\(scheme) [redacted \(h.value.utf8.count) bytes]"
+        }
+    }
+
+    static func writeRequest(_ t: Transaction, to w: inout JSONWriter, options: ExportOptions) {
+        w.key("request"); w.beginObject()
+        guard let r = t.request else {
+            w.string("method", "")
+            w.string("url", t.url)
+            w.string("httpVersion", "")
+            w.key("cookies"); w.beginArray(); w.endArray()
+            w.key("headers"); w.beginArray(); w.endArray()
+            w.key("queryString"); w.beginArray(); w.endArray()
+            w.int("headersSize", -1)
+            w.int("bodySize", -1)
+            w.string("comment", "no request was seen for this response")
+            w.endObject()
+            return
+        }
+        w.string("method", r.method)
+        w.string("url", redactURL(t.url, options: options))
+        w.string("httpVersion", r.versionText)
+        w.key("cookies"); w.beginArray()
+        for value in r.headers.all("Cookie") {
+            for c in Cookies.parseRequest(value) {
+                w.beginObject(); w.string("name", c.name); w.string("value", options.keepSecrets ? c.value : redacted); w.endObject()
+            }
+        }
+        w.endArray()
+        writeHeaders(r.headers, to: &w, options: options)
+        w.key("queryString"); w.beginArray()
+        for (name, value) in Query.parse(r.targetString) {
+            w.beginObject()
+            w.string("name", name)
+            w.string("value", !options.keepSecrets && options.secretParameters.contains(name.lowercased()) ? redacted : value)
+            w.endObject()
+        }
+        w.endArray()
+        if r.bodyBytes > 0 || r.headers.contains("Content-Type") && (r.contentLength ?? 0) > 0 {
+            w.key("postData"); w.beginObject()
+            let mime = r.headers.first("Content-Type") ?? ""
+            w.string("mimeType", mime)
+            if options.includeBodies, let body = r.body {
+                let text = String(wireBytes: body)
+                w.string("text", text)
+                if mime.lowercased().hasPrefix("application/x-www-form-urlencoded") {
+                    w.key("params"); w.beginArray()
+                    for (name, value) in Query.parseForm(text) {
+                        w.beginObject(); w.string("name", name); w.string("value", value); w.endObject()
+                    }
+                    w.endArray()
+                }
+            }
+            w.endObject()
+        }
+        w.int("headersSize", r.headersComplete ? r.headersSize : -1)
+        w.int("bodySize", r.decodedBytes)
+        w.endObject()
+    }
+
+    static func writeResponse(_ t: Transaction, to w: inout JSONWriter, options: ExportOptions) {
+        w.key("response"); w.beginObject()
+        guard let r = t.response else {
+            w.int("status", 0)
+            w.string("statusText", "")
+            w.string("httpVersion", "")
+            w.key("cookies"); w.beginArray(); w.endArray()
+            w.key("headers"); w.beginArray(); w.endArray()
+            w.key("content"); w.beginObject(); w.int("size", 0); w.string("mimeType", ""); w.endObject()
+            w.string("redirectURL", "")
+            w.int("headersSize", -1)
+            w.int("bodySize", -1)
+            w.string("_error", "no response in the capture")
+            w.endObject()
+            return
+        }
+        w.int("status", r.status)
+        w.string("statusText", r.reason)
+        w.string("httpVersion", r.versionText)
+        w.key("cookies"); w.beginArray()
+        for value in r.headers.all("Set-Cookie") {
+            let c = Cookies.parseSetCookie(value)
+            w.beginObject()
+            w.string("name", c.name)
+            w.string("value", options.keepSecrets ? c.value : redacted)
+            if let path = c.path { w.string("path", path) }
+            if let domain = c.domain { w.string("domain", domain) }
+            if c.httpOnly { w.bool("httpOnly", true) }
+            if c.secure { w.bool("secure", true) }
+            w.endObject()
+        }
+        w.endArray()
+        writeHeaders(r.headers, to: &w, options: options)
+        w.key("content"); w.beginObject()
+        w.int("size", r.decodedBytes)
+        if r.wasDecoded && r.decodedBytes >= r.bodyBytes { w.int("compression", r.decodedBytes - r.bodyBytes) }
+        let mime = r.headers.first("Content-Type") ?? ""
+        w.string("mimeType", mime)
+        if options.includeBodies, let body = r.body {
+            if MimeType.isText(mime), let text = String(validating: body, as: UTF8.self) {
+                w.string("text", text)
+            } else {
+                w.string("text", Base64.encode(body))
+                w.string("encoding", "base64")
+            }
+            if r.bodyTruncated { w.string("comment", "body cut at the in-memory cap; size is exact") }
+        }
+        w.endObject()
+        w.string("redirectURL", r.headers.first("Location") ?? "")
+        w.int("headersSize", r.headersComplete ? r.headersSize : -1)
+        w.int("bodySize", r.bodyBytes)
+        w.endObject()
+    }
+
+    static func writeCache(_ t: Transaction, to w: inout JSONWriter) {
+        w.key("cache"); w.beginObject()
+        if let c = t.cache, c.storable, let expires = c.expires {
+            w.key("afterRequest"); w.beginObject()
+            w.string("expires", expires.iso8601(fractionDigits: 3))
+            w.string("lastAccess", c.responseTime.iso8601(fractionDigits: 3))
+            w.string("eTag", c.etag ?? "")
+            w.int("hitCount", 0)
+            w.endObject()
+        }
+        w.endObject()
+    }
+
+    static func writeCacheCustom(_ c: CacheAssessment, to w: inout JSONWriter) {
+        w.key("_cache"); w.beginObject()
+        w.bool("storable", c.storable)
+        w.optionalNumber("freshnessLifetime", c.freshnessLifetime)
+        w.string("lifetimeSource", c.lifetimeSource)
+        w.number("age", c.age)
+        w.optionalNumber("freshFor", c.freshFor)
+        w.bool("mustRevalidate", c.mustRevalidate)
+        w.optionalString("etag", c.etag)
+        w.optionalString("lastModified", c.lastModified)
+        w.bool("conditional", c.conditional)
+        w.bool("notModified", c.notModified)
+        w.bool("avoidable", c.avoidable)
+        w.endObject()
+    }
+
+    static func redactURL(_ url: String, options: ExportOptions) -> String {
+        guard !options.keepSecrets, let q = url.firstIndex(of: "?") else { return url }
+        let query = url[url.index(after: q)...]
+        var changed = false
+        let parts = query.split(separator: "&", omittingEmptySubsequences: false).map { part -> String in
+            let kv = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            if kv.count == 2, options.secretParameters.contains(Query.percentDecode(String(kv[0])).lowercased()) {
+                changed = true
+                return "\(kv[0])=%5Bredacted%5D"
+            }
+            return String(part)
+        }
+        return changed ? String(url[...q]) + parts.joined(separator: "&") : url
+    }
+}
+
+enum MimeType {
+    static func isText(_ mime: String) -> Bool {
+        let m = mime.lowercased()
+        return m.hasPrefix("text/") || m.contains("json") || m.contains("xml") || m.contains("javascript")
+            || m.contains("x-www-form-urlencoded") || m.contains("ecmascript")
+    }
+}
+
+enum Cookies {
+    static func parseRequest(_ value: String) -> [(name: String, value: String)] {
+        value.split(separator: ";").compactMap { part in
+            let p = part.trimmingASCIIWhitespace()
+            guard !p.isEmpty else { return nil }
+            let kv = p.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            return (String(kv[0]), kv.count > 1 ? String(kv[1]) : "")
+        }
+    }
+
+    struct SetCookie { var name = ""; var value = ""; var path: String?; var domain: String?; var httpOnly = false; var secure = false }
+
+    static func parseSetCookie(_ header: String) -> SetCookie {
+        var c = SetCookie()
+        let parts = header.split(separator: ";", omittingEmptySubsequences: false)
+        if let first = parts.first {
+            let kv = first.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            c.name = kv[0].trimmingASCIIWhitespace()
+            c.value = kv.count > 1 ? kv[1].trimmingASCIIWhitespace() : ""
+        }
+        for attr in parts.dropFirst() {
+            let kv = attr.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let key = kv[0].trimmingASCIIWhitespace().lowercased()
+            let val = kv.count > 1 ? kv[1].trimmingASCIIWhitespace() : ""
+            switch key {
+            case "path": c.path = val
+            case "domain": c.domain = val
+            case "httponly": c.httpOnly = true
+            case "secure": c.secure = true
+            default: break
+            }
+        }
+        return c
+    }
+}
+
+enum Query {
+    static func parse(_ target: String) -> [(String, String)] {
+        guard let q = target.firstIndex(of: "?") else { return [] }
+        var query = target[target.index(after: q)...]
+        if let hash = query.firstIndex(of: "#") { query = query[..<hash] }
+        return parseForm(String(query))
+    }
+
+    static func parseForm(_ text: String) -> [(String, String)] {
+        text.split(separator: "&").map { part in
+            let kv = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = percentDecode(String(kv[0]).replacingPlus())
+            let value = kv.count > 1 ? percentDecode(String(kv[1]).replacingPlus()) : ""
+            return (name, value)
+        }
+    }
+
+    static func percentDecode(_ s: String) -> String {
+        var out: [UInt8] = []
+        let b = Array(s.utf8)
+        var i = 0
+        while i < b.count {
+            if b[i] == 0x25, i + 2 < b.count, let h = hex(b[i + 1]), let l = hex(b[i + 2]) {
+                out.append(h << 4 | l); i += 3
+            } else { out.append(b[i]); i += 1 }
+        }
+        return String(wireBytes: out)
+    }
+
+    private static func hex(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 0x30...0x39: return c - 0x30
+        case 0x41...0x46: return c - 0x37
+        case 0x61...0x66: return c - 0x57
+        default: return nil
+        }
+    }
+}
+
+extension String {
+    func replacingPlus() -> String { String(map { $0 == "+" ? " " : $0 }) }
+}
+
+enum Base64 {
+    static func encode(_ bytes: [UInt8]) -> String {
+        let table = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity((bytes.count + 2) / 3 * 4)
+        var i = 0
+        while i + 3 <= bytes.count {
+            let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+            out.append(table[Int(v >> 18)]); out.append(table[Int(v >> 12 & 63)])
+            out.append(table[Int(v >> 6 & 63)]); out.append(table[Int(v & 63)])
+            i += 3
+        }
+        let rest = bytes.count - i
+        if rest == 1 {
+            let v = UInt32(bytes[i]) << 16
+            out.append(table[Int(v >> 18)]); out.append(table[Int(v >> 12 & 63)]); out.append(0x3D); out.append(0x3D)
+        } else if rest == 2 {
+            let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
+            out.append(table[Int(v >> 18)]); out.append(table[Int(v >> 12 & 63)]); out.append(table[Int(v >> 6 & 63)]); out.append(0x3D)
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

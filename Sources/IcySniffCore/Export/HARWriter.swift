@@ -1,0 +1,158 @@
+/// Version of icy-sniff written into outputs.
+public enum IcySniffVersion {
+    public static let current = "0.1.0"
+}
+
+/// Options that shape the exported entries.
+public struct ExportOptions: Sendable {
+    /// Put bodies into the output (`content.text`, `postData.text`).
+    public var includeBodies = false
+    /// Keep Cookie, Set-Cookie, Authorization values and secret query parameters as sent.
+    public var keepSecrets = false
+    /// Query parameter names whose values are redacted (case-insensitive).
+    public var secretParameters: Set<String> = ["token", "access_token", "id_token", "refresh_token", "key", "api_key",
+                                                "apikey", "password", "passwd", "pwd", "secret", "client_secret",
+                                                "auth", "session", "sessionid", "sig", "signature"]
+    public var pretty = true
+    public init() {}
+}
+
+/// Writes HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/) with icy-sniff's custom
+/// fields (leading underscore). Entries are kept until the end, because HAR wants them sorted by
+/// startedDateTime, then streamed out one by one through a `JSONWriter`.
+public final class HARWriter: TransactionSink {
+    private var transactions: [Transaction] = []
+    private var connections: [ConnectionSummary] = []
+    private let options: ExportOptions
+    private var usedConnections: Set<UInt64> = []
+
+    public init(options: ExportOptions = ExportOptions()) {
+        self.options = options
+    }
+
+    public func consume(_ transaction: Transaction) {
+        transactions.append(transaction)
+        usedConnections.insert(transaction.connection.id)
+    }
+
+    public func connectionFinished(_ connection: Connection) {
+        if connection.clientHalf.bytes > 0 || connection.serverHalf.bytes > 0 {
+            connections.append(ConnectionSummary(connection))
+        }
+    }
+
+    public var count: Int { transactions.count }
+
+    /// Writes the whole document.
+    public func write(to out: OutputFile, comment: String? = nil) {
+        transactions.sort { ($0.startTime, $0.sequence) < ($1.startTime, $1.sequence) }
+        let tracker = CacheTracker()
+        for t in transactions { tracker.assess(t) }
+        let pages = PageGrouper.group(transactions)
+        var w = JSONWriter(indent: options.pretty ? 2 : 0, capacity: 1 << 16)
+        w.beginObject()
+        w.key("log")
+        w.beginObject()
+        w.string("version", "1.2")
+        w.key("creator"); w.beginObject(); w.string("name", "icy-sniff"); w.string("version", IcySniffVersion.current); w.endObject()
+        w.key("pages")
+        w.beginArray()
+        for page in pages.pages {
+            w.beginObject()
+            w.string("startedDateTime", page.started.iso8601(fractionDigits: 3))
+            w.string("id", page.id)
+            w.string("title", page.title)
+            w.key("pageTimings"); w.beginObject()
+            w.number("onContentLoad", -1); w.number("onLoad", -1)
+            w.endObject()
+            w.endObject()
+        }
+        w.endArray()
+        w.key("entries")
+        w.beginArray()
+        out.write(w.bytes)
+        w.bytes.removeAll(keepingCapacity: true)
+        var entry = JSONWriter(indent: options.pretty ? 2 : 0, capacity: 1 << 14)
+        entry.baseDepth = 3
+        let separator = Array((options.pretty ? ",\n      " : ",").utf8)
+        for (index, t) in transactions.enumerated() {
+            entry.reset()
+            EntryEncoder.writeEntry(t, pageref: pages.pageOf[index], to: &entry, options: options)
+            out.write(index == 0 ? Array((options.pretty ? "\n      " : "").utf8) : separator)
+            out.write(entry.bytes)
+        }
+        if transactions.isEmpty {
+            out.write(options.pretty ? Array("],\n    \"_connections\": ".utf8) : Array("],\"_connections\":".utf8))
+        } else {
+            out.write(options.pretty ? Array("\n    ],\n    \"_connections\": ".utf8) : Array("],\"_connections\":".utf8))
+        }
+        var conns = JSONWriter(indent: options.pretty ? 2 : 0)
+        conns.baseDepth = 2
+        conns.beginArray()
+        for c in connections.sorted(by: { $0.id < $1.id }) where usedConnections.contains(c.id) {
+            c.write(to: &conns)
+        }
+        conns.endArray()
+        out.write(conns.bytes)
+        if let comment {
+            var cw = JSONWriter()
+            cw.string(comment)
+            out.write(Array((options.pretty ? ",\n    \"comment\": " : ",\"comment\":").utf8))
+            out.write(cw.bytes)
+        }
+        out.write(options.pretty ? Array("\n  }\n}\n".utf8) : Array("}}\n".utf8))
+    }
+}
+
+/// What `--connections` and `log._connections` say about one TCP connection.
+public struct ConnectionSummary: Sendable {
+    public var id: UInt64
+    public var client: Endpoint
+    public var server: Endpoint
+    public var start: Timestamp
+    public var end: Timestamp
+    public var handshakeMilliseconds: Double?
+    public var bytesFromClient: UInt64
+    public var bytesFromServer: UInt64
+    public var gapBytes: UInt64
+    public var gaps: Int
+    public var packets: UInt64
+    public var history: String
+    public var clientEvidence: String
+    public var weirds: [(Weird, Int)]
+
+    public init(_ c: Connection) {
+        id = c.id
+        client = c.client
+        server = c.server
+        start = c.synTime ?? c.firstSeen
+        end = c.lastSeen
+        handshakeMilliseconds = c.connectDuration
+        bytesFromClient = c.clientHalf.bytes
+        bytesFromServer = c.serverHalf.bytes
+        gapBytes = c.halves.0.gapBytes + c.halves.1.gapBytes
+        gaps = c.halves.0.gaps + c.halves.1.gaps
+        packets = c.packets
+        history = String(decoding: c.history, as: UTF8.self)
+        clientEvidence = c.clientSideEvidence
+        weirds = c.weirds.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    }
+
+    func write(to w: inout JSONWriter) {
+        w.beginObject()
+        w.string("id", "C\(id)")
+        w.string("client", client.description)
+        w.string("server", server.description)
+        w.string("start", start.iso8601(fractionDigits: 6))
+        w.number("duration", end.milliseconds(since: start))
+        w.optionalNumber("handshakeRTT", handshakeMilliseconds)
+        w.int("bytesFromClient", bytesFromClient)
+        w.int("bytesFromServer", bytesFromServer)
+        w.int("packets", packets)
+        w.int("gaps", gaps)
+        w.int("missedBytes", gapBytes)
+        w.string("history", history)
+        w.key("anomalies"); w.beginArray(); for (k, _) in weirds { w.string(k.rawValue) }; w.endArray()
+        w.endObject()
+    }
+}

@@ -1,0 +1,104 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Errors writing output: one line for the user.
+public struct OutputError: Error, Sendable {
+    public var message: String
+}
+
+/// Buffered output to standard output or to a file. A file is written under a temporary name in
+/// the same directory and renamed into place by `commit()`, so an interrupted run never leaves a
+/// truncated file behind.
+public final class OutputFile {
+    private var fd: Int32
+    private let finalPath: String?
+    private let temporaryPath: String?
+    private var buffer: [UInt8] = []
+    private var failed: String? = nil
+    private var committed = false
+
+    /// Standard output.
+    public init() {
+        fd = 1
+        finalPath = nil
+        temporaryPath = nil
+        buffer.reserveCapacity(1 << 16)
+    }
+
+    /// A file at `path`, written atomically.
+    public init(path: String) throws(OutputError) {
+        let dir: String
+        if let slash = path.lastIndex(of: "/") { dir = String(path[..<slash]).isEmpty ? "/" : String(path[..<slash]) } else { dir = "." }
+        let base = path.split(separator: "/").last.map(String.init) ?? path
+        var template = Array("\(dir)/.\(base).XXXXXX".utf8CString)
+        let f = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        if f < 0 {
+            throw OutputError(message: "cannot write '\(path)': \(String(cString: strerror(errno)))")
+        }
+        fchmod(f, 0o644)
+        fd = f
+        finalPath = path
+        temporaryPath = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        buffer.reserveCapacity(1 << 16)
+    }
+
+    deinit {
+        if !committed, let temporaryPath {
+            close(fd)
+            unlink(temporaryPath)
+        }
+    }
+
+    public var isTerminal: Bool { isatty(fd) == 1 }
+
+    @inline(__always) public func write(_ bytes: [UInt8]) {
+        buffer.append(contentsOf: bytes)
+        if buffer.count >= 1 << 16 { flush() }
+    }
+
+    public func write(_ s: String) {
+        buffer.append(contentsOf: s.utf8)
+        if buffer.count >= 1 << 16 { flush() }
+    }
+
+    public func flush() {
+        guard !buffer.isEmpty, failed == nil else { buffer.removeAll(keepingCapacity: true); return }
+        buffer.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    failed = String(cString: strerror(errno))
+                    return
+                }
+                offset += n
+            }
+        }
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Flushes and, for a file, moves it into place. Throws if anything could not be written.
+    public func commit() throws(OutputError) {
+        flush()
+        let name = finalPath ?? "standard output"
+        if let failed {
+            throw OutputError(message: "cannot write \(finalPath.map { "'\($0)'" } ?? name): \(failed)")
+        }
+        guard let temporaryPath, let finalPath else { return }
+        if fsync(fd) != 0 && errno != EINVAL {
+            throw OutputError(message: "cannot write '\(finalPath)': \(String(cString: strerror(errno)))")
+        }
+        close(fd)
+        if rename(temporaryPath, finalPath) != 0 {
+            let reason = String(cString: strerror(errno))
+            unlink(temporaryPath)
+            committed = true
+            throw OutputError(message: "cannot write '\(finalPath)': \(reason)")
+        }
+        committed = true
+    }
+}

@@ -1,0 +1,267 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The tabular formats.
+public enum TableFormat: Sendable {
+    case table, tsv, csv, ndjson
+}
+
+/// A column of the tabular outputs (`--fields`); names are stable and documented in docs/CLI.md.
+public enum Field: String, CaseIterable, Sendable {
+    case time, capture, connection, depth, client, server, method, host, path, url, version, status, reason,
+         contentType = "type", requestSize = "req_size", size, encodedSize = "encoded_size",
+         duration, connect, send, wait, receive, cache, flags
+
+    public static let defaultColumns: [Field] = [.time, .client, .method, .url, .status, .contentType, .size, .duration, .cache, .flags]
+}
+
+/// Writes transactions as a terminal table, TSV, CSV or NDJSON, one row as each completes.
+public final class TableWriter {
+    let format: TableFormat
+    let output: OutputFile
+    let options: ExportOptions
+    var fields: [Field]
+    let tracker = CacheTracker()
+    private var wroteHeader = false
+    private let color: Bool
+    private let width: Int
+    private var json = JSONWriter(indent: 0, capacity: 4096)
+
+    public init(format: TableFormat, output: OutputFile, options: ExportOptions, fields: [Field] = Field.defaultColumns) {
+        self.format = format
+        self.output = output
+        self.options = options
+        self.fields = fields
+        let env = getenv("NO_COLOR")
+        let term = getenv("TERM").map { String(cString: $0) } ?? ""
+        color = format == .table && output.isTerminal && env == nil && term != "dumb"
+        var ws = winsize()
+        if ioctl(1, UInt(TIOCGWINSZ), &ws) == 0 && ws.ws_col > 40 { width = Int(ws.ws_col) } else { width = 160 }
+    }
+
+    public func consume(_ t: Transaction) {
+        tracker.assess(t)
+        if !wroteHeader { writeHeader(); wroteHeader = true }
+        switch format {
+        case .ndjson: writeJSON(t)
+        case .tsv: output.write(fields.map { tsvEscape(value($0, t)) }.joined(separator: "\t") + "\n")
+        case .csv: output.write(fields.map { csvEscape(value($0, t)) }.joined(separator: ",") + "\n")
+        case .table: output.write(tableRow(fields.map { value($0, t) }, status: t.response?.status ?? 0) + "\n")
+        }
+    }
+
+    public func finish() {
+        if !wroteHeader && format != .ndjson { writeHeader() }
+        output.flush()
+    }
+
+    private func writeHeader() {
+        switch format {
+        case .ndjson: break
+        case .tsv: output.write(fields.map(\.rawValue).joined(separator: "\t") + "\n")
+        case .csv: output.write(fields.map(\.rawValue).joined(separator: ",") + "\n")
+        case .table:
+            let header = tableRow(fields.map { $0.rawValue.uppercased() }, status: 0)
+            output.write((color ? "\u{1B}[1m" + header + "\u{1B}[0m" : header) + "\n")
+        }
+    }
+
+    // MARK: values
+
+    func value(_ field: Field, _ t: Transaction) -> String {
+        let req = t.request, resp = t.response
+        switch field {
+        case .time: return format == .table ? clock(t.startTime) : t.startTime.iso8601(fractionDigits: 6)
+        case .capture: return t.captureName
+        case .connection: return t.connection.label
+        case .depth: return String(t.depth)
+        case .client: return t.connection.client.description
+        case .server: return t.connection.server.description
+        case .method: return req?.method ?? "-"
+        case .host: return t.host
+        case .path: return req?.targetString ?? "-"
+        case .url: return req == nil ? "-" : EntryEncoder.redactURL(t.url, options: options)
+        case .version: return resp?.versionText ?? req?.versionText ?? "-"
+        case .status: return resp.map { $0.isHTTP09 ? "0.9" : String($0.status) } ?? "-"
+        case .reason: return resp?.reason ?? "-"
+        case .contentType:
+            let ct = resp?.headers.first("Content-Type") ?? "-"
+            return String(ct.split(separator: ";").first ?? "-").trimmingCharacters(in: " ")
+        case .requestSize: return req.map { String($0.decodedBytes) } ?? "-"
+        case .size: return resp.map { String($0.decodedBytes) } ?? "-"
+        case .encodedSize: return resp.map { String($0.bodyBytes) } ?? "-"
+        case .duration: return ms(t.timings.total)
+        case .connect: return t.timings.connect < 0 ? "-" : ms(t.timings.connect)
+        case .send: return ms(t.timings.send)
+        case .wait: return ms(t.timings.wait)
+        case .receive: return ms(t.timings.receive)
+        case .cache: return t.cache?.label ?? "-"
+        case .flags:
+            let w = t.allWeirds.filter { $0 != .midstreamPickup }
+            return w.isEmpty ? "-" : w.map(\.rawValue).joined(separator: ",")
+        }
+    }
+
+    private func ms(_ v: Double) -> String {
+        var out: [UInt8] = []
+        JSONWriter.appendNumber(v, decimals: format == .table ? 1 : 3, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private func clock(_ t: Timestamp) -> String {
+        let s = t.iso8601(fractionDigits: 3)
+        let parts = s.split(separator: "T")
+        return parts.count == 2 ? String(parts[1].dropLast()) : s
+    }
+
+    private func tsvEscape(_ s: String) -> String {
+        guard s.contains(where: { $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\\" }) else { return s }
+        return s.replacingAll("\\", "\\\\").replacingAll("\t", "\\t").replacingAll("\n", "\\n").replacingAll("\r", "\\r")
+    }
+
+    private func csvEscape(_ s: String) -> String {
+        guard s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return s }
+        return "\"" + s.replacingAll("\"", "\"\"") + "\""
+    }
+
+    // MARK: table
+
+    private func columnWidth(_ f: Field) -> Int? {
+        switch f {
+        case .time: return 12
+        case .client, .server: return 21
+        case .method: return 7
+        case .status: return 6
+        case .contentType: return 16
+        case .size, .encodedSize, .requestSize: return 9
+        case .duration, .connect, .send, .wait, .receive: return 8
+        case .cache: return 14
+        case .depth: return 5
+        case .connection: return 6
+        case .version: return 8
+        case .flags: return 24
+        default: return nil
+        }
+    }
+
+    private func tableRow(_ values: [String], status: Int) -> String {
+        let fixed = fields.compactMap(columnWidth).reduce(0, +) + fields.count
+        let flexible = fields.filter { columnWidth($0) == nil }.count
+        let flexWidth = flexible > 0 ? max(16, (width - fixed) / flexible) : 0
+        var cells: [String] = []
+        for (f, v) in zip(fields, values) {
+            let w = columnWidth(f) ?? flexWidth
+            var cell = fit(v, w, keepEnd: f == .url || f == .path || f == .host)
+            let numeric = [.size, .encodedSize, .requestSize, .duration, .connect, .send, .wait, .receive].contains(f)
+            cell = numeric ? String(repeating: " ", count: w - cell.count) + cell : cell + String(repeating: " ", count: w - cell.count)
+            if color && f == .status && status > 0 {
+                let code = status >= 500 ? "31" : status >= 400 ? "33" : status >= 300 ? "36" : "32"
+                cell = "\u{1B}[\(code)m\(cell)\u{1B}[0m"
+            }
+            cells.append(cell)
+        }
+        var row = cells.joined(separator: " ")
+        while row.hasSuffix(" ") { row.removeLast() }
+        return row
+    }
+
+    /// Shortens to `width` characters with an ellipsis in the middle (URLs keep both ends).
+    private func fit(_ s: String, _ width: Int, keepEnd: Bool) -> String {
+        let chars = Array(s.map { $0.isASCII && ($0.asciiValue! < 0x20) ? "?" : $0 })
+        if chars.count <= width { return String(chars) }
+        if width <= 1 { return String(chars.prefix(width)) }
+        if keepEnd {
+            let head = (width - 1) * 2 / 3
+            let tail = width - 1 - head
+            return String(chars.prefix(head)) + "…" + String(chars.suffix(tail))
+        }
+        return String(chars.prefix(width - 1)) + "…"
+    }
+
+    // MARK: NDJSON
+
+    private func writeJSON(_ t: Transaction) {
+        json.reset()
+        NDJSONEncoder.write(t, to: &json, options: options)
+        json.bytes.append(0x0A)
+        output.write(json.bytes)
+    }
+}
+
+extension String {
+    func replacingAll(_ target: String, _ replacement: String) -> String {
+        guard !target.isEmpty else { return self }
+        var result = ""
+        var rest = self[...]
+        while let r = rest.range(of: target) {
+            result += rest[..<r.lowerBound]
+            result += replacement
+            rest = rest[r.upperBound...]
+        }
+        return result + rest
+    }
+}
+
+extension Substring {
+    func range(of needle: String) -> Range<Substring.Index>? {
+        guard let first = needle.first else { return nil }
+        var i = startIndex
+        while i < endIndex {
+            if self[i] == first, self[i...].hasPrefix(needle) {
+                return i..<index(i, offsetBy: needle.count)
+            }
+            i = index(after: i)
+        }
+        return nil
+    }
+}
+
+/// One transaction as a flat JSON object (docs/NDJSON.md lists the fields).
+enum NDJSONEncoder {
+    static func write(_ t: Transaction, to w: inout JSONWriter, options: ExportOptions) {
+        let req = t.request, resp = t.response
+        w.beginObject()
+        w.string("ts", t.startTime.iso8601(fractionDigits: 6))
+        if !t.captureName.isEmpty { w.string("capture", t.captureName) }
+        w.string("connection", t.connection.label)
+        w.int("depth", t.depth)
+        w.string("client_ip", t.connection.client.address.description)
+        w.int("client_port", t.connection.client.port)
+        w.string("server_ip", t.connection.server.address.description)
+        w.int("server_port", t.connection.server.port)
+        w.optionalString("method", req?.method)
+        w.string("host", t.host)
+        w.optionalString("target", req?.targetString)
+        w.optionalString("url", req.map { _ in EntryEncoder.redactURL(t.url, options: options) })
+        w.optionalString("request_version", req?.versionText)
+        w.optionalString("user_agent", req?.headers.first("User-Agent"))
+        w.optionalString("referrer", req?.headers.first("Referer"))
+        w.key("request_body_len"); if let req { w.int(req.decodedBytes) } else { w.null() }
+        w.key("status"); if let resp { w.int(resp.status) } else { w.null() }
+        w.optionalString("reason", resp?.reason)
+        w.optionalString("response_version", resp?.versionText)
+        w.optionalString("content_type", resp?.headers.first("Content-Type"))
+        w.optionalString("content_encoding", resp?.headers.first("Content-Encoding"))
+        w.key("response_body_len"); if let resp { w.int(resp.decodedBytes) } else { w.null() }
+        w.key("response_encoded_len"); if let resp { w.int(resp.bodyBytes) } else { w.null() }
+        w.optionalString("location", resp?.headers.first("Location"))
+        w.number("time_ms", t.timings.total)
+        w.number("dns_ms", t.timings.dns)
+        w.number("connect_ms", t.timings.connect)
+        w.number("send_ms", t.timings.send)
+        w.number("wait_ms", t.timings.wait)
+        w.number("receive_ms", t.timings.receive)
+        if let c = t.cache {
+            w.string("cache", c.label)
+            w.bool("cache_storable", c.storable)
+            w.optionalNumber("cache_lifetime", c.freshnessLifetime)
+            w.string("cache_lifetime_source", c.lifetimeSource)
+            w.number("cache_age", c.age)
+            w.optionalNumber("cache_fresh_for", c.freshFor)
+            w.bool("cache_avoidable", c.avoidable)
+        }
+        w.key("flags"); w.beginArray(); for f in t.allWeirds { w.string(f.rawValue) }; w.endArray()
+        w.endObject()
+    }
+}

@@ -1,0 +1,65 @@
+/// How a message's body is delimited (RFC 9112 §6.3), decided once its header section is complete.
+struct BodyFraming {
+    enum Kind { case none, length, chunked, untilClose, tunnel }
+    var kind: Kind
+    var length: UInt64? = nil
+    var weirds: [Weird] = []
+
+    static func decide(for m: HTTPMessage) -> BodyFraming {
+        var weirds: [Weird] = []
+        if m.kind == .response {
+            let method = m.requestMethod ?? ""
+            // §6.3 item 1: HEAD, 1xx, 204 and 304 replies have no body.
+            if method == "HEAD" || (m.status >= 100 && m.status < 200 && m.status != 101) || m.status == 204 || m.status == 304 {
+                return BodyFraming(kind: .none)
+            }
+            // §6.3 item 2: a 2xx reply to CONNECT, and 101, turn the connection into a tunnel.
+            if method == "CONNECT" && m.status >= 200 && m.status < 300 { return BodyFraming(kind: .tunnel) }
+            if m.status == 101 { return BodyFraming(kind: .tunnel) }
+        }
+        let lengths = m.headers.all("Content-Length")
+        if let te = m.headers.combined("Transfer-Encoding") {
+            let codings = te.split(separator: ",").map { $0.trimmingASCIIWhitespace().lowercased() }.filter { !$0.isEmpty }
+            if !lengths.isEmpty {
+                // §6.3 item 3: Transfer-Encoding overrides Content-Length; a sign of smuggling.
+                weirds.append(.contentLengthAndChunked)
+                weirds.append(.smugglingSuspected)
+            }
+            if codings.last == "chunked" {
+                return BodyFraming(kind: .chunked, weirds: weirds)
+            }
+            if !codings.isEmpty {
+                weirds.append(.unknownTransferEncoding)
+                // §6.3 item 4: a response is read until close; a request cannot be framed.
+                return BodyFraming(kind: m.kind == .response ? .untilClose : .none, weirds: weirds)
+            }
+        }
+        if !lengths.isEmpty {
+            // §6.3 item 5: a list of identical values is one value; anything else is invalid.
+            var value: UInt64? = nil
+            var invalid = false
+            var conflicting = false
+            for line in lengths {
+                for part in line.split(separator: ",", omittingEmptySubsequences: false) {
+                    let token = part.trimmingASCIIWhitespace()
+                    guard !token.isEmpty, token.utf8.allSatisfy(isDigit), let v = UInt64(token) else { invalid = true; continue }
+                    if let existing = value, existing != v { conflicting = true }
+                    if value == nil { value = v }
+                }
+            }
+            if conflicting { weirds.append(.conflictingContentLength); weirds.append(.smugglingSuspected) }
+            if invalid { weirds.append(.badContentLength) }
+            if let value, !invalid, !conflicting {
+                return BodyFraming(kind: .length, length: value, weirds: weirds)
+            }
+            if invalid || conflicting {
+                // Unframeable: a request is taken as bodiless (what follows parses as the next
+                // request); a response runs until close.
+                if m.kind == .request { return BodyFraming(kind: .none, weirds: weirds) }
+                return BodyFraming(kind: .untilClose, weirds: weirds)
+            }
+        }
+        if m.kind == .request { return BodyFraming(kind: .none, weirds: weirds) }
+        return BodyFraming(kind: .untilClose, weirds: weirds)
+    }
+}

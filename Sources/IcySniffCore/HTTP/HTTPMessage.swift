@@ -1,0 +1,129 @@
+/// One header field line, as sent (name case kept, value without surrounding whitespace).
+public struct HTTPHeader: Sendable, Equatable {
+    public var name: String
+    public var value: String
+    public init(name: String, value: String) { self.name = name; self.value = value }
+}
+
+extension Array where Element == HTTPHeader {
+    /// The first value of a field, by case-insensitive name.
+    public func first(_ name: String) -> String? {
+        for h in self where h.name.equalsIgnoringASCIICase(name) { return h.value }
+        return nil
+    }
+
+    /// All values of a field, in order.
+    public func all(_ name: String) -> [String] {
+        var out: [String] = []
+        for h in self where h.name.equalsIgnoringASCIICase(name) { out.append(h.value) }
+        return out
+    }
+
+    /// The field's lines combined into one comma-separated list (RFC 9110 §5.3).
+    public func combined(_ name: String) -> String? {
+        let values = all(name)
+        return values.isEmpty ? nil : values.joined(separator: ", ")
+    }
+
+    public func contains(_ name: String) -> Bool { first(name) != nil }
+}
+
+extension String {
+    /// ASCII case-insensitive equality, without allocating.
+    public func equalsIgnoringASCIICase(_ other: String) -> Bool {
+        let a = self.utf8, b = other.utf8
+        guard a.count == b.count else { return false }
+        for (x, y) in zip(a, b) where x != y {
+            let lx = x >= 65 && x <= 90 ? x | 0x20 : x
+            let ly = y >= 65 && y <= 90 ? y | 0x20 : y
+            if lx != ly { return false }
+        }
+        return true
+    }
+
+    /// Text from bytes seen on the wire: UTF-8 when valid, otherwise ISO-8859-1 (each byte one
+    /// character), so nothing is replaced or lost.
+    public init(wireBytes bytes: some Collection<UInt8>) {
+        if let s = String(validating: bytes, as: UTF8.self) {
+            self = s
+        } else {
+            var scalars = String.UnicodeScalarView()
+            for b in bytes { scalars.append(Unicode.Scalar(b)) }
+            self = String(scalars)
+        }
+    }
+}
+
+/// One HTTP request or response as seen on the wire: start line, header fields, body sizes, the
+/// capture times of its first and last bytes, and what went wrong.
+public final class HTTPMessage {
+    public enum Kind: Sendable { case request, response }
+
+    public let kind: Kind
+    // Start line.
+    public var method = ""
+    public var target: [UInt8] = []
+    public var version = ""
+    public var status = 0
+    public var reason = ""
+    public var startLineParsed = false
+    public var isHTTP09 = false
+
+    public var headers: [HTTPHeader] = []
+    public var trailers: [HTTPHeader] = []
+    /// Bytes of the start line and header section, including the final empty line.
+    public var headersSize = 0
+    public var headersComplete = false
+
+    // Body accounting.
+    public var chunked = false
+    public var contentLength: UInt64? = nil
+    public var closeDelimited = false
+    /// Body bytes on the wire, chunk framing included.
+    public var bodyWireBytes: UInt64 = 0
+    /// Body bytes after de-chunking, before content decoding (gaps counted).
+    public var bodyBytes: UInt64 = 0
+    /// Bytes lost in capture gaps inside the body.
+    public var bodyGapBytes: UInt64 = 0
+    /// Body size after content decoding; equals `bodyBytes` when there is no Content-Encoding or
+    /// decoding failed.
+    public var decodedBytes: UInt64 = 0
+    public var contentEncodings: [String] = []
+    var decoder: ContentDecoder? = nil
+    public var decodeFailed = false
+    public var decodeCapped = false
+    /// The body as decoded (or raw, when decoding failed), kept only when asked and up to the cap.
+    public var body: [UInt8]? = nil
+    public var bodyTruncated = false
+
+    // Times and place.
+    public var startOffset: UInt64 = 0
+    public var firstByte: Timestamp = .zero
+    public var headersEnd: Timestamp = .zero
+    public var lastByte: Timestamp = .zero
+    /// The message reached its end as framed (not cut short by a gap, close or end of capture).
+    public var complete = false
+    /// The parser is done with this message (complete or not).
+    public var ended = false
+    public var weirds: [Weird] = []
+
+    /// For responses: the method of the request this answers (set by the session), which frames it.
+    public var requestMethod: String? = nil
+    public var requestIsHTTP09 = false
+
+    init(kind: Kind) { self.kind = kind }
+
+    func note(_ weird: Weird) {
+        if !weirds.contains(weird) { weirds.append(weird) }
+    }
+
+    public var targetString: String { String(wireBytes: target) }
+
+    /// Whether the body was decoded (a Content-Encoding we understand, decoded without error).
+    public var wasDecoded: Bool { decoder != nil && !decodeFailed }
+
+    /// "HTTP/1.1" style version for outputs ("HTTP/0.9" for simple messages).
+    public var versionText: String { isHTTP09 ? "HTTP/0.9" : version }
+
+    public var isInterim: Bool { kind == .response && status >= 100 && status < 200 && status != 101 }
+}

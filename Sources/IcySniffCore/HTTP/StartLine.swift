@@ -1,0 +1,96 @@
+/// RFC 9112 §3: `method SP request-target SP HTTP-version`. Lenient: several spaces, a missing
+/// version (HTTP/0.9, §C.1 of RFC 9112's history), an unknown version; each deviation is flagged.
+struct RequestLine {
+    var method: String
+    var target: [UInt8]
+    var version: String
+    var malformed = false
+
+    init?(_ line: ArraySlice<UInt8>) {
+        guard let sp = line.firstIndex(where: { $0 == 0x20 || $0 == 0x09 }), sp > line.startIndex else { return nil }
+        let methodBytes = line[line.startIndex..<sp]
+        guard methodBytes.allSatisfy(isTokenChar) else { return nil }
+        var rest = line[sp...]
+        while let f = rest.first, f == 0x20 || f == 0x09 { rest = rest.dropFirst() }
+        while let l = rest.last, l == 0x20 || l == 0x09 { rest = rest.dropLast() }
+        method = String(decoding: methodBytes, as: UTF8.self)
+        if let lastSpace = rest.lastIndex(where: { $0 == 0x20 || $0 == 0x09 }) {
+            let versionBytes = rest[(lastSpace + 1)...]
+            var targetPart = rest[rest.startIndex..<lastSpace]
+            while let l = targetPart.last, l == 0x20 || l == 0x09 { targetPart = targetPart.dropLast() }
+            if RequestLine.isVersion(versionBytes) {
+                target = Array(targetPart)
+                version = String(decoding: versionBytes, as: UTF8.self)
+            } else if versionBytes.count >= 4, versionBytes.prefix(4).map({ $0 | 0x20 }) == Array("http".utf8) {
+                // "HTTP", "HTTP/1", "HTTP/x.y": a version in the wrong form.
+                target = Array(targetPart)
+                version = String(decoding: versionBytes, as: UTF8.self)
+                malformed = true
+            } else {
+                // Spaces inside the target, no version: keep it all as the target (HTTP/0.9 form).
+                target = Array(rest)
+                version = ""
+                malformed = true
+            }
+        } else {
+            target = Array(rest)
+            version = ""
+        }
+        if rest.isEmpty { target = []; malformed = true }
+        // HTTP/0.9 knows only GET; any other method without a version is a broken request line.
+        if version.isEmpty && method != "GET" { malformed = true }
+    }
+
+    static func isVersion(_ v: ArraySlice<UInt8>) -> Bool {
+        guard v.count == 8 else { return false }
+        let b = Array(v)
+        return (b[0] | 0x20) == 0x68 && (b[1] | 0x20) == 0x74 && (b[2] | 0x20) == 0x74 && (b[3] | 0x20) == 0x70
+            && b[4] == 0x2F && isDigit(b[5]) && b[6] == 0x2E && isDigit(b[7])
+    }
+
+    /// A strict check used when resynchronising: `TOKEN SP target SP HTTP/d.d`.
+    static func isPlausible(_ line: ArraySlice<UInt8>) -> Bool {
+        guard let parsed = RequestLine(line) else { return false }
+        return !parsed.version.isEmpty && !parsed.malformed
+    }
+}
+
+/// RFC 9112 §4: `HTTP-version SP status-code SP [reason-phrase]`; the version matched
+/// case-insensitively and the reason phrase optional.
+struct StatusLine {
+    var version: String
+    var status: Int
+    var reason: String
+
+    init?(_ line: ArraySlice<UInt8>) {
+        let b = line
+        guard b.count >= 12 || (b.count >= 10) else { return nil }
+        let s = b.startIndex
+        guard (b[s] | 0x20) == 0x68, (b[s + 1] | 0x20) == 0x74, (b[s + 2] | 0x20) == 0x74, (b[s + 3] | 0x20) == 0x70,
+              b[s + 4] == 0x2F else { return nil }
+        guard let sp = b[s...].firstIndex(where: { $0 == 0x20 || $0 == 0x09 }) else { return nil }
+        version = String(decoding: b[s..<sp], as: UTF8.self)
+        var i = sp
+        while i < b.endIndex && (b[i] == 0x20 || b[i] == 0x09) { i += 1 }
+        guard i + 3 <= b.endIndex, isDigit(b[i]), isDigit(b[i + 1]), isDigit(b[i + 2]) else { return nil }
+        status = Int(b[i] - 48) * 100 + Int(b[i + 1] - 48) * 10 + Int(b[i + 2] - 48)
+        i += 3
+        if i < b.endIndex && !(b[i] == 0x20 || b[i] == 0x09) { return nil }
+        while i < b.endIndex && (b[i] == 0x20 || b[i] == 0x09) { i += 1 }
+        reason = String(wireBytes: b[i...])
+    }
+}
+
+@inline(__always) func isDigit(_ c: UInt8) -> Bool { c >= 0x30 && c <= 0x39 }
+
+/// tchar (RFC 9110 §5.6.2).
+@inline(__always) func isTokenChar(_ c: UInt8) -> Bool {
+    switch c {
+    case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: return true
+    case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
+         UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
+         UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+        return true
+    default: return false
+    }
+}

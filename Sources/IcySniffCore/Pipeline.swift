@@ -1,0 +1,109 @@
+/// Options of one analysis.
+public struct PipelineOptions: Sendable {
+    public var http = HTTPParserOptions()
+    public var reassembly = ReassemblyLimits()
+    /// Live captures: flush connections idle for this long (seconds of capture time).
+    public var idleFlushSeconds: Double = 120
+    public init() {}
+}
+
+/// How reading one capture ended.
+public enum SourceOutcome: Equatable, Sendable {
+    case completed
+    /// The capture is damaged from some point on; everything before it was analysed.
+    case damaged(String)
+    /// The capture's link type is not supported; nothing was analysed.
+    case unsupportedLinkType
+    /// Stopped by the user (signal, packet count, duration).
+    case interrupted
+}
+
+/// Connects the stages for one stream of packets, on one thread:
+/// Capture → Decode → Reassembly → HTTP → Analysis → the sink.
+public final class Pipeline {
+    private let table: ConnectionTable<TransactionAssembler>
+    private let emitter: TransactionEmitter
+    private let dns = DNSTracker()
+    private let options: PipelineOptions
+    public private(set) var stats = RunStats()
+    private var lastIdleCheck: Timestamp = .zero
+
+    public init(sink: TransactionSink, options: PipelineOptions = PipelineOptions()) {
+        self.options = options
+        let emitter = TransactionEmitter(sink: sink, dns: dns)
+        self.emitter = emitter
+        let http = options.http
+        table = ConnectionTable(limits: options.reassembly) { connection in
+            TransactionAssembler(connection: connection, emitter: emitter, options: http)
+        }
+        table.onFinished = { [unowned self, unowned sink] connection in
+            for (weird, n) in connection.weirds { self.stats.count(weird, by: UInt64(n)) }
+            sink.connectionFinished(connection)
+        }
+    }
+
+    /// Runs a capture to its end (or until `shouldStop` answers true). Connections stay open
+    /// across calls, so several files of one capture can be read in turn; call `finish` at the end.
+    public func run(_ source: PcapSource, maxPackets: UInt64? = nil, shouldStop: () -> Bool = { false }) -> SourceOutcome {
+        emitter.captureName = source.name
+        var decoder = PacketDecoder(linkType: source.linkType)
+        let live = source.isLive
+        let idleNanos = Int64(options.idleFlushSeconds * 1e9)
+        var count: UInt64 = 0
+        while true {
+            if live || count & 0x3ff == 0, shouldStop() { return .interrupted }
+            switch source.next() {
+            case .packet(let packet):
+                guard source.linkType.isSupported else { return .unsupportedLinkType }
+                count += 1
+                process(packet, decoder: &decoder)
+                if live, packet.timestamp.nanoseconds - lastIdleCheck.nanoseconds > 1_000_000_000 {
+                    lastIdleCheck = packet.timestamp
+                    table.flush(idleLongerThan: idleNanos, now: packet.timestamp)
+                }
+                if let maxPackets, stats.packets >= maxPackets { return .interrupted }
+            case .timeout:
+                continue
+            case .end:
+                return .completed
+            case .failed(let message):
+                return .damaged(message)
+            }
+        }
+    }
+
+    @inline(__always)
+    public func process(_ packet: CapturedPacket, decoder: inout PacketDecoder) {
+        stats.packets &+= 1
+        stats.bytes &+= UInt64(packet.bytes.count)
+        if stats.firstPacket == nil { stats.firstPacket = packet.timestamp }
+        stats.lastPacket = packet.timestamp
+        switch decoder.decode(packet) {
+        case .tcp(let segment):
+            stats.tcpSegments &+= 1
+            table.ingest(segment)
+        case .udp(let datagram):
+            stats.udpDatagrams &+= 1
+            dns.observe(datagram)
+        case .skipped:
+            stats.skippedPackets &+= 1
+        case .malformed(let weird):
+            stats.malformedPackets &+= 1
+            stats.count(weird)
+        }
+    }
+
+    /// Ends every open connection: open transactions are emitted, flagged as partial.
+    public func finish() {
+        table.flushAll(at: stats.lastPacket ?? .zero)
+        stats.connections = table.connectionsSeen
+        stats.transactions = emitter.emitted
+    }
+
+    /// Live captures: ends connections idle for longer than `seconds` at capture time `now`.
+    public func flushIdle(olderThan seconds: Double, now: Timestamp) {
+        table.flush(idleLongerThan: Int64(seconds * 1e9), now: now)
+    }
+
+    public var openConnections: Int { table.openConnections }
+}

@@ -1,0 +1,95 @@
+/// State of one direction of a TCP connection: where the stream stands and what is buffered.
+public final class HalfStream {
+    /// True once the stream's origin is known (from a SYN, or the first data seen).
+    var started = false
+    /// Sequence number of the byte at `nextOffset`.
+    var nextSequence: UInt32 = 0
+    /// Stream offset of the next byte to deliver; everything before it was delivered or declared a gap.
+    public internal(set) var nextOffset: UInt64 = 0
+    var pending: [PendingSegment] = []
+    var pendingBytes = 0
+    /// Offset just past the last data byte, when a FIN was seen.
+    var finOffset: UInt64? = nil
+    public internal(set) var closed = false
+    public internal(set) var sawSYN = false
+    public internal(set) var midstream = false
+    public internal(set) var bytes: UInt64 = 0
+    public internal(set) var gapBytes: UInt64 = 0
+    public internal(set) var gaps = 0
+    public internal(set) var segments: UInt64 = 0
+    public internal(set) var retransmittedSegments: UInt64 = 0
+
+    /// The stream offset of sequence number `seq`, relative to the next expected byte, so it stays
+    /// right across the 2^32 wrap and beyond 4 GiB.
+    @inline(__always) func offset(of seq: UInt32) -> Int64 {
+        Int64(bitPattern: nextOffset) &+ Int64(Int32(bitPattern: seq &- nextSequence))
+    }
+}
+
+/// An out-of-order segment copied out of the packet until the hole before it is filled.
+struct PendingSegment {
+    var offset: UInt64
+    var data: [UInt8]
+    var end: UInt64 { offset + UInt64(data.count) }
+}
+
+/// One TCP connection: its endpoints, handshake times, both directions, counters and anomalies.
+/// Side 0 is the endpoint that sent the first packet seen; `clientSide` says which side is the
+/// client once that is known (from the SYN, else from the content).
+public final class Connection {
+    public let id: UInt64
+    public let endpoints: (Endpoint, Endpoint)
+    public let halves: (HalfStream, HalfStream)
+    public var clientSide: Int? = nil
+    /// How the client was recognised: "syn", "content" or "port".
+    public var clientSideEvidence: String = ""
+    public internal(set) var firstSeen: Timestamp
+    public internal(set) var lastSeen: Timestamp
+    public internal(set) var synTime: Timestamp? = nil
+    public internal(set) var synAckTime: Timestamp? = nil
+    public internal(set) var handshakeAckTime: Timestamp? = nil
+    var serverISNPlusOne: UInt32 = 0
+    public internal(set) var packets: UInt64 = 0
+    public internal(set) var resetSeen = false
+    public internal(set) var weirds: [Weird: Int] = [:]
+    public internal(set) var finishedAt: Timestamp? = nil
+    /// Zeek-style history letters (upper case: originator): S h a d f r g.
+    public internal(set) var history: [UInt8] = []
+
+    init(id: UInt64, first: Endpoint, second: Endpoint, timestamp: Timestamp) {
+        self.id = id
+        self.endpoints = (first, second)
+        self.halves = (HalfStream(), HalfStream())
+        self.firstSeen = timestamp
+        self.lastSeen = timestamp
+    }
+
+    @inline(__always) public func half(_ side: Int) -> HalfStream { side == 0 ? halves.0 : halves.1 }
+    @inline(__always) public func endpoint(_ side: Int) -> Endpoint { side == 0 ? endpoints.0 : endpoints.1 }
+
+    @inline(__always) func side(of source: Endpoint) -> Int { source == endpoints.0 ? 0 : 1 }
+
+    public var client: Endpoint { endpoint(clientSide ?? 0) }
+    public var server: Endpoint { endpoint(1 - (clientSide ?? 0)) }
+    public var clientHalf: HalfStream { half(clientSide ?? 0) }
+    public var serverHalf: HalfStream { half(1 - (clientSide ?? 0)) }
+
+    /// Handshake round trip: SYN to the client's ACK of the SYN-ACK.
+    public var connectDuration: Double? {
+        guard let syn = synTime, let ack = handshakeAckTime else { return nil }
+        return ack.milliseconds(since: syn)
+    }
+
+    public func note(_ weird: Weird) { weirds[weird, default: 0] += 1 }
+
+    /// Adds a history letter once (Zeek records each event kind once per direction).
+    func record(_ letter: Character, side: Int) {
+        let isOriginator = side == (clientSide ?? 0)
+        let ch = isOriginator ? letter.uppercased() : letter.lowercased()
+        let byte = ch.utf8.first!
+        if !history.contains(byte) { history.append(byte) }
+    }
+
+    /// The connection id as shown in outputs ("C" and a number).
+    public var label: String { "C\(id)" }
+}

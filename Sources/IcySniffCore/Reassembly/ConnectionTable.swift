@@ -1,0 +1,321 @@
+/// Limits that keep reassembly memory bounded.
+public struct ReassemblyLimits: Sendable {
+    /// Out-of-order bytes buffered per direction before the first hole is declared a gap.
+    public var maxBufferedBytesPerDirection = 4 << 20
+    /// A segment further than this beyond the next expected byte is ignored as out of window.
+    public var maxWindow: UInt64 = 1 << 30
+    /// Idle time (capture clock) after which a connection is flushed by `flush(idleLongerThan:)`.
+    public var idleTimeout: Int64 = 300_000_000_000
+    /// Connections kept at once; past this the longest idle ones are flushed.
+    public var maxConnections = 1 << 20
+    public init() {}
+}
+
+/// Reassembles TCP streams per connection and direction.
+///
+/// Input: `TCPSegment`. Output: calls on the `StreamHandler` of each connection, in stream order,
+/// with gaps as explicit events. In-order data is delivered straight from the packet (no copy);
+/// only out-of-order data is copied, and only until the hole before it is filled or declared a gap.
+public final class ConnectionTable<Handler: StreamHandler> {
+    final class Flow {
+        let connection: Connection
+        var handler: Handler?
+        init(connection: Connection) { self.connection = connection }
+    }
+
+    private var flows: [ConnectionKey: Flow] = [:]
+    private let makeHandler: (Connection) -> Handler
+    private var nextID: UInt64 = 1
+    public var limits: ReassemblyLimits
+    public private(set) var connectionsSeen: UInt64 = 0
+    /// Called with every connection when it is finished, whether or not it carried data.
+    public var onFinished: ((Connection) -> Void)?
+
+    public init(limits: ReassemblyLimits = ReassemblyLimits(), makeHandler: @escaping (Connection) -> Handler) {
+        self.limits = limits
+        self.makeHandler = makeHandler
+        flows.reserveCapacity(1024)
+    }
+
+    public var openConnections: Int { flows.count }
+
+    public func ingest(_ segment: TCPSegment) {
+        let key = ConnectionKey(segment.source, segment.destination)
+        let flags = segment.flags
+        var flow = flows[key]
+        let isSYN = flags.contains(.syn)
+        if let existing = flow, isSYN, !flags.contains(.ack) {
+            let c = existing.connection
+            let s = c.side(of: segment.source)
+            let h = c.half(s)
+            // A new SYN after close, or with another ISN while data flowed: the ports were reused.
+            if h.closed || c.half(1 - s).closed || (h.sawSYN && h.nextSequence != segment.sequence &+ 1 && h.bytes > 0) || (!h.sawSYN && h.bytes > 0) {
+                if !(h.closed || c.half(1 - s).closed) { c.note(.connectionReused) }
+                finish(existing, key: key, at: segment.timestamp)
+                flow = nil
+            }
+        }
+        if flow == nil {
+            // Pure ACKs, FINs and RSTs of connections we do not know carry nothing to analyse.
+            guard isSYN || segment.payload.count > 0 || segment.missingPayload > 0 else { return }
+            if flows.count >= limits.maxConnections { evictIdle(now: segment.timestamp, keep: limits.maxConnections * 3 / 4) }
+            let connection = Connection(id: nextID, first: segment.source, second: segment.destination, timestamp: segment.timestamp)
+            nextID += 1
+            connectionsSeen += 1
+            let created = Flow(connection: connection)
+            flows[key] = created
+            flow = created
+        }
+        guard let flow else { return }
+        process(segment, flow: flow, key: key)
+    }
+
+    @inline(__always)
+    private func process(_ segment: TCPSegment, flow: Flow, key: ConnectionKey) {
+        let c = flow.connection
+        let ts = segment.timestamp
+        c.lastSeen = ts
+        c.packets &+= 1
+        let side = c.side(of: segment.source)
+        let half = c.half(side)
+        let other = c.half(1 - side)
+        let flags = segment.flags
+        half.segments &+= 1
+
+        if flags.contains(.syn) {
+            if flags.contains(.ack) {
+                if c.synAckTime == nil { c.synAckTime = ts }
+                if c.clientSide == nil { c.clientSide = 1 - side; c.clientSideEvidence = "syn" }
+                c.serverISNPlusOne = segment.sequence &+ 1
+                c.record("h", side: side)
+            } else {
+                if c.synTime == nil { c.synTime = ts }
+                if c.clientSide == nil { c.clientSide = side; c.clientSideEvidence = "syn" }
+                c.record("S", side: side)
+            }
+            if !half.started || (!half.sawSYN && half.bytes == 0) {
+                half.started = true
+                half.sawSYN = true
+                half.nextSequence = segment.sequence &+ 1
+                half.nextOffset = 0
+            }
+        } else if flags.contains(.ack), c.handshakeAckTime == nil, c.synAckTime != nil,
+                  side == c.clientSide, segment.acknowledgement == c.serverISNPlusOne {
+            c.handshakeAckTime = ts
+        }
+
+        let payloadCount = segment.payload.count
+        if (payloadCount > 0 || segment.missingPayload > 0) && !half.started {
+            half.started = true
+            half.midstream = true
+            half.nextSequence = segment.sequence
+            half.nextOffset = 0
+            c.note(.midstreamPickup)
+        }
+
+        if half.started && (payloadCount > 0 || segment.missingPayload > 0) {
+            // Data in a SYN (TCP Fast Open) starts after the SYN's own sequence number.
+            let seq = flags.contains(.syn) ? segment.sequence &+ 1 : segment.sequence
+            receive(seq: seq, payload: segment.payload, missing: segment.missingPayload, side: side, flow: flow, timestamp: ts)
+        }
+
+        // The peer acknowledged bytes beyond a hole we hold data after: the hole was never captured.
+        if flags.contains(.ack), other.started, !other.pending.isEmpty {
+            let acked = other.offset(of: segment.acknowledgement)
+            if acked > Int64(other.nextOffset), UInt64(acked) >= other.pending[0].offset {
+                declareGap(other, side: 1 - side, flow: flow, timestamp: ts)
+            }
+        }
+
+        if flags.contains(.fin) && half.started {
+            let seq = flags.contains(.syn) ? segment.sequence &+ 1 : segment.sequence
+            let end = half.offset(of: seq) + Int64(payloadCount + segment.missingPayload)
+            if end >= 0 { half.finOffset = UInt64(end) }
+            c.record("f", side: side)
+            closeIfComplete(half, side: side, flow: flow, timestamp: ts)
+        }
+        if flags.contains(.rst) {
+            c.resetSeen = true
+            c.record("r", side: side)
+            c.note(.connectionReset)
+            for s in 0...1 { flushHalf(c.half(s), side: s, flow: flow, reason: .reset, timestamp: ts) }
+        }
+        if c.halves.0.closed && c.halves.1.closed {
+            finish(flow, key: key, at: ts)
+        }
+    }
+
+    /// Handles the payload of one segment at `seq`.
+    @inline(__always)
+    private func receive(seq: UInt32, payload: UnsafeRawBufferPointer, missing: Int, side: Int, flow: Flow, timestamp: Timestamp) {
+        let half = flow.connection.half(side)
+        if half.closed {
+            if payload.count > 0 && half.offset(of: seq) >= Int64(half.nextOffset) { flow.connection.note(.dataAfterClose) }
+            return
+        }
+        let start = half.offset(of: seq)
+        let count = Int64(payload.count)
+        let end = start + count
+        let next = Int64(half.nextOffset)
+        if end <= next {
+            if count > 0 { half.retransmittedSegments &+= 1 }
+            if missing == 0 || end + Int64(missing) <= next { return }
+        }
+        if start <= next {
+            if end > next {
+                let skip = Int(next - start)
+                deliver(UnsafeRawBufferPointer(rebasing: payload[skip...]), half: half, side: side, flow: flow, timestamp: timestamp)
+            }
+            if missing > 0 {
+                // The snaplen cut this packet: the rest of its payload is a gap of known length.
+                flow.connection.note(.snaplenTruncated)
+                let gapEnd = UInt64(end + Int64(missing))
+                if gapEnd > half.nextOffset {
+                    emitGap(half, length: gapEnd - half.nextOffset, side: side, flow: flow, timestamp: timestamp)
+                }
+            }
+            drain(half, side: side, flow: flow, timestamp: timestamp)
+            closeIfComplete(half, side: side, flow: flow, timestamp: timestamp)
+            return
+        }
+        // Out of order: copy and keep until the hole is filled or declared a gap.
+        let distance = UInt64(start - next)
+        if distance > limits.maxWindow {
+            flow.connection.note(.segmentOutsideWindow)
+            return
+        }
+        store(half, offset: UInt64(start), payload: payload, connection: flow.connection)
+        if missing > 0 {
+            flow.connection.note(.snaplenTruncated)
+        }
+        if half.pendingBytes > limits.maxBufferedBytesPerDirection {
+            flow.connection.note(.outOfOrderBufferFull)
+            declareGap(half, side: side, flow: flow, timestamp: timestamp)
+        }
+    }
+
+    private func store(_ half: HalfStream, offset: UInt64, payload: UnsafeRawBufferPointer, connection: Connection) {
+        let end = offset + UInt64(payload.count)
+        // Compare with buffered copies that overlap: differing bytes look like injected content.
+        for p in half.pending where p.offset < end && offset < p.end {
+            let lo = max(p.offset, offset), hi = min(p.end, end)
+            var differs = false
+            p.data.withUnsafeBytes { old in
+                for i in lo..<hi where old[Int(i - p.offset)] != payload[Int(i - offset)] { differs = true; break }
+            }
+            if differs { connection.note(.retransmissionInconsistency) }
+            if p.offset <= offset && p.end >= end { half.retransmittedSegments &+= 1; return }
+        }
+        var index = half.pending.count
+        while index > 0 && half.pending[index - 1].offset > offset { index -= 1 }
+        half.pending.insert(PendingSegment(offset: offset, data: Array(payload)), at: index)
+        half.pendingBytes += payload.count
+    }
+
+    @inline(__always)
+    private func deliver(_ bytes: UnsafeRawBufferPointer, half: HalfStream, side: Int, flow: Flow, timestamp: Timestamp) {
+        guard bytes.count > 0 else { return }
+        let chunk = StreamChunk(offset: half.nextOffset, bytes: bytes, timestamp: timestamp)
+        half.nextOffset &+= UInt64(bytes.count)
+        half.nextSequence = half.nextSequence &+ UInt32(truncatingIfNeeded: bytes.count)
+        half.bytes &+= UInt64(bytes.count)
+        let c = flow.connection
+        if flow.handler == nil {
+            flow.handler = makeHandler(c)
+        }
+        c.record("d", side: side)
+        flow.handler!.received(chunk, from: side, on: c)
+    }
+
+    private func emitGap(_ half: HalfStream, length: UInt64, side: Int, flow: Flow, timestamp: Timestamp) {
+        guard length > 0 else { return }
+        let gap = StreamGap(offset: half.nextOffset, length: length, timestamp: timestamp)
+        half.nextOffset &+= length
+        half.nextSequence = half.nextSequence &+ UInt32(truncatingIfNeeded: length)
+        half.gapBytes &+= length
+        half.gaps += 1
+        let c = flow.connection
+        c.note(.contentGap)
+        c.record("g", side: side)
+        if flow.handler == nil { flow.handler = makeHandler(c) }
+        flow.handler!.missed(gap, from: side, on: c)
+    }
+
+    /// Delivers buffered segments that have become contiguous.
+    private func drain(_ half: HalfStream, side: Int, flow: Flow, timestamp: Timestamp) {
+        while let first = half.pending.first, first.offset <= half.nextOffset {
+            half.pending.removeFirst()
+            half.pendingBytes -= first.data.count
+            if first.end > half.nextOffset {
+                let skip = Int(half.nextOffset - first.offset)
+                first.data.withUnsafeBytes { raw in
+                    deliver(UnsafeRawBufferPointer(rebasing: raw[skip...]), half: half, side: side, flow: flow, timestamp: timestamp)
+                }
+            }
+        }
+    }
+
+    /// Declares the hole before the first buffered segment a gap, then delivers what follows.
+    private func declareGap(_ half: HalfStream, side: Int, flow: Flow, timestamp: Timestamp) {
+        guard let first = half.pending.first, first.offset > half.nextOffset else {
+            drain(half, side: side, flow: flow, timestamp: timestamp)
+            return
+        }
+        emitGap(half, length: first.offset - half.nextOffset, side: side, flow: flow, timestamp: timestamp)
+        drain(half, side: side, flow: flow, timestamp: timestamp)
+        closeIfComplete(half, side: side, flow: flow, timestamp: timestamp)
+    }
+
+    private func closeIfComplete(_ half: HalfStream, side: Int, flow: Flow, timestamp: Timestamp) {
+        guard !half.closed, let fin = half.finOffset, half.nextOffset >= fin, half.pending.isEmpty else { return }
+        half.closed = true
+        flow.handler?.ended(side: side, reason: .fin, at: timestamp, on: flow.connection)
+    }
+
+    /// Delivers everything buffered (holes become gaps, up to a seen FIN) and ends the direction.
+    private func flushHalf(_ half: HalfStream, side: Int, flow: Flow, reason: CloseReason, timestamp: Timestamp) {
+        guard !half.closed else { return }
+        while !half.pending.isEmpty {
+            declareGap(half, side: side, flow: flow, timestamp: timestamp)
+            if half.closed { return }
+        }
+        if let fin = half.finOffset, fin > half.nextOffset, half.started {
+            emitGap(half, length: fin - half.nextOffset, side: side, flow: flow, timestamp: timestamp)
+        }
+        half.closed = true
+        flow.handler?.ended(side: side, reason: half.finOffset != nil && reason != .reset ? .fin : reason, at: timestamp, on: flow.connection)
+    }
+
+    private func finish(_ flow: Flow, key: ConnectionKey, at timestamp: Timestamp) {
+        let c = flow.connection
+        // The client's side first, so requests are known before their responses are framed.
+        let first = c.clientSide ?? 0
+        flushHalf(c.half(first), side: first, flow: flow, reason: .flushed, timestamp: timestamp)
+        flushHalf(c.half(1 - first), side: 1 - first, flow: flow, reason: .flushed, timestamp: timestamp)
+        c.finishedAt = timestamp
+        flow.handler?.finished(c, at: timestamp)
+        onFinished?(c)
+        flows[key] = nil
+    }
+
+    /// Flushes connections idle for longer than the limit (capture clock), for live captures.
+    public func flush(idleLongerThan nanoseconds: Int64, now: Timestamp) {
+        var expired: [(ConnectionKey, Flow)] = []
+        for (key, flow) in flows where now.nanoseconds - flow.connection.lastSeen.nanoseconds > nanoseconds {
+            expired.append((key, flow))
+        }
+        expired.sort { $0.1.connection.id < $1.1.connection.id }
+        for (key, flow) in expired { finish(flow, key: key, at: now) }
+    }
+
+    private func evictIdle(now: Timestamp, keep: Int) {
+        let sorted = flows.sorted { $0.value.connection.lastSeen < $1.value.connection.lastSeen }
+        for (key, flow) in sorted.prefix(max(0, flows.count - keep)) { finish(flow, key: key, at: now) }
+    }
+
+    /// Ends every connection (end of capture), in the order they started.
+    public func flushAll(at timestamp: Timestamp) {
+        let all = flows.sorted { $0.value.connection.id < $1.value.connection.id }
+        for (key, flow) in all { finish(flow, key: key, at: max(timestamp, flow.connection.lastSeen)) }
+    }
+}

@@ -1,0 +1,91 @@
+import ArgumentParser
+import IcySniffCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
+    case table, tsv, csv, ndjson, har
+}
+
+struct Analyze: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "analyze",
+        abstract: "Analyse captures or a live interface (the default command)."
+    )
+
+    @OptionGroup(title: "Input") var input: InputOptions
+    @OptionGroup(title: "Output") var output: OutputOptions
+
+    func validate() throws {
+        if input.read.isEmpty && input.interface == nil {
+            throw ValidationError("give a capture with -r FILE (or '-' for standard input), or an interface with -i IFACE")
+        }
+        if !input.read.isEmpty && input.interface != nil {
+            throw ValidationError("-r and -i cannot be used together")
+        }
+    }
+
+    func run() throws {
+        let frontend = Frontend(input: input, output: output)
+        let code = frontend.run()
+        if code != 0 { throw ExitCode(code) }
+    }
+}
+
+struct InputOptions: ParsableArguments {
+    @Option(name: [.customShort("r"), .customLong("read")], help: ArgumentHelp("Read a capture file (pcap, pcapng, .gz); '-' reads standard input. Repeatable.", valueName: "file"))
+    var read: [String] = []
+
+    @Option(name: [.customShort("i"), .customLong("interface")], help: ArgumentHelp("Capture live on an interface.", valueName: "iface"))
+    var interface: String?
+
+    @Option(name: [.customShort("f"), .customLong("filter")], help: ArgumentHelp("BPF capture filter, for files and interfaces alike.", valueName: "bpf"))
+    var filter: String?
+
+    @Flag(name: .customLong("promisc"), help: "Put the interface into promiscuous mode.")
+    var promiscuous = false
+
+    @Option(name: [.customShort("c"), .customLong("count")], help: ArgumentHelp("Stop after this many packets.", valueName: "n"))
+    var count: UInt64?
+
+    @Option(name: .customLong("duration"), help: ArgumentHelp("Live capture: stop after this many seconds.", valueName: "seconds"))
+    var duration: Double?
+}
+
+struct OutputOptions: ParsableArguments {
+    @Flag(name: .customLong("har"), help: "Write HAR 1.2 (same as --format har).")
+    var har = false
+
+    @Option(name: .customLong("format"), help: ArgumentHelp("Output format: table, tsv, csv, ndjson or har. Default: table on a terminal, TSV otherwise.", valueName: "format"))
+    var format: OutputFormat?
+
+    @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Write to a file (atomically: a temporary file, then renamed).", valueName: "file"))
+    var outputPath: String?
+
+    @Flag(name: .customLong("connections"), help: "List TCP connections (endpoints, handshake RTT, bytes, gaps, anomalies) instead of transactions.")
+    var connections = false
+
+    @Flag(name: .customLong("bodies"), help: "Include request and response bodies in the HAR (content.text; base64 for binary types).")
+    var bodies = false
+
+    @Flag(name: .customLong("keep-secrets"), help: "Keep Cookie, Set-Cookie, Authorization values and secret query parameters (redacted by default).")
+    var keepSecrets = false
+
+    @Flag(name: .customLong("compact"), help: "Write JSON without indentation.")
+    var compact = false
+
+    @Flag(name: .customLong("quiet"), help: "Do not print the summary and warnings on standard error.")
+    var quiet = false
+}
+
+extension TableFormat {
+    init(_ format: OutputFormat) {
+        switch format {
+        case .table: self = .table
+        case .tsv: self = .tsv
+        case .csv: self = .csv
+        case .ndjson, .har: self = .ndjson
+        }
+    }
+}
