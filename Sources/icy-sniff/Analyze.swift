@@ -49,6 +49,9 @@ struct InputOptions: ParsableArguments {
     @Option(name: [.customShort("c"), .customLong("count")], help: ArgumentHelp("Stop after this many packets.", valueName: "n"))
     var count: UInt64?
 
+    @Flag(name: .customLong("strict"), help: "Exit with 1 when a capture is damaged (truncated, corrupt); by default that is a warning.")
+    var strict = false
+
     @Option(name: .customLong("duration"), help: ArgumentHelp("Live capture: stop after this many seconds.", valueName: "seconds"))
     var duration: Double?
 }

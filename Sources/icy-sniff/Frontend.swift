@@ -50,6 +50,11 @@ struct Frontend {
             do {
                 source = try PcapSource.open(path: path, filter: input.filter)
             } catch {
+                if case .emptyFile = error {
+                    // Nothing to analyse is not a failure: the output says so (no entries).
+                    Diagnostics.warning("'\(path)' is empty: no packets")
+                    continue
+                }
                 Diagnostics.error(error.message)
                 code = max(code, Exit.badInput)
                 if case .badFilter = error { return Exit.badInput }
@@ -63,7 +68,7 @@ struct Frontend {
                 let text = "'\(path)' is damaged after packet \(source.packetsRead): \(message); the \(source.packetsRead) packets before it were analysed"
                 Diagnostics.warning(text)
                 comments.append(text)
-                code = max(code, Exit.damaged)
+                if input.strict { code = max(code, Exit.damaged) }
             case .unsupportedLinkType:
                 Diagnostics.error(CaptureError.unsupportedLinkType(path: path, dlt: source.dlt, name: source.linkTypeName).message)
                 code = max(code, Exit.badInput)

@@ -22,8 +22,9 @@ struct IcySniff: ParsableCommand {
           icy-sniff -i wlan0 -f 'tcp port 80'
 
         EXIT CODES
-          0   success
-          1   a capture was damaged (truncated, corrupt); everything readable was analysed and written
+          0   success; a damaged capture (truncated, corrupt) or an empty file is a warning on
+              standard error and in the output, and everything readable is analysed and written
+          1   with --strict: a capture was damaged
           2   an input could not be used: missing file, no permission, not a capture, unsupported
               link type, invalid filter, no such interface, no capture permission
           3   the output could not be written

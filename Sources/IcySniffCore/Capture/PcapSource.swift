@@ -27,6 +27,11 @@ public final class PcapSource {
     private var handle: OpaquePointer?
     private var gzipCookie: UnsafeMutableRawPointer?
     public private(set) var packetsRead: UInt64 = 0
+    /// A failure to report on the next read, after the readable part of a cut record was returned.
+    private var pendingFailure: String? = nil
+    private var recovered: UnsafeMutableRawBufferPointer? = nil
+    /// Set when the last packet was rebuilt from a record cut short by the end of the file.
+    public private(set) var recoveredPartialRecord = false
     public private(set) var bytesRead: UInt64 = 0
 
     private init(handle: OpaquePointer, name: String, isLive: Bool, gzipCookie: UnsafeMutableRawPointer?) {
@@ -40,6 +45,7 @@ public final class PcapSource {
 
     deinit {
         if let handle { pcap_close(handle) }
+        recovered?.deallocate()
     }
 
     /// Human-readable name of the link type (libpcap's), e.g. "EN10MB".
@@ -162,6 +168,12 @@ public final class PcapSource {
     @inline(__always)
     public func next() -> ReadResult {
         guard let handle else { return .end }
+        if let failure = pendingFailure {
+            pendingFailure = nil
+            self.handle = nil
+            pcap_close(handle)
+            return .failed(failure)
+        }
         var header: UnsafeMutablePointer<pcap_pkthdr>? = nil
         var data: UnsafePointer<UInt8>? = nil
         let rc = pcap_next_ex(handle, &header, &data)
@@ -184,11 +196,53 @@ public final class PcapSource {
             return .end
         default:
             var message = String(cString: pcap_geterr(handle))
+            if let packet = recoverCutRecord(message) {
+                pendingFailure = message
+                return .packet(packet)
+            }
             if let cookie = gzipCookie, let err = icy_gzip_error(cookie) {
                 message += " (gzip: \(String(cString: err)))"
             }
             return .failed(message)
         }
+    }
+
+    /// A classic pcap file whose last record is cut short by the end of the file: libpcap refuses
+    /// the record, but its header and the bytes that are there can still be read, so the packet is
+    /// returned with the missing tail (which reassembly turns into a gap).
+    private func recoverCutRecord(_ message: String) -> CapturedPacket? {
+        guard gzipCookie == nil, !isLive, let handle, let file = pcap_file(handle),
+              message.hasPrefix("truncated dump file; tried to read"), message.contains("captured bytes, only got ") else { return nil }
+        guard let gotText = message.split(separator: " ").last, let got = Int(gotText), got > 0 else { return nil }
+        let fd = fileno(file)
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return nil }
+        let size = Int(st.st_size)
+        var magic: UInt32 = 0
+        guard pread(fd, &magic, 4, 0) == 4 else { return nil }
+        let swapped: Bool
+        let nanosecond: Bool
+        switch magic {
+        case 0xa1b2c3d4: swapped = false; nanosecond = false
+        case 0xa1b23c4d: swapped = false; nanosecond = true
+        case 0xd4c3b2a1: swapped = true; nanosecond = false
+        case 0x4d3cb2a1: swapped = true; nanosecond = true
+        default: return nil   // pcapng: not recovered
+        }
+        let dataStart = size - got
+        guard dataStart >= 24 + 16 else { return nil }
+        var header = [UInt32](repeating: 0, count: 4)
+        guard pread(fd, &header, 16, off_t(dataStart - 16)) == 16 else { return nil }
+        let h = header.map { swapped ? $0.byteSwapped : $0 }
+        guard Int(h[2]) > got else { return nil }
+        recovered?.deallocate()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: got, alignment: 8)
+        recovered = buffer
+        guard pread(fd, buffer.baseAddress, got, off_t(dataStart)) == got else { return nil }
+        recoveredPartialRecord = true
+        packetsRead &+= 1
+        let ts = Timestamp(seconds: Int64(h[0]), nanoseconds: nanosecond ? Int64(h[1]) : Int64(h[1]) * 1000)
+        return CapturedPacket(bytes: UnsafeRawBufferPointer(buffer), timestamp: ts, wireLength: max(Int(h[3]), Int(h[2])))
     }
 
     /// Makes a blocking `next()` return; safe from a signal handler's thread.

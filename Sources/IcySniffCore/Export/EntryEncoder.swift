@@ -21,7 +21,9 @@ enum EntryEncoder {
         w.number("receive", timings.receive)
         w.number("ssl", timings.ssl)
         w.endObject()
-        w.string("serverIPAddress", t.connection.server.address.description)
+        // serverIPAddress is left out: the HAR 1.2 schema declares it as oneOf(ipv4, ipv6), which
+        // validators without format checking reject for every address. The custom field carries it.
+        w.string("_serverIPAddress", t.connection.server.address.description)
         w.string("connection", t.connection.label)
         w.string("_clientIPAddress", t.connection.client.address.description)
         w.int("_clientPort", t.connection.client.port)

@@ -218,9 +218,17 @@ public final class HTTPStreamParser {
                 // The start line decides what this is.
                 if !startLine(buffer[0..<contentEnd], at: ts) { return i }
                 if let m = message, m.kind == .request, m.isHTTP09 {
-                    m.headersSize = buffer.count
-                    completeHead(at: ts)
-                    return i
+                    if i < n {
+                        // More lines follow at once: a 1.x request whose version is missing, with
+                        // header fields (an HTTP/0.9 client sends the one line and waits).
+                        m.isHTTP09 = false
+                        m.note(.badRequestLine)
+                        m.weirds.removeAll { $0 == .http09 }
+                    } else {
+                        m.headersSize = buffer.count
+                        completeHead(at: ts)
+                        return i
+                    }
                 }
                 if let m = message, m.isHTTP09 {   // HTTP/0.9 reply: this line is already body
                     return i

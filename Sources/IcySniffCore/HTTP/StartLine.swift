@@ -32,6 +32,11 @@ struct RequestLine {
                 version = ""
                 malformed = true
             }
+        } else if RequestLine.isVersion(rest) {
+            // "OPTIONS HTTP/1.1": the target is missing.
+            target = []
+            version = String(decoding: rest, as: UTF8.self)
+            malformed = true
         } else {
             target = Array(rest)
             version = ""
