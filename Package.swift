@@ -32,7 +32,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "IcySniffCoreTests", dependencies: ["IcySniffCore"]),
+        .testTarget(name: "IcySniffCoreTests", dependencies: ["IcySniffCore", "CZlib"]),
         .testTarget(name: "IcySniffCLITests", dependencies: ["IcySniffCore"]),
     ]
 )

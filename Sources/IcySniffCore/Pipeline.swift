@@ -93,6 +93,15 @@ public final class Pipeline {
         }
     }
 
+    /// Feeds one TCP segment that was decoded elsewhere (tests, other capture front ends).
+    public func ingest(_ segment: TCPSegment) {
+        stats.packets &+= 1
+        stats.tcpSegments &+= 1
+        if stats.firstPacket == nil { stats.firstPacket = segment.timestamp }
+        stats.lastPacket = max(stats.lastPacket ?? segment.timestamp, segment.timestamp)
+        table.ingest(segment)
+    }
+
     /// Ends every open connection: open transactions are emitted, flagged as partial.
     public func finish() {
         table.flushAll(at: stats.lastPacket ?? .zero)

@@ -19,12 +19,13 @@ public struct CacheAssessment: Sendable {
     public var expires: Timestamp? = nil
     public var responseTime: Timestamp = .zero
     var noCache = false
+    var noStore = false
 
     /// A short label for tables: `fresh 8d6h`, `heuristic 2h24m`, `stale`, `no-store`, `304`, `AVOIDABLE`.
     public var label: String {
         if avoidable { return "AVOIDABLE" }
         if notModified { return "304" }
-        if !storable { return lifetimeSource == "no-store" ? "no-store" : "no-store" }
+        if !storable { return noStore ? "no-store" : "not-storable" }
         guard let freshFor else { return "-" }
         if noCache { return "no-cache" }
         if freshFor <= 0 { return "stale" }
@@ -129,6 +130,7 @@ public final class CacheTracker {
 
         a.mustRevalidate = cc.has("no-cache") || cc.has("must-revalidate")
         a.noCache = cc.has("no-cache")
+        a.noStore = cc.has("no-store")
         a.etag = headers.first("ETag")
         a.lastModified = headers.first("Last-Modified")
         a.conditional = request.map { $0.headers.contains("If-None-Match") || $0.headers.contains("If-Modified-Since") } ?? false

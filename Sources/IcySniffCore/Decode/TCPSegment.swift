@@ -22,6 +22,19 @@ public struct TCPSegment {
     /// Payload bytes the IP header announces but the snaplen cut off.
     public var missingPayload: Int
     public var timestamp: Timestamp
+
+    public init(source: Endpoint, destination: Endpoint, sequence: UInt32, acknowledgement: UInt32, flags: TCPFlags,
+                window: UInt16 = 65535, payload: UnsafeRawBufferPointer, missingPayload: Int = 0, timestamp: Timestamp) {
+        self.source = source
+        self.destination = destination
+        self.sequence = sequence
+        self.acknowledgement = acknowledgement
+        self.flags = flags
+        self.window = window
+        self.payload = payload
+        self.missingPayload = missingPayload
+        self.timestamp = timestamp
+    }
 }
 
 /// One decoded UDP datagram (used for DNS timing).

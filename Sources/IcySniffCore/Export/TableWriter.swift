@@ -81,7 +81,12 @@ public final class TableWriter {
         case .method: return req?.method ?? "-"
         case .host: return t.host
         case .path: return req?.targetString ?? "-"
-        case .url: return req == nil ? "-" : EntryEncoder.redactURL(t.url, options: options)
+        case .url:
+            guard req != nil else { return "-" }
+            let url = EntryEncoder.redactURL(t.url, options: options)
+            // In a table the scheme says nothing (icy-sniff sees plain HTTP only): host + path.
+            if format == .table, url.hasPrefix("http://") { return String(url.dropFirst(7)) }
+            return url
         case .version: return resp?.versionText ?? req?.versionText ?? "-"
         case .status: return resp.map { $0.isHTTP09 ? "0.9" : String($0.status) } ?? "-"
         case .reason: return resp?.reason ?? "-"
@@ -136,7 +141,7 @@ public final class TableWriter {
         case .contentType: return 16
         case .size, .encodedSize, .requestSize: return 9
         case .duration, .connect, .send, .wait, .receive: return 8
-        case .cache: return 14
+        case .cache: return 16
         case .depth: return 5
         case .connection: return 6
         case .version: return 8

@@ -1,0 +1,119 @@
+import Testing
+@testable import IcySniffCore
+
+/// RFC 9111 freshness and age, on transactions built from transcripts.
+@Suite struct FreshnessTests {
+    /// A GET answered with `headers`; the transcript clock puts the request at t+4 ms and the
+    /// response at t+5 ms after 1_700_000_000 s.
+    func assess(_ headers: [String], method: String = "GET", status: String = "200 OK", requestHeaders: [String] = []) -> CacheAssessment {
+        let request = ([">>>", "\(method) /r HTTP/1.1", "Host: example.com"] + requestHeaders + [""]).joined(separator: "\n")
+        let response = (["<<<", "HTTP/1.1 \(status)"] + headers + ["Content-Length: 0", "", ""]).joined(separator: "\n")
+        let t = Transcript(request + "\n" + response).run()
+        return CacheTracker.assessResponse(t[0])
+    }
+
+    static let date = "Tue, 14 Nov 2023 22:13:20 GMT"       // = 1_700_000_000
+
+    @Test func rfc9111_4_2_1_maxAgeWinsOverExpires() {
+        let a = assess(["Date: \(Self.date)", "Cache-Control: max-age=600", "Expires: Wed, 15 Nov 2023 22:13:20 GMT"])
+        #expect(a.storable)
+        #expect(a.lifetimeSource == "max-age")
+        #expect(a.freshnessLifetime == 600)
+    }
+
+    @Test func rfc9111_5_3_expiresRelativeToDate() {
+        let a = assess(["Date: \(Self.date)", "Expires: Wed, 15 Nov 2023 22:13:20 GMT"])
+        #expect(a.lifetimeSource == "expires")
+        #expect(a.freshnessLifetime == 86_400)
+    }
+
+    @Test func rfc9111_5_3_invalidExpiresMeansExpired() {
+        for bad in ["0", "-1", "Wed, 15 Nov 2023 22:13:20 UTC", "15-Nov-2023"] {
+            let a = assess(["Date: \(Self.date)", "Expires: \(bad)", "Last-Modified: Mon, 13 Nov 2023 22:13:20 GMT"])
+            #expect(a.lifetimeSource == "expires", "\(bad)")
+            #expect(a.freshnessLifetime == 0, "\(bad): no heuristic fallback")
+        }
+    }
+
+    @Test func rfc9110_5_6_7_obsoleteDateFormsAreAccepted() {
+        #expect(HTTPDate.parse("Sunday, 06-Nov-94 08:49:37 GMT") == 784_111_777)
+        #expect(HTTPDate.parse("Sun Nov  6 08:49:37 1994") == 784_111_777)
+        #expect(HTTPDate.parse("sun, 06 nov 1994 08:49:37 gmt") == 784_111_777)
+        #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 +0000") == nil)
+    }
+
+    @Test func rfc9111_4_2_2_heuristicIsTenPercentOfLastModified() {
+        let a = assess(["Date: \(Self.date)", "Last-Modified: Mon, 13 Nov 2023 22:13:20 GMT"])
+        #expect(a.lifetimeSource == "heuristic")
+        #expect(a.freshnessLifetime == 8_640)
+        let notHeuristic = assess(["Date: \(Self.date)", "Last-Modified: Mon, 13 Nov 2023 22:13:20 GMT"], status: "500 Oops")
+        #expect(!notHeuristic.storable)
+    }
+
+    @Test func rfc9111_4_2_3_ageWithClockSkewAndAgeHeader() {
+        // Server clock one hour behind: apparent_age dominates.
+        let behind = assess(["Date: Tue, 14 Nov 2023 21:13:20 GMT", "Cache-Control: max-age=7200"])
+        #expect(abs(behind.age - 3600.005) < 0.001)
+        // Server clock ahead: apparent age 0, the response delay (1 ms) plus Age remain.
+        let ahead = assess(["Date: Tue, 14 Nov 2023 22:18:20 GMT", "Age: 30", "Cache-Control: max-age=60"])
+        #expect(abs(ahead.age - 30.001) < 0.001)
+        #expect(abs((ahead.freshFor ?? 0) - 29.999) < 0.001)
+    }
+
+    @Test func rfc9111_5_2_cacheControlParsing() {
+        let cc = CacheControl(#"Max-Age = "600" , , community="max-age=1, no-store", PRIVATE"#)
+        #expect(cc.argument("max-age") == .some("600"))
+        #expect(!cc.has("no-store"))
+        #expect(cc.has("private"))
+        #expect(CacheControl.deltaSeconds("99999999999") == 2_147_483_648)
+        #expect(CacheControl.deltaSeconds("-1") == nil)
+        #expect(CacheControl.deltaSeconds("3600.5") == nil)
+        // Several Cache-Control lines act as one list (RFC 9110 §5.3); the first max-age wins.
+        let a = assess(["Date: \(Self.date)", "Cache-Control: public", "Cache-Control: max-age=100, max-age=5"])
+        #expect(a.freshnessLifetime == 100)
+    }
+
+    @Test func rfc9111_3_noStoreAndMethodsAreNotStorable() {
+        #expect(!assess(["Cache-Control: no-store, max-age=60"]).storable)
+        #expect(!assess(["Cache-Control: max-age=60"], method: "POST").storable)
+        let noCache = assess(["Cache-Control: no-cache", "ETag: \"x\""])
+        #expect(noCache.storable && noCache.mustRevalidate && noCache.etag == "\"x\"")
+        #expect(!assess(["Cache-Control: proxy-revalidate, max-age=60"]).mustRevalidate)
+    }
+
+    @Test func rfc9111_4_avoidableNeedsAFreshStoredMatchingResponse() {
+        let t = Transcript("""
+        >>>
+        GET /a HTTP/1.1
+        Host: example.com
+
+        <<<
+        HTTP/1.1 200 OK
+        Cache-Control: max-age=300
+        Content-Length: 0
+
+        >>>
+        GET /a HTTP/1.1
+        Host: example.com
+        If-None-Match: "v1"
+
+        <<<
+        HTTP/1.1 304 Not Modified
+
+
+        >>>
+        GET /a?v=2 HTTP/1.1
+        Host: example.com
+
+        <<<
+        HTTP/1.1 200 OK
+        Content-Length: 0
+
+
+        """).run()
+        let tracker = CacheTracker()
+        let results = t.map { tracker.assess($0) }
+        #expect(results.map { $0?.avoidable } == [false, true, false])
+        #expect(results[1]?.conditional == true && results[1]?.notModified == true)
+    }
+}
