@@ -33,6 +33,6 @@ let package = Package(
             ]
         ),
         .testTarget(name: "IcySniffCoreTests", dependencies: ["IcySniffCore", "CZlib"]),
-        .testTarget(name: "IcySniffCLITests", dependencies: ["IcySniffCore"]),
+        .testTarget(name: "IcySniffCLITests", dependencies: ["icy-sniff"]),
     ]
 )

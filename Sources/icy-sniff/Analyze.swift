@@ -11,13 +11,36 @@ enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
 struct Analyze: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "analyze",
-        abstract: "Analyse captures or a live interface (the default command)."
+        abstract: "Passive HTTP/1.x traffic analyzer: requests, responses, timings, cache freshness, HAR.",
+        discussion: """
+        Reads capture files (pcap, pcapng, gzip-compressed too; '-' is standard input) or a \
+        live interface, reassembles TCP, parses HTTP/1.x, pairs requests with responses and \
+        writes them as HAR 1.2 or as tabular logs (table, TSV, CSV, NDJSON).
+
+        EXAMPLES
+          icy-sniff -r phone.pcap --har -o phone.har
+          icy-sniff -r capture.pcapng.gz         table on a terminal, TSV in a pipe
+          icy-sniff -r capture.pcap --format ndjson | jq .
+          icy-sniff -r capture.pcap --connections
+          icy-sniff -i wlan0 -f 'tcp port 80'
+
+        EXIT CODES
+          0   success. A damaged capture (truncated, corrupt) or an empty file is a
+              warning: everything readable is analysed and written.
+          1   with --strict: a capture was damaged
+          2   an input could not be used: missing file, no permission, not a
+              capture, unsupported link type, invalid filter, no such interface,
+              no permission to capture
+          3   the output could not be written
+          64  the command line is wrong
+        """
     )
 
     @OptionGroup(title: "Input") var input: InputOptions
     @OptionGroup(title: "Output") var output: OutputOptions
 
     func validate() throws {
+        if output.listAnomalies { return }
         if input.read.isEmpty && input.interface == nil {
             throw ValidationError("give a capture with -r FILE (or '-' for standard input), or an interface with -i IFACE")
         }
@@ -27,6 +50,10 @@ struct Analyze: ParsableCommand {
     }
 
     func run() throws {
+        if output.listAnomalies {
+            print(AnomalyCatalogue.markdown, terminator: "")
+            return
+        }
         let frontend = Frontend(input: input, output: output)
         let code = frontend.run()
         if code != 0 { throw ExitCode(code) }
@@ -80,6 +107,9 @@ struct OutputOptions: ParsableArguments {
 
     @Flag(name: .customLong("quiet"), help: "Do not print the summary and warnings on standard error.")
     var quiet = false
+
+    @Flag(name: .customLong("list-anomalies"), help: "Print the catalogue of anomaly names (Markdown) and exit.")
+    var listAnomalies = false
 }
 
 extension TableFormat {

@@ -8,30 +8,46 @@ import Glibc
 struct IcySniff: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "icy-sniff",
-        abstract: "Passive HTTP/1.x traffic analyzer: captures → transactions, timings, cache freshness, HAR.",
-        discussion: """
-        Reads packets from capture files (pcap, pcapng, gzip-compressed too, or '-' for standard
-        input) or a live interface, reassembles TCP, parses HTTP/1.x, pairs requests with responses
-        and writes them as HAR 1.2 or as tabular logs.
-
-        EXAMPLES
-          icy-sniff -r phone.pcap --har -o phone.har
-          icy-sniff -r capture.pcapng.gz                  (a table on a terminal, TSV in a pipe)
-          icy-sniff -r capture.pcap --format ndjson | jq .
-          icy-sniff -r capture.pcap --connections
-          icy-sniff -i wlan0 -f 'tcp port 80'
-
-        EXIT CODES
-          0   success; a damaged capture (truncated, corrupt) or an empty file is a warning on
-              standard error and in the output, and everything readable is analysed and written
-          1   with --strict: a capture was damaged
-          2   an input could not be used: missing file, no permission, not a capture, unsupported
-              link type, invalid filter, no such interface, no capture permission
-          3   the output could not be written
-          64  the command line is wrong
-        """,
+        abstract: "Passive HTTP/1.x traffic analyzer: requests, responses, timings, cache freshness, HAR.",
         version: IcySniffVersion.current,
         subcommands: [Analyze.self],
         defaultSubcommand: Analyze.self
     )
+
+    /// `icy-sniff --help` shows the options of the default command, which is what people run.
+    static func main() {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments == ["-h"] || arguments == ["--help"] || arguments == ["help"] {
+            print(helpMessage(for: Analyze.self).replacingOccurrences(of: "icy-sniff analyze", with: "icy-sniff [analyze]"))
+            print("""
+
+            SUBCOMMANDS:
+              analyze (default)       Analyse captures or a live interface.
+
+              See 'icy-sniff help <subcommand>' for detailed help.
+            """)
+            return
+        }
+        Signals.install()
+        var command: ParsableCommand
+        do {
+            command = try parseAsRoot(arguments)
+            try command.run()
+        } catch {
+            exit(withError: error)
+        }
+    }
+}
+
+extension String {
+    func replacingOccurrences(of target: String, with replacement: String) -> String {
+        var result = ""
+        var rest = self[...]
+        while let r = rest.firstRange(of: target) {
+            result += rest[..<r.lowerBound]
+            result += replacement
+            rest = rest[r.upperBound...]
+        }
+        return result + rest
+    }
 }

@@ -1,0 +1,64 @@
+import Foundation
+
+/// Runs the built `icy-sniff` binary (next to the test bundle, or $ICY_SNIFF_BIN).
+enum CLI {
+    static let packageRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let shared = packageRoot.deletingLastPathComponent().appendingPathComponent("shared")
+
+    static var binary: String {
+        if let env = ProcessInfo.processInfo.environment["ICY_SNIFF_BIN"] { return env }
+        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let candidate = dir.appendingPathComponent("icy-sniff").path
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        return packageRoot.appendingPathComponent(".build/debug/icy-sniff").path
+    }
+
+    struct Result {
+        var status: Int32
+        var stdout: Data
+        var stderr: String
+        var text: String { String(decoding: stdout, as: UTF8.self) }
+    }
+
+    @discardableResult
+    static func run(_ arguments: [String], stdin: Data? = nil, executable: String? = nil, environment: [String: String]? = nil) throws -> Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable ?? binary)
+        process.arguments = arguments
+        process.currentDirectoryURL = packageRoot
+        if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+        // Files rather than pipes: no reader threads, and nothing blocks on a full pipe.
+        let dir = temporaryDirectory()
+        let outURL = dir.appendingPathComponent("stdout"), errURL = dir.appendingPathComponent("stderr")
+        FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        let outHandle = try FileHandle(forWritingTo: outURL), errHandle = try FileHandle(forWritingTo: errURL)
+        process.standardOutput = outHandle
+        process.standardError = errHandle
+        if let stdin {
+            let inURL = dir.appendingPathComponent("stdin")
+            try stdin.write(to: inURL)
+            process.standardInput = try FileHandle(forReadingFrom: inURL)
+        } else {
+            process.standardInput = FileHandle.nullDevice
+        }
+        try process.run()
+        process.waitUntilExit()
+        try outHandle.close()
+        try errHandle.close()
+        let outData = try Data(contentsOf: outURL)
+        let errData = try Data(contentsOf: errURL)
+        try? FileManager.default.removeItem(at: dir)
+        return Result(status: process.terminationStatus, stdout: outData, stderr: String(decoding: errData, as: UTF8.self))
+    }
+
+    static func corpus(_ relative: String) -> String { shared.appendingPathComponent("corpus/\(relative)").path }
+    static func capture(_ name: String) -> String { packageRoot.appendingPathComponent("captures/\(name)").path }
+
+    static func temporaryDirectory() -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("icy-sniff-cli-\(UUID().uuidString)")
+        try! FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        return dir
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import Testing
+
+/// Runs the shared checkers against the built binary: HAR 1.2 validity (schema and the rules the
+/// schema cannot express) and a real HAR consumer for every capture of the corpus, the
+/// transaction conformance corpus (at least 95%), and the cache-freshness corpus (every case).
+@Suite(.serialized) struct ConformanceTests {
+    static var allCaptures: [String] {
+        let root = CLI.shared.appendingPathComponent("corpus")
+        let walker = FileManager.default.enumerator(atPath: root.path)!
+        var out: [String] = []
+        while let p = walker.nextObject() as? String {
+            if p.hasSuffix(".pcap") || p.hasSuffix(".pcapng") || p.hasSuffix(".pcap.gz") { out.append(root.appendingPathComponent(p).path) }
+        }
+        let captures = FileManager.default.enumerator(atPath: CLI.packageRoot.appendingPathComponent("captures").path)!
+        while let p = captures.nextObject() as? String {
+            if p.contains(".pcap") { out.append(CLI.capture(p)) }
+        }
+        return out.sorted()
+    }
+
+    func passed(_ output: String, label: String) -> (Int, Int)? {
+        for line in output.split(separator: "\n").reversed() where line.hasPrefix(label) {
+            let numbers = line.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
+            if numbers.count >= 2 { return (numbers[0], numbers[1]) }
+        }
+        return nil
+    }
+
+    @Test func everyHARIsValidAndReadableByHaralyzer() throws {
+        let dir = CLI.temporaryDirectory()
+        var files: [String] = []
+        for (i, capture) in Self.allCaptures.enumerated() {
+            let out = dir.appendingPathComponent("\(i).har").path
+            let r = try CLI.run(["-r", capture, "--har", "--bodies", "-o", out, "--quiet"])
+            #expect(r.status == 0, "\(capture): \(r.stderr)")
+            files.append(out)
+        }
+        #expect(files.count > 100)
+        let validate = try CLI.run(files, executable: CLI.shared.appendingPathComponent("tools/har-validate").path)
+        #expect(validate.status == 0, "\(validate.text.suffix(2000))")
+        #expect(passed(validate.text, label: "har-validate")?.1 == 0)
+        let script = """
+        import sys, haralyzer
+        n = 0
+        for path in sys.argv[1:]:
+            with open(path) as f:
+                import json
+                parser = haralyzer.HarParser(json.load(f))
+                for page in parser.pages:
+                    page.entries
+                n += len(parser.har_data["entries"])
+        print("entries", n)
+        """
+        let py = try CLI.run(["python3", "-c", script] + files, executable: "/usr/bin/env")
+        #expect(py.status == 0, "\(py.stderr.suffix(2000))")
+        #expect(py.text.hasPrefix("entries "))
+    }
+
+    @Test func transactionConformanceAtLeast95Percent() throws {
+        let r = try CLI.run(["--cmd", "\(CLI.binary) -r {pcap} --har --quiet"],
+                            executable: CLI.shared.appendingPathComponent("tools/conformance").path)
+        let counts = try #require(passed(r.text, label: "conformance:"), "\(r.text.suffix(1000))")
+        let total = counts.0 + counts.1
+        #expect(total >= 100)
+        #expect(Double(counts.0) >= 0.95 * Double(total), "\(r.text.split(separator: "\n").filter { $0.hasPrefix("FAIL") })")
+    }
+
+    @Test func cacheConformancePassesEveryCase() throws {
+        let r = try CLI.run(["--cmd", "\(CLI.binary) -r {pcap} --har --quiet"],
+                            executable: CLI.shared.appendingPathComponent("tools/cache-conformance").path)
+        let counts = try #require(passed(r.text, label: "cache-conformance:"), "\(r.text.suffix(1000))")
+        #expect(counts.0 >= 54)
+        #expect(counts.1 == 0, "\(r.text.split(separator: "\n").filter { $0.hasPrefix("FAIL") })")
+    }
+}

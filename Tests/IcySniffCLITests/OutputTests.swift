@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+
+@Suite struct OutputTests {
+    @Test func tsvIsTheDefaultInAPipeWithAHeaderLine() throws {
+        let r = try CLI.run(["-r", CLI.capture("nginx-cache-demo.pcap.gz"), "--quiet"])
+        #expect(r.status == 0)
+        let lines = r.text.split(separator: "\n")
+        #expect(lines.first == "time\tclient\tmethod\turl\tstatus\ttype\tsize\tduration\tcache\tflags")
+        #expect(lines.count == 13)
+        #expect(lines.filter { $0.contains("\tAVOIDABLE\t") }.count == 2)
+    }
+
+    @Test func ndjsonLinesAreJSONWithStableFields() throws {
+        let r = try CLI.run(["-r", CLI.capture("wikipedia.pcap"), "--format", "ndjson", "--quiet"])
+        let lines = r.text.split(separator: "\n")
+        #expect(lines.count == 15)
+        for line in lines {
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            for key in ["ts", "connection", "method", "host", "url", "status", "response_body_len", "time_ms", "flags"] {
+                #expect(object?[key] != nil, "\(key) in \(line)")
+            }
+        }
+    }
+
+    @Test func standardInputPlainAndCompressed() throws {
+        for name in ["wikipedia.pcap", "nginx-cache-demo.pcap.gz"] {
+            let data = try Data(contentsOf: URL(fileURLWithPath: CLI.capture(name)))
+            let r = try CLI.run(["-r", "-", "--format", "ndjson", "--quiet"], stdin: data)
+            #expect(r.status == 0, "\(name): \(r.stderr)")
+            #expect(r.text.split(separator: "\n").count >= 12, "\(name)")
+        }
+    }
+
+    @Test func connectionsListing() throws {
+        let r = try CLI.run(["-r", CLI.corpus("zeek/get.pcap"), "--connections", "--format", "tsv", "--quiet"])
+        let lines = r.text.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false) }
+        #expect(lines.count == 2)
+        #expect(lines[1][2] == "141.142.228.5:59856")
+        #expect(lines[1][3] == "192.150.187.43:80")
+        #expect(lines[1][4] == "70.034")         // SYN → handshake ACK
+        #expect(lines[1][5] == "136" && lines[1][6] == "5007")
+    }
+
+    @Test func outputFileIsWrittenAtomically() throws {
+        let dir = CLI.temporaryDirectory()
+        let out = dir.appendingPathComponent("w.har").path
+        let r = try CLI.run(["-r", CLI.capture("wikipedia.pcap"), "--har", "-o", out, "--quiet"])
+        #expect(r.status == 0)
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.path)
+        #expect(names == ["w.har"], "no temporary file is left behind")
+        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out))) as? [String: Any]
+        #expect(((json?["log"] as? [String: Any])?["entries"] as? [Any])?.count == 15)
+    }
+
+    @Test func secretsAreRedactedUnlessKept() throws {
+        let r = try CLI.run(["-r", CLI.corpus("zeek/basic-auth-with-colon.pcap"), "--har", "--quiet"])
+        #expect(r.text.contains("\"Authorization\""))
+        #expect(r.text.contains("Basic [redacted"))
+        let kept = try CLI.run(["-r", CLI.corpus("zeek/basic-auth-with-colon.pcap"), "--har", "--keep-secrets", "--quiet"])
+        #expect(!kept.text.contains("[redacted"))
+    }
+}
