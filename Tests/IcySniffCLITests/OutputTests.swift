@@ -61,3 +61,11 @@ import Testing
         #expect(!kept.text.contains("[redacted"))
     }
 }
+
+@Suite struct DocsTests {
+    @Test func anomalyCatalogueInDocsIsCurrent() throws {
+        let r = try CLI.run(["--list-anomalies"])
+        let doc = try String(contentsOf: CLI.packageRoot.appendingPathComponent("docs/ANOMALIES.md"), encoding: .utf8)
+        #expect(r.text == doc, "regenerate with: icy-sniff --list-anomalies > docs/ANOMALIES.md")
+    }
+}
