@@ -38,6 +38,7 @@ struct Analyze: ParsableCommand {
 
     @OptionGroup(title: "Input") var input: InputOptions
     @OptionGroup(title: "Output") var output: OutputOptions
+    @OptionGroup(title: "Filters") var filters: FilterOptions
 
     func validate() throws {
         if output.listAnomalies { return }
@@ -47,6 +48,15 @@ struct Analyze: ParsableCommand {
         if !input.read.isEmpty && input.interface != nil {
             throw ValidationError("-r and -i cannot be used together")
         }
+        if input.interface == nil && (input.write != nil || input.user != nil || input.duration != nil) {
+            throw ValidationError("-w, -Z and --duration apply to live capture (-i)")
+        }
+        _ = try filters.makeFilter()
+        if let fields = output.fields {
+            for name in fields.split(separator: ",") where Field(rawValue: String(name)) == nil {
+                throw ValidationError("unknown field '\(name)'; fields: \(Field.allCases.map(\.rawValue).joined(separator: ","))")
+            }
+        }
     }
 
     func run() throws {
@@ -54,7 +64,7 @@ struct Analyze: ParsableCommand {
             print(AnomalyCatalogue.markdown, terminator: "")
             return
         }
-        let frontend = Frontend(input: input, output: output)
+        let frontend = Frontend(input: input, output: output, filter: try filters.makeFilter())
         let code = frontend.run()
         if code != 0 { throw ExitCode(code) }
     }
@@ -76,11 +86,50 @@ struct InputOptions: ParsableArguments {
     @Option(name: [.customShort("c"), .customLong("count")], help: ArgumentHelp("Stop after this many packets.", valueName: "n"))
     var count: UInt64?
 
+    @Option(name: [.customShort("w"), .customLong("write")], help: ArgumentHelp("Live capture: also save the raw packets to this pcap file.", valueName: "file"))
+    var write: String?
+
+    @Option(name: [.customShort("Z"), .customLong("user")], help: ArgumentHelp("Live capture: drop root privileges to this user after opening the interface (output files are then created as that user).", valueName: "user"))
+    var user: String?
+
     @Flag(name: .customLong("strict"), help: "Exit with 1 when a capture is damaged (truncated, corrupt); by default that is a warning.")
     var strict = false
 
     @Option(name: .customLong("duration"), help: ArgumentHelp("Live capture: stop after this many seconds.", valueName: "seconds"))
     var duration: Double?
+}
+
+struct FilterOptions: ParsableArguments {
+    @Option(name: .customLong("status"), help: ArgumentHelp("Only these statuses: codes and classes, e.g. 4xx,5xx,304 (0: no response).", valueName: "list"))
+    var status: String?
+
+    @Option(name: .customLong("method"), help: ArgumentHelp("Only these methods, e.g. GET,POST.", valueName: "list"))
+    var method: String?
+
+    @Option(name: .customLong("host"), help: ArgumentHelp("Only hosts containing this text (repeatable).", valueName: "text"))
+    var host: [String] = []
+
+    @Option(name: .customLong("type"), help: ArgumentHelp("Only responses whose Content-Type contains this text, e.g. image/ (repeatable).", valueName: "text"))
+    var type: [String] = []
+
+    @Option(name: .customLong("min-duration"), help: ArgumentHelp("Only transactions that took at least this many milliseconds.", valueName: "ms"))
+    var minDuration: Double?
+
+    @Option(name: .customLong("min-size"), help: ArgumentHelp("Only responses with at least this many body bytes (decoded).", valueName: "bytes"))
+    var minSize: UInt64?
+
+    func makeFilter() throws -> TransactionFilter {
+        var f = TransactionFilter()
+        if let status {
+            do { try f.addStatuses(status) } catch { throw ValidationError(error.message) }
+        }
+        if let method { f.methods = Set(method.split(separator: ",").map { $0.uppercased() }) }
+        f.hosts = host
+        f.contentTypes = type
+        f.minDurationMilliseconds = minDuration
+        f.minSize = minSize
+        return f
+    }
 }
 
 struct OutputOptions: ParsableArguments {
@@ -107,6 +156,9 @@ struct OutputOptions: ParsableArguments {
 
     @Flag(name: .customLong("quiet"), help: "Do not print the summary and warnings on standard error.")
     var quiet = false
+
+    @Option(name: .customLong("fields"), help: ArgumentHelp("Columns of table/TSV/CSV output, comma-separated (see docs/OUTPUT.md): e.g. time,method,url,status,wait.", valueName: "list"))
+    var fields: String?
 
     @Flag(name: .customLong("list-anomalies"), help: "Print the catalogue of anomaly names (Markdown) and exit.")
     var listAnomalies = false

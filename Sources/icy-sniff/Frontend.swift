@@ -8,6 +8,9 @@ import Glibc
 struct Frontend {
     var input: InputOptions
     var output: OutputOptions
+    var filter: TransactionFilter
+
+    struct Failure: Error { var message: String; var code: Int32 }
 
     enum Exit {
         static let ok: Int32 = 0
@@ -24,6 +27,18 @@ struct Frontend {
         var pipelineOptions = PipelineOptions()
         pipelineOptions.http.keepBodies = output.bodies
 
+        // Live: the interface is opened first, as root; with -Z privileges are dropped before any
+        // output file is created.
+        var live: LiveCapture? = nil
+        if let interface = input.interface {
+            switch LiveCapture.open(interface: interface, input: input) {
+            case .success(let capture): live = capture
+            case .failure(let failure):
+                Diagnostics.error(failure.message)
+                return failure.code
+            }
+        }
+
         let out: OutputFile
         do {
             out = try output.outputPath.map { path throws(OutputError) in try OutputFile(path: path) } ?? OutputFile()
@@ -37,9 +52,13 @@ struct Frontend {
         if output.connections {
             sink = ConnectionListWriter(output: out, format: format)
         } else if format == .har {
-            sink = HARSink(writer: HARWriter(options: exportOptions), output: out)
+            sink = HARSink(writer: HARWriter(options: exportOptions), output: out, filter: filter)
         } else {
-            sink = TabularSink(writer: TableWriter(format: TableFormat(format), output: out, options: exportOptions))
+            let fields = output.fields.map { $0.split(separator: ",").compactMap { Field(rawValue: String($0)) } } ?? Field.defaultColumns
+            let writer = TableWriter(format: TableFormat(format), output: out, options: exportOptions, fields: fields)
+            // Live: every row reaches the terminal or the pipe as soon as its response completes.
+            writer.flushEachRow = input.interface != nil
+            sink = TabularSink(writer: writer, filter: filter)
         }
 
         let pipeline = Pipeline(sink: sink, options: pipelineOptions)
@@ -74,8 +93,8 @@ struct Frontend {
                 code = max(code, Exit.badInput)
             }
         }
-        if let interface = input.interface {
-            code = max(code, LiveCapture(interface: interface, input: input).run(pipeline: pipeline))
+        if let live {
+            code = max(code, live.run(pipeline: pipeline))
         }
         pipeline.finish()
         do {
@@ -100,16 +119,22 @@ protocol ExportSink: TransactionSink {
 final class HARSink: ExportSink {
     let writer: HARWriter
     let output: OutputFile
-    init(writer: HARWriter, output: OutputFile) { self.writer = writer; self.output = output }
-    func consume(_ transaction: Transaction) { writer.consume(transaction) }
+    let filter: TransactionFilter
+    init(writer: HARWriter, output: OutputFile, filter: TransactionFilter) { self.writer = writer; self.output = output; self.filter = filter }
+    func consume(_ transaction: Transaction) { if filter.matches(transaction) { writer.consume(transaction) } }
     func connectionFinished(_ connection: Connection) { writer.connectionFinished(connection) }
     func finish(comment: String?) throws(OutputError) { writer.write(to: output, comment: comment) }
 }
 
 final class TabularSink: ExportSink {
     let writer: TableWriter
-    init(writer: TableWriter) { self.writer = writer }
-    func consume(_ transaction: Transaction) { writer.consume(transaction) }
+    let filter: TransactionFilter
+    init(writer: TableWriter, filter: TransactionFilter) { self.writer = writer; self.filter = filter }
+    func consume(_ transaction: Transaction) {
+        // The cache judgement needs every transaction, also those the filter hides.
+        writer.tracker.assess(transaction)
+        if filter.matches(transaction) { writer.consume(transaction, assessed: true) }
+    }
     func connectionFinished(_ connection: Connection) {}
     func finish(comment: String?) throws(OutputError) { writer.finish() }
 }

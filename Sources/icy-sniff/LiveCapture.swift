@@ -11,6 +11,12 @@ enum Signals {
     static func install() {
         signal(SIGINT) { _ in stopRequested = 1 }
         signal(SIGTERM) { _ in stopRequested = 1 }
+        // A parent may have left these blocked (the mask is inherited across exec).
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGINT)
+        sigaddset(&set, SIGTERM)
+        sigprocmask(SIG_UNBLOCK, &set, nil)
     }
     static var stop: Bool { stopRequested != 0 }
 }
@@ -19,32 +25,48 @@ enum Signals {
 struct LiveCapture {
     var interface: String
     var input: InputOptions
+    let source: PcapSource
 
-    func run(pipeline: Pipeline) -> Int32 {
+    /// Opens the interface (as root), then drops privileges (`-Z`); output files are opened after.
+    static func open(interface: String, input: InputOptions) -> Result<LiveCapture, Frontend.Failure> {
         let source: PcapSource
         do {
             source = try PcapSource.openLive(interface: interface, promiscuous: input.promiscuous, filter: input.filter)
         } catch {
-            Diagnostics.error(error.message)
-            return Frontend.Exit.badInput
+            return .failure(.init(message: error.message, code: Frontend.Exit.badInput))
         }
         if !source.linkType.isSupported {
-            Diagnostics.error(CaptureError.unsupportedLinkType(path: interface, dlt: source.dlt, name: source.linkTypeName).message)
-            return Frontend.Exit.badInput
+            return .failure(.init(message: CaptureError.unsupportedLinkType(path: interface, dlt: source.dlt, name: source.linkTypeName).message,
+                                  code: Frontend.Exit.badInput))
         }
+        if let user = input.user {
+            if let problem = Privileges.drop(to: user) { return .failure(.init(message: problem, code: Frontend.Exit.badInput)) }
+        }
+        if let path = input.write {
+            do { try source.startSaving(to: path) } catch {
+                return .failure(.init(message: error.message, code: Frontend.Exit.outputFailed))
+            }
+        }
+        return .success(LiveCapture(interface: interface, input: input, source: source))
+    }
+
+    func run(pipeline: Pipeline) -> Int32 {
         var start = timespec()
         clock_gettime(CLOCK_MONOTONIC, &start)
         let duration = input.duration
+        var lastFlush = start.tv_sec
         let outcome = pipeline.run(source, maxPackets: input.count) {
             if Signals.stop { return true }
+            var now = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            if now.tv_sec != lastFlush { lastFlush = now.tv_sec; source.flushSaved() }
             if let duration {
-                var now = timespec()
-                clock_gettime(CLOCK_MONOTONIC, &now)
                 let elapsed = Double(now.tv_sec - start.tv_sec) + Double(now.tv_nsec - start.tv_nsec) / 1e9
                 if elapsed >= duration { return true }
             }
             return false
         }
+        source.flushSaved()
         if let stats = source.statistics() {
             Diagnostics.info("icy-sniff: \(stats.received) packets received by filter, \(stats.dropped) dropped by kernel, \(stats.interfaceDropped) dropped by interface")
         }
@@ -53,5 +75,18 @@ struct LiveCapture {
             return Frontend.Exit.damaged
         }
         return Frontend.Exit.ok
+    }
+}
+
+/// `-Z USER`: give up root after the interface is open, as tcpdump does.
+enum Privileges {
+    static func drop(to user: String) -> String? {
+        guard let pw = getpwnam(user) else { return "no such user '\(user)' for -Z" }
+        let uid = pw.pointee.pw_uid, gid = pw.pointee.pw_gid
+        if initgroups(user, gid) != 0 || setgid(gid) != 0 || setuid(uid) != 0 {
+            return "cannot switch to user '\(user)': \(String(cString: strerror(errno)))"
+        }
+        if setuid(0) == 0 { return "dropping privileges to '\(user)' did not stick" }
+        return nil
     }
 }

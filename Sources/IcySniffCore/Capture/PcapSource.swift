@@ -26,6 +26,11 @@ public final class PcapSource {
     public let isLive: Bool
     private var handle: OpaquePointer?
     private var gzipCookie: UnsafeMutableRawPointer?
+    private var dumper: OpaquePointer? = nil
+    /// Live captures read in non-blocking mode and wait in poll(2), so a signal or a time limit
+    /// is noticed within `pollMilliseconds` whatever the traffic.
+    private var selectableFD: Int32 = -1
+    private let pollMilliseconds: Int32 = 200
     public private(set) var packetsRead: UInt64 = 0
     /// A failure to report on the next read, after the readable part of a cut record was returned.
     private var pendingFailure: String? = nil
@@ -44,6 +49,7 @@ public final class PcapSource {
     }
 
     deinit {
+        if let dumper { pcap_dump_close(dumper) }
         if let handle { pcap_close(handle) }
         recovered?.deallocate()
     }
@@ -148,6 +154,9 @@ public final class PcapSource {
         }
         let source = PcapSource(handle: handle, name: interface, isLive: true, gzipCookie: nil)
         if let filter { try source.apply(filter: filter) }
+        if pcap_setnonblock(handle, 1, &errbuf) == 0 {
+            source.selectableFD = pcap_get_selectable_fd(handle)
+        }
         return source
     }
 
@@ -184,10 +193,15 @@ public final class PcapSource {
             let caplen = Int(h.caplen)
             packetsRead &+= 1
             bytesRead &+= UInt64(caplen) &+ 16
+            if let dumper { pcap_dump(UnsafeMutableRawPointer(dumper).assumingMemoryBound(to: UInt8.self), header, data) }
             let ts = Timestamp(seconds: Int64(h.ts.tv_sec), nanoseconds: Int64(h.ts.tv_usec))
             return .packet(CapturedPacket(bytes: UnsafeRawBufferPointer(start: data, count: caplen),
                                           timestamp: ts, wireLength: Int(h.len)))
         case 0:
+            if selectableFD >= 0 {
+                var pfd = pollfd(fd: selectableFD, events: Int16(POLLIN), revents: 0)
+                _ = poll(&pfd, 1, pollMilliseconds)
+            }
             return .timeout
         case -2:
             if let cookie = gzipCookie, let err = icy_gzip_error(cookie) {
@@ -243,6 +257,20 @@ public final class PcapSource {
         packetsRead &+= 1
         let ts = Timestamp(seconds: Int64(h[0]), nanoseconds: nanosecond ? Int64(h[1]) : Int64(h[1]) * 1000)
         return CapturedPacket(bytes: UnsafeRawBufferPointer(buffer), timestamp: ts, wireLength: max(Int(h[3]), Int(h[2])))
+    }
+
+    /// Also saves every packet read to a pcap file (`-w`), as tcpdump does.
+    public func startSaving(to path: String) throws(OutputError) {
+        guard let handle else { return }
+        guard let d = pcap_dump_open(handle, path) else {
+            throw OutputError(message: "cannot write '\(path)': \(String(cString: pcap_geterr(handle)))")
+        }
+        dumper = d
+    }
+
+    /// Flushes the `-w` file (call at the end, or periodically in live captures).
+    public func flushSaved() {
+        if let dumper { pcap_dump_flush(dumper) }
     }
 
     /// Makes a blocking `next()` return; safe from a signal handler's thread.

@@ -22,7 +22,9 @@ public final class TableWriter {
     let output: OutputFile
     let options: ExportOptions
     var fields: [Field]
-    let tracker = CacheTracker()
+    public let tracker = CacheTracker()
+    /// Flush after every row (live captures).
+    public var flushEachRow = false
     private var wroteHeader = false
     private let color: Bool
     private let width: Int
@@ -40,8 +42,9 @@ public final class TableWriter {
         if ioctl(1, UInt(TIOCGWINSZ), &ws) == 0 && ws.ws_col > 40 { width = Int(ws.ws_col) } else { width = 160 }
     }
 
-    public func consume(_ t: Transaction) {
-        tracker.assess(t)
+    public func consume(_ t: Transaction, assessed: Bool = false) {
+        if !assessed { tracker.assess(t) }
+        defer { if flushEachRow { output.flush() } }
         if !wroteHeader { writeHeader(); wroteHeader = true }
         switch format {
         case .ndjson: writeJSON(t)

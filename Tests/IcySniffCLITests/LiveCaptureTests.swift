@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+
+/// Live capture on a real interface: two network namespaces and a veth pair, nginx in one, curl
+/// in the other, icy-sniff capturing on the client's veth until SIGINT (scripts/live-capture-check).
+@Suite struct LiveCaptureTests {
+    @Test(.enabled(if: getuid() == 0, "needs root for network namespaces"))
+    func keepAliveConditional304And404AreAllSeen() throws {
+        let dir = CLI.temporaryDirectory()
+        let script = CLI.packageRoot.appendingPathComponent("scripts/live-capture-check").path
+        let r = try CLI.run([CLI.binary, dir.path], executable: script)
+        try #require(r.status != 77, "environment cannot run the check: \(r.stderr)")
+        #expect(r.status == 0, "\(r.stderr)")
+        func read(_ name: String) throws -> String { try String(contentsOf: dir.appendingPathComponent(name), encoding: .utf8) }
+
+        // The table (TSV): every request, in order, with status and decoded size.
+        let rows = try read("live.tsv").split(separator: "\n").dropFirst().map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
+        let expected = try read("requests.txt").split(separator: "\n").map(String.init)
+        #expect(rows.map { "\($0[2]) \(URL(string: $0[3])!.path) \($0[4])" } == expected)
+        #expect(rows.map { $0[6] } == ["1882", "4400", "2056", "2056", "0", "153"])
+        #expect(rows[4][8] == "AVOIDABLE", "a 304 for a response that was still fresh")
+        // Both captures stopped cleanly on SIGINT and reported pcap statistics.
+        for name in ["stderr-tsv.txt", "stderr-har.txt"] {
+            let text = try read(name)
+            #expect(text.contains("packets received by filter"), "\(name): \(text)")
+            #expect(text.contains("exit 0"), "\(name): \(text)")
+        }
+
+        // The HAR written at stop: the same transactions; keep-alive shares a connection.
+        let har = try JSONSerialization.jsonObject(with: Data(contentsOf: dir.appendingPathComponent("live.har"))) as! [String: Any]
+        let entries = (har["log"] as! [String: Any])["entries"] as! [[String: Any]]
+        let summary = entries.map { e -> String in
+            let req = e["request"] as! [String: Any], resp = e["response"] as! [String: Any]
+            return "\(req["method"]!) \(URL(string: req["url"] as! String)!.path) \(resp["status"]!)"
+        }
+        #expect(summary == expected)
+        let connections = entries.map { $0["connection"] as! String }
+        #expect(connections[0] == connections[1] && connections[1] == connections[2])
+        #expect(Set(connections).count == 4)
+        let timings = entries[0]["timings"] as! [String: Any]
+        #expect((timings["connect"] as! Double) >= 0, "the first request of a captured handshake has connect time")
+
+        // -w saved the packets: reading them back gives the same transactions.
+        let replay = try CLI.run(["-r", dir.appendingPathComponent("live.pcap").path, "--format", "tsv", "--quiet"])
+        #expect(replay.text.split(separator: "\n").count == 7)
+    }
+}
