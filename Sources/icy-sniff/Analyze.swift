@@ -48,6 +48,9 @@ struct Analyze: ParsableCommand {
         if !input.read.isEmpty && input.interface != nil {
             throw ValidationError("-r and -i cannot be used together")
         }
+        if output.outDir != nil && input.interface != nil { throw ValidationError("--out-dir applies to captures read with -r") }
+        if let jobs = output.jobs, jobs < 1 { throw ValidationError("-j needs at least 1") }
+        if output.outDir != nil && output.outputPath != nil { throw ValidationError("use either -o (one output) or --out-dir (one output per capture)") }
         if input.interface == nil && (input.write != nil || input.user != nil || input.duration != nil) {
             throw ValidationError("-w, -Z and --duration apply to live capture (-i)")
         }
@@ -159,6 +162,15 @@ struct OutputOptions: ParsableArguments {
 
     @Option(name: .customLong("fields"), help: ArgumentHelp("Columns of table/TSV/CSV output, comma-separated (see docs/OUTPUT.md): e.g. time,method,url,status,wait.", valueName: "list"))
     var fields: String?
+
+    @Option(name: .customLong("out-dir"), help: ArgumentHelp("Batch: write one output per capture into this directory, named after the capture (HAR unless --format says otherwise).", valueName: "dir"))
+    var outDir: String?
+
+    @Option(name: [.customShort("j"), .customLong("jobs")], help: ArgumentHelp("Batch: captures analysed in parallel (default: the number of cores).", valueName: "n"))
+    var jobs: Int?
+
+    @Flag(name: .customLong("force"), help: "Batch: analyse again captures whose output is newer than the capture.")
+    var force = false
 
     @Flag(name: .customLong("list-anomalies"), help: "Print the catalogue of anomaly names (Markdown) and exit.")
     var listAnomalies = false

@@ -20,6 +20,45 @@ struct Frontend {
     }
 
     func run() -> Int32 {
+        if input.interface == nil {
+            let expanded = CaptureList.expand(input.read)
+            for problem in expanded.problems { Diagnostics.error(problem) }
+            if expanded.captures.isEmpty {
+                if expanded.problems.isEmpty { Diagnostics.error("no captures found in \(input.read.joined(separator: ", "))") }
+                return Exit.badInput
+            }
+            if expanded.captures.count > 1 || output.outDir != nil || expanded.fromDirectory {
+                let code = BatchRunner(frontend: self, captures: expanded.captures, skippedNonCaptures: expanded.skippedNonCaptures).run()
+                return expanded.problems.isEmpty ? code : max(code, Exit.badInput)
+            }
+            var single = self
+            single.input.read = expanded.captures.map(\.path)
+            let code = single.runSingle()
+            return expanded.problems.isEmpty ? code : max(code, Exit.badInput)
+        }
+        return runSingle()
+    }
+
+    var exportOptions: ExportOptions {
+        var exportOptions = ExportOptions()
+        exportOptions.includeBodies = output.bodies
+        exportOptions.keepSecrets = output.keepSecrets
+        exportOptions.pretty = !output.compact
+        return exportOptions
+    }
+
+    var pipelineOptions: PipelineOptions {
+        var pipelineOptions = PipelineOptions()
+        pipelineOptions.http.keepBodies = output.bodies
+        return pipelineOptions
+    }
+
+    var fields: [Field] {
+        output.fields.map { $0.split(separator: ",").compactMap { Field(rawValue: String($0)) } } ?? Field.defaultColumns
+    }
+
+    /// One capture, or a live interface, into one output.
+    func runSingle() -> Int32 {
         var exportOptions = ExportOptions()
         exportOptions.includeBodies = output.bodies
         exportOptions.keepSecrets = output.keepSecrets
@@ -54,7 +93,6 @@ struct Frontend {
         } else if format == .har {
             sink = HARSink(writer: HARWriter(options: exportOptions), output: out, filter: filter)
         } else {
-            let fields = output.fields.map { $0.split(separator: ",").compactMap { Field(rawValue: String($0)) } } ?? Field.defaultColumns
             let writer = TableWriter(format: TableFormat(format), output: out, options: exportOptions, fields: fields)
             // Live: every row reaches the terminal or the pipe as soon as its response completes.
             writer.flushEachRow = input.interface != nil
@@ -79,10 +117,16 @@ struct Frontend {
                 if case .badFilter = error { return Exit.badInput }
                 continue
             }
-            let outcome = pipeline.run(source, maxPackets: input.count)
+            let outcome = pipeline.run(source, maxPackets: input.count) { Signals.stop }
             switch outcome {
-            case .completed, .interrupted:
+            case .completed:
                 break
+            case .interrupted:
+                if Signals.stop {
+                    let text = "interrupted after \(source.packetsRead) packets of '\(path)': the output holds what was analysed until then"
+                    Diagnostics.warning(text)
+                    comments.append(text)
+                }
             case .damaged(let message):
                 let text = "'\(path)' is damaged after packet \(source.packetsRead): \(message); the \(source.packetsRead) packets before it were analysed"
                 Diagnostics.warning(text)

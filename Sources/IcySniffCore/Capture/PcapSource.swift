@@ -32,6 +32,10 @@ public final class PcapSource {
     private var selectableFD: Int32 = -1
     private let pollMilliseconds: Int32 = 200
     public private(set) var packetsRead: UInt64 = 0
+    /// The descriptor the capture is read from (files), for progress reports.
+    private var inputFD: Int32 = -1
+    /// Size of the capture file in bytes (0 when it is not a regular file).
+    public private(set) var inputSize: Int64 = 0
     /// A failure to report on the next read, after the readable part of a cut record was returned.
     private var pendingFailure: String? = nil
     private var recovered: UnsafeMutableRawBufferPointer? = nil
@@ -116,6 +120,8 @@ public final class PcapSource {
             throw .notACapture(path: path, detail: Self.describeOpenFailure(detail))
         }
         let source = PcapSource(handle: handle, name: path, isLive: false, gzipCookie: cookie)
+        source.inputFD = fd
+        source.inputSize = isRegular ? Int64(st.st_size) : 0
         if let filter { try source.apply(filter: filter) }
         return source
     }
@@ -271,6 +277,13 @@ public final class PcapSource {
     /// Flushes the `-w` file (call at the end, or periodically in live captures).
     public func flushSaved() {
         if let dumper { pcap_dump_flush(dumper) }
+    }
+
+    /// How far into the file reading has come, in file bytes (compressed bytes for gzip).
+    public var inputPosition: Int64 {
+        guard inputFD >= 0, handle != nil else { return inputSize }
+        let p = lseek(inputFD, 0, SEEK_CUR)
+        return p < 0 ? 0 : Int64(p)
     }
 
     /// Makes a blocking `next()` return; safe from a signal handler's thread.

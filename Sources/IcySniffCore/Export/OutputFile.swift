@@ -19,13 +19,29 @@ public final class OutputFile {
     private var buffer: [UInt8] = []
     private var failed: String? = nil
     private var committed = false
+    private let inMemory: Bool
 
     /// Standard output.
     public init() {
         fd = 1
         finalPath = nil
         temporaryPath = nil
+        inMemory = false
         buffer.reserveCapacity(1 << 16)
+    }
+
+    /// Output kept in memory (batch workers render here; `takeBytes()` hands it over).
+    public init(memory: Bool) {
+        fd = -1
+        finalPath = nil
+        temporaryPath = nil
+        self.inMemory = true
+    }
+
+    /// The bytes written so far (memory output only), leaving it empty.
+    public func takeBytes() -> [UInt8] {
+        defer { buffer = [] }
+        return buffer
     }
 
     /// A file at `path`, written atomically.
@@ -40,6 +56,7 @@ public final class OutputFile {
         }
         fchmod(f, 0o644)
         fd = f
+        inMemory = false
         finalPath = path
         temporaryPath = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         buffer.reserveCapacity(1 << 16)
@@ -52,19 +69,20 @@ public final class OutputFile {
         }
     }
 
-    public var isTerminal: Bool { isatty(fd) == 1 }
+    public var isTerminal: Bool { !inMemory && isatty(fd) == 1 }
 
     @inline(__always) public func write(_ bytes: [UInt8]) {
         buffer.append(contentsOf: bytes)
-        if buffer.count >= 1 << 16 { flush() }
+        if buffer.count >= 1 << 16 && !inMemory { flush() }
     }
 
     public func write(_ s: String) {
         buffer.append(contentsOf: s.utf8)
-        if buffer.count >= 1 << 16 { flush() }
+        if buffer.count >= 1 << 16 && !inMemory { flush() }
     }
 
     public func flush() {
+        if inMemory { return }
         guard !buffer.isEmpty, failed == nil else { buffer.removeAll(keepingCapacity: true); return }
         buffer.withUnsafeBytes { raw in
             var offset = 0
@@ -83,6 +101,7 @@ public final class OutputFile {
 
     /// Flushes and, for a file, moves it into place. Throws if anything could not be written.
     public func commit() throws(OutputError) {
+        if inMemory { return }
         flush()
         let name = finalPath ?? "standard output"
         if let failed {

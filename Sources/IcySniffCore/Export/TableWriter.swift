@@ -26,6 +26,8 @@ public final class TableWriter {
     /// Flush after every row (live captures).
     public var flushEachRow = false
     private var wroteHeader = false
+    /// False for the parts of a merged batch output after the first.
+    public var writesHeader = true
     private let color: Bool
     private let width: Int
     private var json = JSONWriter(indent: 0, capacity: 4096)
@@ -45,7 +47,7 @@ public final class TableWriter {
     public func consume(_ t: Transaction, assessed: Bool = false) {
         if !assessed { tracker.assess(t) }
         defer { if flushEachRow { output.flush() } }
-        if !wroteHeader { writeHeader(); wroteHeader = true }
+        if !wroteHeader { if writesHeader { writeHeader() }; wroteHeader = true }
         switch format {
         case .ndjson: writeJSON(t)
         case .tsv: output.write(fields.map { tsvEscape(value($0, t)) }.joined(separator: "\t") + "\n")
@@ -55,11 +57,11 @@ public final class TableWriter {
     }
 
     public func finish() {
-        if !wroteHeader && format != .ndjson { writeHeader() }
+        if !wroteHeader && format != .ndjson && writesHeader { writeHeader() }
         output.flush()
     }
 
-    private func writeHeader() {
+    public func writeHeader() {
         switch format {
         case .ndjson: break
         case .tsv: output.write(fields.map(\.rawValue).joined(separator: "\t") + "\n")

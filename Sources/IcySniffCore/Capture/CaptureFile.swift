@@ -1,0 +1,41 @@
+import CZlib
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Recognises capture files by their first bytes, not their names.
+public enum CaptureFile {
+    public enum Kind: Sendable { case pcap, pcapng, gzipPcap, gzipPcapng }
+
+    /// The kind of capture at `path`, or nil when it is not one (empty, text, another format, a
+    /// gzip file that does not hold a capture).
+    public static func kind(of path: String) -> Kind? {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { return nil }
+        var magic = [UInt8](repeating: 0, count: 4)
+        let n = read(fd, &magic, 4)
+        close(fd)
+        guard n == 4 else { return nil }
+        if magic[0] == 0x1f && magic[1] == 0x8b {
+            guard let gz = gzopen(path, "rb") else { return nil }
+            defer { gzclose(gz) }
+            var inner = [UInt8](repeating: 0, count: 4)
+            guard gzread(gz, &inner, 4) == 4 else { return nil }
+            switch classify(inner) {
+            case .pcap: return .gzipPcap
+            case .pcapng: return .gzipPcapng
+            default: return nil
+            }
+        }
+        return classify(magic)
+    }
+
+    private static func classify(_ m: [UInt8]) -> Kind? {
+        let be = UInt32(m[0]) << 24 | UInt32(m[1]) << 16 | UInt32(m[2]) << 8 | UInt32(m[3])
+        switch be {
+        case 0xa1b2c3d4, 0xd4c3b2a1, 0xa1b23c4d, 0x4d3cb2a1: return .pcap
+        case 0x0a0d0d0a: return .pcapng
+        default: return nil
+        }
+    }
+}

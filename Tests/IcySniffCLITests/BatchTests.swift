@@ -1,0 +1,64 @@
+import Foundation
+import Testing
+
+/// Batch over an archive: a directory with good, gzip-compressed, pcapng, truncated, empty and
+/// non-capture files.
+@Suite struct BatchTests {
+    func makeArchive() throws -> URL {
+        let dir = CLI.temporaryDirectory().appendingPathComponent("archive")
+        let fm = FileManager.default
+        try fm.createDirectory(at: dir.appendingPathComponent("phone/day2"), withIntermediateDirectories: true)
+        try fm.copyItem(atPath: CLI.corpus("zeek/get.pcap"), toPath: dir.appendingPathComponent("get.pcap").path)
+        try fm.copyItem(atPath: CLI.capture("wikipedia.pcap"), toPath: dir.appendingPathComponent("phone/wikipedia.pcap").path)
+        try fm.copyItem(atPath: CLI.capture("nginx-cache-demo.pcap.gz"), toPath: dir.appendingPathComponent("phone/day2/nginx.pcap.gz").path)
+        try fm.copyItem(atPath: CLI.corpus("zeek/zeek-image-1080-80-x.pcapng"), toPath: dir.appendingPathComponent("image.pcapng").path)
+        let whole = try Data(contentsOf: URL(fileURLWithPath: CLI.corpus("pcap2har/fhs.pcap")))
+        try whole.prefix(whole.count / 2).write(to: dir.appendingPathComponent("truncated.pcap"))
+        try Data().write(to: dir.appendingPathComponent("empty.pcap"))
+        try Data("just notes\n".utf8).write(to: dir.appendingPathComponent("notes.txt"))
+        return dir
+    }
+
+    @Test func outDirGetsOneHARPerCaptureAndRerunsSkipUpToDate() throws {
+        let archive = try makeArchive()
+        let out = archive.deletingLastPathComponent().appendingPathComponent("out")
+        let r = try CLI.run(["-r", archive.path, "--out-dir", out.path, "-j", "2"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let made = FileManager.default.enumerator(atPath: out.path)!.allObjects.compactMap { $0 as? String }.filter { $0.hasSuffix(".har") }.sorted()
+        #expect(made == ["get.har", "image.har", "phone/day2/nginx.har", "phone/wikipedia.har", "truncated.har"])
+        #expect(r.stderr.contains("5 captures (0 failed, 1 damaged"))
+        #expect(r.stderr.contains("2 other files skipped"))
+        #expect(r.stderr.contains("truncated.pcap' is damaged"))
+        // Every output is a complete HAR; the damaged capture's says so in its comment.
+        for name in made {
+            let json = try JSONSerialization.jsonObject(with: Data(contentsOf: out.appendingPathComponent(name))) as? [String: Any]
+            #expect(json?["log"] != nil, "\(name)")
+        }
+        let truncated = try String(contentsOf: out.appendingPathComponent("truncated.har"), encoding: .utf8)
+        #expect(truncated.contains("the capture is damaged after packet"))
+        let nginx = try JSONSerialization.jsonObject(with: Data(contentsOf: out.appendingPathComponent("phone/day2/nginx.har"))) as! [String: Any]
+        #expect(((nginx["log"] as! [String: Any])["entries"] as! [Any]).count == 12)
+        // No temporary files are left.
+        let all = FileManager.default.enumerator(atPath: out.path)!.allObjects.compactMap { $0 as? String }
+        #expect(!all.contains { ($0 as NSString).lastPathComponent.hasPrefix(".") })
+
+        let again = try CLI.run(["-r", archive.path, "--out-dir", out.path])
+        #expect(again.stderr.contains("5 up to date"))
+        let forced = try CLI.run(["-r", archive.path, "--out-dir", out.path, "--force", "--quiet"])
+        #expect(forced.status == 0)
+    }
+
+    @Test func mergedNDJSONHasACaptureColumnAndFailuresSetTheExitCode() throws {
+        let archive = try makeArchive()
+        let r = try CLI.run(["-r", archive.path, "-r", "/nonexistent.pcap", "--format", "ndjson"])
+        #expect(r.status == 2, "a capture that could not be read")
+        #expect(r.stderr.contains("cannot open '/nonexistent.pcap'"))
+        let lines = r.text.split(separator: "\n")
+        let captures = Set(lines.compactMap { line -> String? in
+            let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            return (o?["capture"] as? String).map { ($0 as NSString).lastPathComponent }
+        })
+        #expect(captures == ["get.pcap", "wikipedia.pcap", "nginx.pcap.gz", "image.pcapng", "truncated.pcap"])
+        #expect(lines.count >= 1 + 15 + 12 + 1)
+    }
+}
