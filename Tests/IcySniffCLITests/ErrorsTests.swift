@@ -19,8 +19,8 @@ import Testing
         expectOneLine(try CLI.run(["-r", "Package.swift", "--har", "--quiet"]), status: 2, contains: "is not a pcap or pcapng capture")
     }
 
-    @Test func directoryIsNotACaptureFile() throws {
-        expectOneLine(try CLI.run(["-r", "Sources", "--har", "--quiet"]), status: 2, contains: "is a directory")
+    @Test func directoryWithoutCaptures() throws {
+        expectOneLine(try CLI.run(["-r", "Sources", "--har", "--quiet"]), status: 2, contains: "no captures found in Sources")
     }
 
     @Test func invalidFilter() throws {
