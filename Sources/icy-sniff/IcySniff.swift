@@ -10,7 +10,7 @@ struct IcySniff: ParsableCommand {
         commandName: "icy-sniff",
         abstract: "Passive HTTP/1.x traffic analyzer: requests, responses, timings, cache freshness, HAR.",
         version: IcySniffVersion.current,
-        subcommands: [Analyze.self],
+        subcommands: [Analyze.self, ReportCommand.self],
         defaultSubcommand: Analyze.self
     )
 
@@ -23,6 +23,7 @@ struct IcySniff: ParsableCommand {
 
             SUBCOMMANDS:
               analyze (default)       Analyse captures or a live interface.
+              report                  Caching and connection report of captures.
 
               See 'icy-sniff help <subcommand>' for detailed help.
             """)

@@ -24,8 +24,12 @@ enum CLI {
     @discardableResult
     static func run(_ arguments: [String], stdin: Data? = nil, executable: String? = nil, environment: [String: String]? = nil) throws -> Result {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable ?? binary)
-        process.arguments = arguments
+        // The test runner's threads block signals, and a blocked mask is inherited across exec:
+        // start every child through a shim that clears it, so SIGINT reaches tcpdump and icy-sniff.
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c",
+                             "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])",
+                             executable ?? binary] + arguments
         process.currentDirectoryURL = packageRoot
         if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         // Files rather than pipes: no reader threads, and nothing blocks on a full pipe.

@@ -18,8 +18,8 @@ public struct CacheAssessment: Sendable {
     /// response_time + freshFor, for storable responses (HAR cache.afterRequest.expires).
     public var expires: Timestamp? = nil
     public var responseTime: Timestamp = .zero
-    var noCache = false
-    var noStore = false
+    public internal(set) var noCache = false
+    public internal(set) var noStore = false
 
     /// A short label for tables: `fresh 8d6h`, `heuristic 2h24m`, `stale`, `no-store`, `304`, `AVOIDABLE`.
     public var label: String {

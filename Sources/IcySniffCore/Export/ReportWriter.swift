@@ -1,0 +1,108 @@
+/// Renders `Report`s as text for people or JSON for tools.
+public enum ReportWriter {
+    public static func text(_ r: Report, maxLines: Int = 10) -> String {
+        var out = ""
+        func line(_ s: String = "") { out += s + "\n" }
+        func bytes(_ n: UInt64) -> String {
+            if n >= 10_000_000 { return "\(n / 1_000_000) MB" }
+            if n >= 10_000 { return "\(n / 1000) kB" }
+            return "\(n) B"
+        }
+        func list(_ title: String, _ items: [Report.Line], extra: String = "") {
+            line("\(title): \(items.count)\(extra)")
+            for l in items.prefix(maxLines) {
+                let note = l.note.isEmpty ? "" : "  (\(l.note))"
+                line("  \(l.time.iso8601(fractionDigits: 3))  \(l.method) \(l.url) → \(l.status), \(bytes(l.bytes))\(note)")
+            }
+            if items.count > maxLines { line("  … \(items.count - maxLines) more") }
+        }
+        line("== \(r.capture)")
+        line("Traffic: \(r.requests) requests, \(r.responses) responses, \(bytes(r.wireBytes)) on the wire, \(bytes(r.decodedBytes)) of decoded bodies")
+        let perConn = (r.requestsPerConnection * 10).rounded() / 10
+        line("Connections: \(r.connections), \(perConn) requests per connection (max \(r.maxRequestsPerConnection)), \(r.reusedConnections) reused (keep-alive)")
+        for h in r.hosts.prefix(maxLines) {
+            line("  \(h.host): \(h.connections) connections, \(h.requests) requests")
+        }
+        if r.hosts.count > maxLines { line("  … \(r.hosts.count - maxLines) more hosts") }
+        if !r.shortConnectionHosts.isEmpty {
+            line("Hosts with many one-request connections (keep-alive would save a handshake each):")
+            for h in r.shortConnectionHosts { line("  \(h.host): \(h.singleRequestConnections) of \(h.connections) connections carried one request") }
+        }
+        line()
+        list("Avoidable requests (a stored response was still fresh)", r.avoidable, extra: r.avoidable.isEmpty ? "" : ", \(bytes(r.avoidableBytes)) wasted")
+        list("Revalidations answered 304", r.notModified)
+        list("Re-downloaded unchanged (200 with the same validator)", r.unchangedRedownloads)
+        list("Fresh by heuristic only (no max-age or Expires)", r.heuristicOnly)
+        list("Static assets without a freshness lifetime", r.staticWithoutLifetime)
+        list("Static assets without a validator (ETag, Last-Modified)", r.staticWithoutValidator)
+        list("Text responses sent uncompressed (≥ 1 kB)", r.uncompressedText, extra: r.uncompressedText.isEmpty ? "" : ", \(bytes(r.uncompressedTextBytes))")
+        line()
+        line("Slowest by wait (server time):")
+        for (l, wait) in r.slowestByWait.prefix(maxLines) {
+            var w: [UInt8] = []
+            JSONWriter.appendNumber(wait, decimals: 1, to: &w)
+            line("  \(String(decoding: w, as: UTF8.self)) ms  \(l.method) \(l.url) → \(l.status)")
+        }
+        line(r.errorsByHost.isEmpty ? "Errors by host: none" : "Errors by host:")
+        for e in r.errorsByHost.prefix(maxLines) { line("  \(e.host): \(e.count) × \(e.status)") }
+        return out
+    }
+
+    public static func json(_ reports: [Report]) -> [UInt8] {
+        var w = JSONWriter(indent: 2)
+        w.beginArray()
+        for r in reports {
+            w.beginObject()
+            w.string("capture", r.capture)
+            w.int("requests", r.requests)
+            w.int("responses", r.responses)
+            w.int("wireBytes", r.wireBytes)
+            w.int("decodedBytes", r.decodedBytes)
+            w.int("connections", r.connections)
+            w.number("requestsPerConnection", r.requestsPerConnection)
+            w.int("maxRequestsPerConnection", r.maxRequestsPerConnection)
+            w.int("reusedConnections", r.reusedConnections)
+            w.key("hosts"); w.beginArray()
+            for h in r.hosts {
+                w.beginObject(); w.string("host", h.host); w.int("connections", h.connections); w.int("requests", h.requests)
+                w.int("singleRequestConnections", h.singleRequestConnections); w.endObject()
+            }
+            w.endArray()
+            w.key("shortConnectionHosts"); w.beginArray(); for h in r.shortConnectionHosts { w.string(h.host) }; w.endArray()
+            func lines(_ name: String, _ items: [Report.Line]) {
+                w.key(name); w.beginArray()
+                for l in items {
+                    w.beginObject()
+                    w.string("time", l.time.iso8601(fractionDigits: 6)); w.string("method", l.method); w.string("url", l.url)
+                    w.int("status", l.status); w.int("bytes", l.bytes)
+                    if !l.note.isEmpty { w.string("note", l.note) }
+                    w.endObject()
+                }
+                w.endArray()
+            }
+            lines("avoidable", r.avoidable)
+            w.int("avoidableBytes", r.avoidableBytes)
+            lines("notModified", r.notModified)
+            lines("unchangedRedownloads", r.unchangedRedownloads)
+            lines("heuristicOnly", r.heuristicOnly)
+            lines("staticWithoutLifetime", r.staticWithoutLifetime)
+            lines("staticWithoutValidator", r.staticWithoutValidator)
+            lines("uncompressedText", r.uncompressedText)
+            w.int("uncompressedTextBytes", r.uncompressedTextBytes)
+            w.key("slowestByWait"); w.beginArray()
+            for (l, wait) in r.slowestByWait {
+                w.beginObject(); w.string("url", l.url); w.string("method", l.method); w.int("status", l.status); w.number("wait", wait); w.endObject()
+            }
+            w.endArray()
+            w.key("errorsByHost"); w.beginArray()
+            for e in r.errorsByHost {
+                w.beginObject(); w.string("host", e.host); w.int("status", e.status); w.int("count", e.count); w.endObject()
+            }
+            w.endArray()
+            w.endObject()
+        }
+        w.endArray()
+        w.bytes.append(0x0A)
+        return w.bytes
+    }
+}

@@ -1,0 +1,70 @@
+import ArgumentParser
+import IcySniffCore
+
+enum ReportFormat: String, ExpressibleByArgument, CaseIterable { case text, json }
+
+struct ReportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "report",
+        abstract: "Caching and connection report: avoidable requests, revalidations, keep-alive reuse, compression, slow and failing requests.",
+        discussion: "One report per capture. 'Avoidable' means a private cache following RFC 9111 would have answered the request from a stored response that was still fresh (docs/CACHE.md)."
+    )
+
+    @Option(name: [.customShort("r"), .customLong("read")], help: ArgumentHelp("A capture file or directory (repeatable); '-' reads standard input.", valueName: "file"))
+    var read: [String] = []
+
+    @Option(name: [.customShort("f"), .customLong("filter")], help: ArgumentHelp("BPF capture filter.", valueName: "bpf"))
+    var filter: String?
+
+    @Option(name: .customLong("format"), help: "text (default) or json.")
+    var format: ReportFormat = .text
+
+    @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Write to a file (atomically).", valueName: "file"))
+    var outputPath: String?
+
+    func validate() throws {
+        if read.isEmpty { throw ValidationError("give a capture with -r FILE") }
+    }
+
+    func run() throws {
+        let expanded = CaptureList.expand(read)
+        var code: Int32 = 0
+        for problem in expanded.problems { Diagnostics.error(problem); code = 2 }
+        var reports: [Report] = []
+        for capture in expanded.captures {
+            let source: PcapSource
+            do { source = try PcapSource.open(path: capture.path, filter: filter) } catch {
+                if case .emptyFile = error { Diagnostics.warning("'\(capture.path)' is empty: no packets"); continue }
+                Diagnostics.error(error.message)
+                code = 2
+                if case .badFilter = error { throw ExitCode(code) }
+                continue
+            }
+            let collector = ReportCollector()
+            let pipeline = Pipeline(sink: collector)
+            let outcome = pipeline.run(source) { Signals.stop }
+            pipeline.finish()
+            if case .damaged(let message) = outcome { Diagnostics.warning("'\(capture.path)' is damaged: \(message); what came before was analysed") }
+            if case .unsupportedLinkType = outcome {
+                Diagnostics.error(CaptureError.unsupportedLinkType(path: capture.path, dlt: source.dlt, name: source.linkTypeName).message)
+                code = 2
+                continue
+            }
+            reports.append(collector.report(capture: capture.path))
+        }
+        let out: OutputFile
+        do { out = try outputPath.map { p throws(OutputError) in try OutputFile(path: p) } ?? OutputFile() } catch {
+            Diagnostics.error(error.message)
+            throw ExitCode(3)
+        }
+        switch format {
+        case .json: out.write(ReportWriter.json(reports))
+        case .text: for (i, r) in reports.enumerated() { out.write((i > 0 ? "\n" : "") + ReportWriter.text(r)) }
+        }
+        do { try out.commit() } catch {
+            Diagnostics.error(error.message)
+            throw ExitCode(3)
+        }
+        if code != 0 { throw ExitCode(code) }
+    }
+}

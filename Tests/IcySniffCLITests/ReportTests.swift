@@ -1,0 +1,31 @@
+import Foundation
+import Testing
+
+/// `icy-sniff report` on traffic recorded live from a real nginx with several caching policies
+/// and a real client (curl) fetching some URLs twice (scripts/record-sample).
+@Suite struct ReportTests {
+    @Test(.enabled(if: getuid() == 0, "tcpdump on the loopback needs root"), .timeLimit(.minutes(2)))
+    func reportNamesExactlyTheAvoidableRequests() throws {
+        let dir = CLI.temporaryDirectory()
+        let pcap = dir.appendingPathComponent("recorded.pcap").path
+        let port = String(20000 + Int(getpid() % 10000))
+        let record = try CLI.run([pcap, port], executable: CLI.packageRoot.appendingPathComponent("scripts/record-sample").path)
+        #expect(record.status == 0, "\(record.stderr)")
+        let r = try CLI.run(["report", "-r", pcap, "--format", "json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let reports = try JSONSerialization.jsonObject(with: r.stdout) as! [[String: Any]]
+        let report = try #require(reports.first)
+        #expect(report["requests"] as? Int == 12)
+        let avoidable = (report["avoidable"] as! [[String: Any]]).map { "\($0["method"]!) \(URL(string: $0["url"] as! String)!.path) \($0["status"]!)" }
+        // app.css (max-age=3600) fetched again, and logo.png (7 days) revalidated: both while fresh.
+        // Not avoidable: no-store data.json, no-cache nocache.js, the 404, HEAD and POST.
+        #expect(avoidable == ["GET /static/app.css 200", "GET /static/logo.png 304"])
+        let notModified = (report["notModified"] as! [[String: Any]]).count
+        #expect(notModified == 1)
+        let unchanged = (report["unchangedRedownloads"] as! [[String: Any]]).map { URL(string: $0["url"] as! String)!.path }
+        #expect(unchanged == ["/api/data.json", "/static/nocache.js"])
+        #expect(report["connections"] as? Int == 9)
+        let text = try CLI.run(["report", "-r", pcap])
+        #expect(text.text.contains("Avoidable requests (a stored response was still fresh): 2"))
+    }
+}
