@@ -6,40 +6,57 @@ struct CacheControl {
 
     init(_ value: String?) {
         guard let value else { return }
-        var current: [Character] = []
-        var inQuotes = false
-        var escaped = false
-        var elements: [String] = []
-        for ch in value {
-            if inQuotes {
-                current.append(ch)
-                if escaped { escaped = false } else if ch == "\\" { escaped = true } else if ch == "\"" { inQuotes = false }
-                continue
-            }
-            if ch == "\"" { inQuotes = true; current.append(ch); continue }
-            if ch == "," { elements.append(String(current)); current = []; continue }
-            current.append(ch)
-        }
-        elements.append(String(current))
-        for element in elements {
-            let e = element.trimmingCharacters(in: " \t")
-            if e.isEmpty { continue }
-            let kv = e.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            if kv.count == 2 {
-                let name = String(kv[0]).trimmingCharacters(in: " \t").lowercased()
-                var arg = String(kv[1]).trimmingCharacters(in: " \t")
-                if arg.hasPrefix("\"") && arg.hasSuffix("\"") && arg.count >= 2 {
-                    arg = String(arg.dropFirst().dropLast())
-                    var unescaped = ""
-                    var esc = false
-                    for c in arg { if esc { unescaped.append(c); esc = false } else if c == "\\" { esc = true } else { unescaped.append(c) } }
-                    arg = unescaped
+        let b = Array(value.utf8)
+        var i = 0
+        // Elements split at commas outside quoted-strings (RFC 9110 §5.6.1, §5.6.4).
+        while i <= b.count {
+            var j = i
+            var inQuotes = false
+            while j < b.count {
+                let c = b[j]
+                if inQuotes {
+                    if c == 0x5C { j += 2; continue }
+                    if c == 0x22 { inQuotes = false }
+                } else if c == 0x22 {
+                    inQuotes = true
+                } else if c == 0x2C {
+                    break
                 }
-                directives.append((name, arg))
-            } else {
-                directives.append((e.lowercased(), nil))
+                j += 1
             }
+            let end = min(j, b.count)
+            addDirective(b[i..<end])
+            i = end + 1
         }
+    }
+
+    private mutating func addDirective(_ element: ArraySlice<UInt8>) {
+        var e = element
+        while let f = e.first, f == 0x20 || f == 0x09 { e = e.dropFirst() }
+        while let l = e.last, l == 0x20 || l == 0x09 { e = e.dropLast() }
+        if e.isEmpty { return }
+        guard let eq = e.firstIndex(of: 0x3D) else {
+            directives.append((String(decoding: e.map { $0 &- 65 < 26 ? $0 | 0x20 : $0 }, as: UTF8.self), nil))
+            return
+        }
+        var name = e[e.startIndex..<eq]
+        while let l = name.last, l == 0x20 || l == 0x09 { name = name.dropLast() }
+        var arg = e[(eq + 1)...]
+        while let f = arg.first, f == 0x20 || f == 0x09 { arg = arg.dropFirst() }
+        var argument: [UInt8]
+        if arg.count >= 2, arg.first == 0x22, arg.last == 0x22 {
+            argument = []
+            var k = arg.startIndex + 1
+            while k < arg.endIndex - 1 {
+                if arg[k] == 0x5C, k + 1 < arg.endIndex - 1 { k += 1 }
+                argument.append(arg[k])
+                k += 1
+            }
+        } else {
+            argument = Array(arg)
+        }
+        directives.append((String(decoding: name.map { $0 &- 65 < 26 ? $0 | 0x20 : $0 }, as: UTF8.self),
+                           String(wireBytes: argument)))
     }
 
     func has(_ name: String) -> Bool { directives.contains { $0.name == name } }

@@ -50,11 +50,11 @@ public struct Timestamp: Comparable, Hashable, Sendable {
         if rem < 0 { rem += 86_400; days -= 1 }
         let (y, m, d) = Timestamp.civil(fromDays: days)
         func put(_ value: Int64, width: Int) {
-            var digits = [UInt8](repeating: 48, count: width)
+            let start = out.count
+            for _ in 0..<width { out.append(48) }
             var v = value < 0 ? -value : value
-            var i = width - 1
-            while i >= 0 { digits[i] = UInt8(48 + v % 10); v /= 10; i -= 1 }
-            out.append(contentsOf: digits)
+            var i = start + width - 1
+            while i >= start { out[i] = UInt8(48 + v % 10); v /= 10; i -= 1 }
         }
         put(y, width: 4); out.append(UInt8(ascii: "-"))
         put(m, width: 2); out.append(UInt8(ascii: "-"))

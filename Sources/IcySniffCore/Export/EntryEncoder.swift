@@ -223,7 +223,7 @@ enum EntryEncoder {
     }
 
     static func redactURL(_ url: String, options: ExportOptions) -> String {
-        guard !options.keepSecrets, let q = url.firstIndex(of: "?") else { return url }
+        guard !options.keepSecrets, url.utf8.contains(0x3F), let q = url.firstIndex(of: "?") else { return url }
         let query = url[url.index(after: q)...]
         var changed = false
         let parts = query.split(separator: "&", omittingEmptySubsequences: false).map { part -> String in

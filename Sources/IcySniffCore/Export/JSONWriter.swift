@@ -57,7 +57,23 @@ public struct JSONWriter {
     public mutating func string(_ s: String) { beforeValue(); appendQuoted(s) }
     public mutating func string(_ k: String, _ s: String) { key(k); string(s) }
     public mutating func optionalString(_ k: String, _ s: String?) { key(k); if let s { string(s) } else { null() } }
-    public mutating func int<T: BinaryInteger>(_ v: T) { beforeValue(); bytes.append(contentsOf: String(v).utf8) }
+    public mutating func int<T: BinaryInteger>(_ v: T) {
+        beforeValue()
+        JSONWriter.appendInteger(Int64(clamping: v), to: &bytes)
+    }
+
+    @inline(__always) static func appendInteger(_ value: Int64, to out: inout [UInt8]) {
+        var v = value
+        if v < 0 {
+            out.append(0x2D)
+            if v == Int64.min { out.append(contentsOf: "9223372036854775808".utf8); return }
+            v = -v
+        }
+        if v < 10 { out.append(UInt8(48 + v)); return }
+        let start = out.count
+        while v > 0 { out.append(UInt8(48 + v % 10)); v /= 10 }
+        out[start...].reverse()
+    }
     public mutating func int<T: BinaryInteger>(_ k: String, _ v: T) { key(k); int(v) }
     public mutating func bool(_ v: Bool) { beforeValue(); bytes.append(contentsOf: (v ? "true" : "false").utf8) }
     public mutating func bool(_ k: String, _ v: Bool) { key(k); bool(v) }
@@ -86,7 +102,7 @@ public struct JSONWriter {
         var n = Int64(scaled)
         if n < 0 { out.append(0x2D); n = -n }
         let s = Int64(scale)
-        out.append(contentsOf: String(n / s).utf8)
+        appendInteger(n / s, to: &out)
         var frac = n % s
         if frac != 0 && decimals > 0 {
             out.append(0x2E)

@@ -31,24 +31,40 @@ extension Array where Element == HTTPHeader {
 extension String {
     /// ASCII case-insensitive equality, without allocating.
     public func equalsIgnoringASCIICase(_ other: String) -> Bool {
-        let a = self.utf8, b = other.utf8
-        guard a.count == b.count else { return false }
-        for (x, y) in zip(a, b) where x != y {
-            let lx = x >= 65 && x <= 90 ? x | 0x20 : x
-            let ly = y >= 65 && y <= 90 ? y | 0x20 : y
-            if lx != ly { return false }
+        var a = self, b = other
+        guard a.utf8.count == b.utf8.count else { return false }
+        return a.withUTF8 { x in
+            b.withUTF8 { y in
+                for i in 0..<x.count where x[i] != y[i] {
+                    let lx = x[i] &- 65 < 26 ? x[i] | 0x20 : x[i]
+                    let ly = y[i] &- 65 < 26 ? y[i] | 0x20 : y[i]
+                    if lx != ly { return false }
+                }
+                return true
+            }
         }
-        return true
     }
 
     /// Text from bytes seen on the wire: UTF-8 when valid, otherwise ISO-8859-1 (each byte one
     /// character), so nothing is replaced or lost.
-    public init(wireBytes bytes: some Collection<UInt8>) {
-        if let s = String(validating: bytes, as: UTF8.self) {
+    public init(wireBytes bytes: ArraySlice<UInt8>) {
+        self = bytes.withUnsafeBufferPointer { String(wireBuffer: $0) }
+    }
+
+    public init(wireBytes bytes: [UInt8]) {
+        self = bytes.withUnsafeBufferPointer { String(wireBuffer: $0) }
+    }
+
+    public init(wireBuffer buffer: UnsafeBufferPointer<UInt8>) {
+        var ascii = true
+        for b in buffer where b >= 0x80 { ascii = false; break }
+        if ascii {
+            self = String(decoding: buffer, as: UTF8.self)
+        } else if let s = String(validating: buffer, as: UTF8.self) {
             self = s
         } else {
             var scalars = String.UnicodeScalarView()
-            for b in bytes { scalars.append(Unicode.Scalar(b)) }
+            for b in buffer { scalars.append(Unicode.Scalar(b)) }
             self = String(scalars)
         }
     }
