@@ -18,21 +18,38 @@ public struct ExportOptions: Sendable {
 }
 
 /// Writes HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/) with icy-sniff's custom
-/// fields (leading underscore). Entries are kept until the end, because HAR wants them sorted by
-/// startedDateTime, then streamed out one by one through a `JSONWriter`.
+/// fields (leading underscore).
+///
+/// HAR wants entries sorted by startedDateTime, but transactions complete in another order. Each
+/// entry is therefore serialised when its transaction completes (the cache judgement and page
+/// grouping are made then, in completion order) and spilled to a temporary file; only a small
+/// index (start time, position) stays in memory and is sorted at the end. Memory stays flat in the
+/// size of the capture.
 public final class HARWriter: TransactionSink {
-    private var transactions: [Transaction] = []
+    private struct IndexEntry { var start: Timestamp; var sequence: UInt64; var offset: Int; var length: Int }
+    private var index: [IndexEntry] = []
+    private let spill = SpillStore()
     private var connections: [ConnectionSummary] = []
     private let options: ExportOptions
     private var usedConnections: Set<UInt64> = []
+    private let tracker = CacheTracker()
+    private var pages = PageGrouper()
+    private var entry: JSONWriter
 
     public init(options: ExportOptions = ExportOptions()) {
         self.options = options
+        entry = JSONWriter(indent: options.pretty ? 2 : 0, capacity: 1 << 14)
+        entry.baseDepth = 3
     }
 
     public func consume(_ transaction: Transaction) {
-        transactions.append(transaction)
+        tracker.assess(transaction)
+        let pageref = pages.assign(transaction)
         usedConnections.insert(transaction.connection.id)
+        entry.reset()
+        EntryEncoder.writeEntry(transaction, pageref: pageref, to: &entry, options: options)
+        let offset = spill.append(entry.bytes)
+        index.append(IndexEntry(start: transaction.startTime, sequence: transaction.sequence, offset: offset, length: entry.bytes.count))
     }
 
     public func connectionFinished(_ connection: Connection) {
@@ -41,14 +58,11 @@ public final class HARWriter: TransactionSink {
         }
     }
 
-    public var count: Int { transactions.count }
+    public var count: Int { index.count }
 
     /// Writes the whole document.
     public func write(to out: OutputFile, comment: String? = nil) {
-        transactions.sort { ($0.startTime, $0.sequence) < ($1.startTime, $1.sequence) }
-        let tracker = CacheTracker()
-        for t in transactions { tracker.assess(t) }
-        let pages = PageGrouper.group(transactions)
+        index.sort { ($0.start, $0.sequence) < ($1.start, $1.sequence) }
         var w = JSONWriter(indent: options.pretty ? 2 : 0, capacity: 1 << 16)
         w.beginObject()
         w.key("log")
@@ -71,17 +85,12 @@ public final class HARWriter: TransactionSink {
         w.key("entries")
         w.beginArray()
         out.write(w.bytes)
-        w.bytes.removeAll(keepingCapacity: true)
-        var entry = JSONWriter(indent: options.pretty ? 2 : 0, capacity: 1 << 14)
-        entry.baseDepth = 3
         let separator = Array((options.pretty ? ",\n      " : ",").utf8)
-        for (index, t) in transactions.enumerated() {
-            entry.reset()
-            EntryEncoder.writeEntry(t, pageref: pages.pageOf[index], to: &entry, options: options)
-            out.write(index == 0 ? Array((options.pretty ? "\n      " : "").utf8) : separator)
-            out.write(entry.bytes)
+        for (i, e) in index.enumerated() {
+            out.write(i == 0 ? Array((options.pretty ? "\n      " : "").utf8) : separator)
+            out.write(spill.read(offset: e.offset, length: e.length))
         }
-        if transactions.isEmpty {
+        if index.isEmpty {
             out.write(options.pretty ? Array("],\n    \"_connections\": ".utf8) : Array("],\"_connections\":".utf8))
         } else {
             out.write(options.pretty ? Array("\n    ],\n    \"_connections\": ".utf8) : Array("],\"_connections\":".utf8))
