@@ -57,9 +57,11 @@ public final class Pipeline {
                 guard source.linkType.isSupported else { return .unsupportedLinkType }
                 count += 1
                 process(packet, decoder: &decoder)
-                if live, packet.timestamp.nanoseconds - lastIdleCheck.nanoseconds > 1_000_000_000 {
+                if packet.timestamp.nanoseconds - lastIdleCheck.nanoseconds > 10_000_000_000 {
+                    // Every 10 s of capture time: idle and half-open connections go (files and live).
                     lastIdleCheck = packet.timestamp
-                    table.flush(idleLongerThan: idleNanos, now: packet.timestamp)
+                    if live { table.flush(idleLongerThan: idleNanos, now: packet.timestamp) }
+                    table.expire(now: packet.timestamp)
                 }
                 if let maxPackets, stats.packets >= maxPackets { return .interrupted }
             case .timeout:

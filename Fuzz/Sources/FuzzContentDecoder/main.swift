@@ -1,4 +1,4 @@
-@testable import IcySniffCore
+import IcySniffCore
 
 /// The content decoders (gzip, deflate, br, zstd, stacked) with arbitrary input and splits.
 let codings: [[String]] = [["gzip"], ["deflate"], ["br"], ["zstd"], ["gzip", "br"], ["deflate", "gzip"], ["zstd", "deflate"]]

@@ -1,4 +1,4 @@
-@testable import IcySniffCore
+import IcySniffCore
 
 /// The HTTP/1.x parser and pairing with arbitrary input and arbitrary splits, as in llhttp's
 /// fuzzer: the first byte chooses the segment size and which side sends first; the input is then

@@ -1,4 +1,4 @@
-@testable import IcySniffCore
+import IcySniffCore
 
 /// Packet decoding from raw link-layer bytes: the first byte picks the link type, the rest is
 /// the packet; decoded TCP segments go on into reassembly and HTTP.

@@ -1,4 +1,4 @@
-@testable import IcySniffCore
+import IcySniffCore
 
 /// TCP reassembly fed arbitrary segment sequences: each 8-byte record is (side and flags,
 /// sequence offset (3 bytes), length, acknowledgement offset (2 bytes), data byte), applied to one

@@ -27,6 +27,7 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
     case connectionReset = "connection_reset"
     case connectionReused = "connection_port_reused"
     case dataAfterClose = "data_after_close"
+    case connectionEvicted = "connection_evicted"
 
     // HTTP (transaction scope).
     case requestMissing = "response_without_request"
@@ -89,6 +90,7 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
         case .connectionReset: return "the connection was reset (RST)"
         case .connectionReused: return "a new SYN reused the ports of a connection that was still open"
         case .dataAfterClose: return "data arrived after the direction was closed"
+        case .connectionEvicted: return "the connection table was full or the connection idle too long: it was flushed early (its transactions are still output)"
         case .requestMissing: return "a response whose request was not seen"
         case .responseMissing: return "a request that got no response in the capture"
         case .requestIncomplete: return "the request was cut short (gap, close or end of capture)"

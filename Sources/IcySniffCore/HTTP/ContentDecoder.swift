@@ -6,7 +6,7 @@ import CZstd
 /// zstd, also stacked. Uses the C libraries from Debian (zlib, libbrotlidec, libzstd) directly:
 /// they are the reference implementations, stream with a fixed output buffer, and need no Swift
 /// package on top. Output goes to a closure block by block; nothing is held whole in memory.
-final class ContentDecoder {
+public final class ContentDecoder {
     enum Coding: Equatable {
         case gzip, deflate, brotli, zstd
         init?(token: String) {
@@ -21,15 +21,15 @@ final class ContentDecoder {
     }
 
     private var stages: [Stage]
-    private(set) var failed = false
-    private(set) var capped = false
+    public private(set) var failed = false
+    public private(set) var capped = false
     private(set) var produced: UInt64 = 0
     let maxOutput: UInt64
     private var scratch: [UnsafeMutableRawBufferPointer] = []
 
     /// `encodings` as listed in Content-Encoding (applied in that order, so decoded in reverse).
     /// Returns nil when no decoding is needed; throws the first unsupported coding.
-    init?(encodings: [String], maxOutput: UInt64) throws(UnsupportedCoding) {
+    public init?(encodings: [String], maxOutput: UInt64) throws(UnsupportedCoding) {
         let meaningful = encodings.filter { !$0.isEmpty && $0.lowercased() != "identity" }
         if meaningful.isEmpty { return nil }
         var stages: [Stage] = []
@@ -42,7 +42,7 @@ final class ContentDecoder {
         for _ in 0..<stages.count { scratch.append(.allocate(byteCount: 32 * 1024, alignment: 8)) }
     }
 
-    struct UnsupportedCoding: Error { let name: String }
+    public struct UnsupportedCoding: Error { public let name: String }
 
     deinit {
         for s in stages { s.release() }
@@ -51,7 +51,7 @@ final class ContentDecoder {
 
     /// Feeds encoded bytes; decoded output is handed to `output`. Returns false once decoding fails.
     @discardableResult
-    func feed(_ input: UnsafeRawBufferPointer, output: (UnsafeRawBufferPointer) -> Void) -> Bool {
+    public func feed(_ input: UnsafeRawBufferPointer, output: (UnsafeRawBufferPointer) -> Void) -> Bool {
         guard !failed, !capped, input.count > 0 else { return !failed }
         run(stage: 0, input: input, output: output)
         return !failed

@@ -210,6 +210,10 @@ public final class HTTPStreamParser {
             let lf = i + (UnsafeRawPointer(found) - UnsafeRawPointer(base))
             append(bytes, from: i, to: lf + 1)
             i = lf + 1
+            if buffer.count > options.maxHeaderBytes {
+                checkHeadSize(at: ts)
+                if case .head = state {} else { return i }
+            }
             let lineEnd = buffer.count - 1           // index of LF
             var contentEnd = lineEnd
             if contentEnd > lineStart && buffer[contentEnd - 1] == 0x0D { contentEnd -= 1 }

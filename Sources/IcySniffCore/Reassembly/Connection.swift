@@ -6,7 +6,7 @@ public final class HalfStream {
     var nextSequence: UInt32 = 0
     /// Stream offset of the next byte to deliver; everything before it was delivered or declared a gap.
     public internal(set) var nextOffset: UInt64 = 0
-    var pending: [PendingSegment] = []
+    var pending = OutOfOrderStore()
     var pendingBytes = 0
     /// Offset just past the last data byte, when a FIN was seen.
     var finOffset: UInt64? = nil
@@ -30,6 +30,7 @@ public final class HalfStream {
 struct PendingSegment {
     var offset: UInt64
     var data: [UInt8]
+    var arrival: UInt64 = 0
     var end: UInt64 { offset + UInt64(data.count) }
 }
 

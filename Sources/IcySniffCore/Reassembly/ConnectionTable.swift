@@ -4,10 +4,13 @@ public struct ReassemblyLimits: Sendable {
     public var maxBufferedBytesPerDirection = 4 << 20
     /// A segment further than this beyond the next expected byte is ignored as out of window.
     public var maxWindow: UInt64 = 1 << 30
-    /// Idle time (capture clock) after which a connection is flushed by `flush(idleLongerThan:)`.
+    /// Idle time (capture clock) after which a connection is flushed, for files and live alike.
     public var idleTimeout: Int64 = 300_000_000_000
-    /// Connections kept at once; past this the longest idle ones are flushed.
-    public var maxConnections = 1 << 20
+    /// Idle time after which a connection that never carried data (a lone SYN) is dropped.
+    public var halfOpenTimeout: Int64 = 30_000_000_000
+    /// Connections kept at once; past this the longest idle quarter is flushed (a SYN flood
+    /// cannot grow memory without bound: about 1 KiB per connection).
+    public var maxConnections = 1 << 17
     public init() {}
 }
 
@@ -122,7 +125,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
         // The peer acknowledged bytes beyond a hole we hold data after: the hole was never captured.
         if flags.contains(.ack), other.started, !other.pending.isEmpty {
             let acked = other.offset(of: segment.acknowledgement)
-            if acked > Int64(other.nextOffset), UInt64(acked) >= other.pending[0].offset {
+            if acked > Int64(other.nextOffset), UInt64(acked) >= other.pending.minimum!.offset {
                 declareGap(other, side: 1 - side, flow: flow, timestamp: ts)
             }
         }
@@ -195,20 +198,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
     }
 
     private func store(_ half: HalfStream, offset: UInt64, payload: UnsafeRawBufferPointer, connection: Connection) {
-        let end = offset + UInt64(payload.count)
-        // Compare with buffered copies that overlap: differing bytes look like injected content.
-        for p in half.pending where p.offset < end && offset < p.end {
-            let lo = max(p.offset, offset), hi = min(p.end, end)
-            var differs = false
-            p.data.withUnsafeBytes { old in
-                for i in lo..<hi where old[Int(i - p.offset)] != payload[Int(i - offset)] { differs = true; break }
-            }
-            if differs { connection.note(.retransmissionInconsistency) }
-            if p.offset <= offset && p.end >= end { half.retransmittedSegments &+= 1; return }
-        }
-        var index = half.pending.count
-        while index > 0 && half.pending[index - 1].offset > offset { index -= 1 }
-        half.pending.insert(PendingSegment(offset: offset, data: Array(payload)), at: index)
+        half.pending.push(offset: offset, data: Array(payload))
         half.pendingBytes += payload.count
     }
 
@@ -241,23 +231,38 @@ public final class ConnectionTable<Handler: StreamHandler> {
         flow.handler!.missed(gap, from: side, on: c)
     }
 
-    /// Delivers buffered segments that have become contiguous.
+    /// Delivers buffered segments that have become contiguous. Copies of bytes already delivered
+    /// are compared with the segment delivered just before them: different bytes are recorded
+    /// (the first copy wins).
     private func drain(_ half: HalfStream, side: Int, flow: Flow, timestamp: Timestamp) {
-        while let first = half.pending.first, first.offset <= half.nextOffset {
-            half.pending.removeFirst()
+        var previous: PendingSegment? = nil
+        while let first = half.pending.minimum, first.offset <= half.nextOffset {
+            _ = half.pending.popMinimum()
             half.pendingBytes -= first.data.count
+            if let p = previous, first.offset < p.end {
+                let lo = max(first.offset, p.offset), hi = min(first.end, p.end)
+                if lo < hi {
+                    var differs = false
+                    for i in lo..<hi where p.data[Int(i - p.offset)] != first.data[Int(i - first.offset)] { differs = true; break }
+                    if differs { flow.connection.note(.retransmissionInconsistency) }
+                }
+            }
             if first.end > half.nextOffset {
                 let skip = Int(half.nextOffset - first.offset)
                 first.data.withUnsafeBytes { raw in
                     deliver(UnsafeRawBufferPointer(rebasing: raw[skip...]), half: half, side: side, flow: flow, timestamp: timestamp)
                 }
+                previous = first
+            } else {
+                half.retransmittedSegments &+= 1
+                if previous == nil || first.end > previous!.end { previous = first }
             }
         }
     }
 
     /// Declares the hole before the first buffered segment a gap, then delivers what follows.
     private func declareGap(_ half: HalfStream, side: Int, flow: Flow, timestamp: Timestamp) {
-        guard let first = half.pending.first, first.offset > half.nextOffset else {
+        guard let first = half.pending.minimum, first.offset > half.nextOffset else {
             drain(half, side: side, flow: flow, timestamp: timestamp)
             return
         }
@@ -310,7 +315,27 @@ public final class ConnectionTable<Handler: StreamHandler> {
 
     private func evictIdle(now: Timestamp, keep: Int) {
         let sorted = flows.sorted { $0.value.connection.lastSeen < $1.value.connection.lastSeen }
-        for (key, flow) in sorted.prefix(max(0, flows.count - keep)) { finish(flow, key: key, at: now) }
+        for (key, flow) in sorted.prefix(max(0, flows.count - keep)) {
+            flow.connection.note(.connectionEvicted)
+            finish(flow, key: key, at: now)
+        }
+    }
+
+    /// Flushes connections idle past the limits (capture clock): `idleTimeout` for all,
+    /// `halfOpenTimeout` for those that never carried data.
+    public func expire(now: Timestamp) {
+        var expired: [(ConnectionKey, Flow)] = []
+        for (key, flow) in flows {
+            let idle = now.nanoseconds - flow.connection.lastSeen.nanoseconds
+            let c = flow.connection
+            let empty = c.halves.0.bytes == 0 && c.halves.1.bytes == 0 && c.halves.0.pending.isEmpty && c.halves.1.pending.isEmpty
+            if idle > limits.idleTimeout || (empty && idle > limits.halfOpenTimeout) { expired.append((key, flow)) }
+        }
+        expired.sort { $0.1.connection.id < $1.1.connection.id }
+        for (key, flow) in expired {
+            if flow.connection.halves.0.bytes > 0 || flow.connection.halves.1.bytes > 0 { flow.connection.note(.connectionEvicted) }
+            finish(flow, key: key, at: now)
+        }
     }
 
     /// Ends every connection (end of capture), in the order they started.

@@ -1,0 +1,182 @@
+import Foundation
+import Testing
+
+/// Writes classic pcap files of Ethernet/IPv4/TCP packets: hostile captures are generated here,
+/// not kept in git.
+struct PcapBuilder {
+    var bytes: [UInt8] = []
+    var time: Double = 1_700_000_000
+
+    init() {
+        append32(0xa1b2_c3d4); append16(2); append16(4); append32(0); append32(0); append32(262_144); append32(1)
+    }
+
+    mutating func append16(_ v: UInt16) { bytes.append(UInt8(v & 0xff)); bytes.append(UInt8(v >> 8)) }
+    mutating func append32(_ v: UInt32) { for i in 0..<4 { bytes.append(UInt8((v >> (8 * UInt32(i))) & 0xff)) } }
+
+    /// One TCP segment from `src:sport` to `dst:dport`.
+    mutating func tcp(_ src: UInt32, _ sport: UInt16, _ dst: UInt32, _ dport: UInt16, seq: UInt32, ack: UInt32,
+                      flags: UInt8, payload: ArraySlice<UInt8> = [], advance: Double = 0.0001) {
+        time += advance
+        let total = 40 + payload.count
+        let frameLength = 14 + total
+        append32(UInt32(time)); append32(UInt32((time - floor(time)) * 1e6)); append32(UInt32(frameLength)); append32(UInt32(frameLength))
+        bytes += [UInt8](repeating: 0, count: 12) + [0x08, 0x00]
+        bytes += [0x45, 0, UInt8(total >> 8), UInt8(total & 0xff), 0, 0, 0x40, 0, 64, 6, 0, 0]
+        for a in [src, dst] { bytes += [UInt8(a >> 24), UInt8((a >> 16) & 0xff), UInt8((a >> 8) & 0xff), UInt8(a & 0xff)] }
+        bytes += [UInt8(sport >> 8), UInt8(sport & 0xff), UInt8(dport >> 8), UInt8(dport & 0xff)]
+        for v in [seq, ack] { bytes += [UInt8(v >> 24), UInt8((v >> 16) & 0xff), UInt8((v >> 8) & 0xff), UInt8(v & 0xff)] }
+        bytes += [0x50, flags, 0xff, 0xff, 0, 0, 0, 0]
+        bytes += payload
+    }
+
+    func write(to url: URL) throws { try Data(bytes).write(to: url) }
+}
+
+let clientIP: UInt32 = 0x0A00_0002, serverIP: UInt32 = 0x0A00_0001
+let SYN: UInt8 = 0x02, ACK: UInt8 = 0x10, PSH_ACK: UInt8 = 0x18, FIN_ACK: UInt8 = 0x11
+
+extension CLI {
+    /// Runs the binary and reports its peak resident memory (MiB) as well.
+    static func runMeasured(_ arguments: [String]) throws -> (CLI.Result, Double) {
+        let script = """
+        import resource, subprocess, sys
+        p = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        sys.stdout.buffer.write(p.stdout)
+        sys.stderr.buffer.write(p.stderr)
+        sys.stderr.write("\\nmaxrss_kb=%d\\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+        sys.exit(p.returncode)
+        """
+        let r = try CLI.run(["python3", "-c", script, CLI.binary] + arguments, executable: "/usr/bin/env")
+        let kb = r.stderr.split(separator: "\n").last { $0.hasPrefix("maxrss_kb=") }.flatMap { Double($0.dropFirst(10)) } ?? 0
+        return (r, kb / 1024)
+    }
+}
+
+/// Hostile and broken input: icy-sniff finishes, reports what it could, stays within memory bounds.
+@Suite(.serialized) struct HostileInputTests {
+    @Test(.timeLimit(.minutes(3)))
+    func synFloodOfAMillionConnectionsStaysUnder256MiB() throws {
+        var pcap = PcapBuilder()
+        pcap.bytes.reserveCapacity(1_000_000 * 70)
+        for i in 0..<1_000_000 {
+            pcap.tcp(clientIP &+ UInt32(i >> 14), UInt16(1024 + i % 16384), serverIP, 80, seq: UInt32(i), ack: 0, flags: SYN, advance: 0.00001)
+        }
+        let file = CLI.temporaryDirectory().appendingPathComponent("synflood.pcap")
+        try pcap.write(to: file)
+        let (r, mib) = try CLI.runMeasured(["-r", file.path, "--format", "tsv"])
+        #expect(r.status == 0)
+        #expect(r.stderr.contains("1000000 packets, 1000000 TCP connections, 0 HTTP transactions"))
+        #expect(mib < 256, "peak RSS \(mib) MiB")
+    }
+
+    /// One connection carrying `requests` pipelined GETs, then their responses.
+    func pipelined(_ requests: Int, headerLine: Int = 0) -> PcapBuilder {
+        var pcap = PcapBuilder()
+        var c: UInt32 = 1000, s: UInt32 = 9000
+        pcap.tcp(clientIP, 40000, serverIP, 80, seq: c, ack: 0, flags: SYN); c += 1
+        pcap.tcp(serverIP, 80, clientIP, 40000, seq: s, ack: c, flags: SYN | ACK); s += 1
+        pcap.tcp(clientIP, 40000, serverIP, 80, seq: c, ack: s, flags: ACK)
+        var stream: [UInt8] = []
+        let big = headerLine > 0 ? "X-Big: " + String(repeating: "a", count: headerLine) + "\r\n" : ""
+        for i in 0..<requests { stream += Array("GET /r/\(i) HTTP/1.1\r\nHost: example.com\r\n\(i == 0 ? big : "")\r\n".utf8) }
+        var reply: [UInt8] = []
+        for i in 0..<requests { reply += Array("HTTP/1.1 200 OK\r\nContent-Length: \(String(i).count)\r\n\r\n\(i)".utf8) }
+        for (from, bytes) in [(0, stream), (1, reply)] {
+            var o = 0
+            while o < bytes.count {
+                let n = min(1448, bytes.count - o)
+                if from == 0 {
+                    pcap.tcp(clientIP, 40000, serverIP, 80, seq: c, ack: s, flags: PSH_ACK, payload: bytes[o..<(o + n)]); c &+= UInt32(n)
+                } else {
+                    pcap.tcp(serverIP, 80, clientIP, 40000, seq: s, ack: c, flags: PSH_ACK, payload: bytes[o..<(o + n)]); s &+= UInt32(n)
+                }
+                o += n
+            }
+        }
+        pcap.tcp(clientIP, 40000, serverIP, 80, seq: c, ack: s, flags: FIN_ACK)
+        pcap.tcp(serverIP, 80, clientIP, 40000, seq: s, ack: c + 1, flags: FIN_ACK)
+        return pcap
+    }
+
+    @Test(.timeLimit(.minutes(3)))
+    func hundredThousandPipelinedRequestsOnOneConnection() throws {
+        let file = CLI.temporaryDirectory().appendingPathComponent("pipelined.pcap")
+        try pipelined(100_000).write(to: file)
+        let (r, mib) = try CLI.runMeasured(["-r", file.path, "--format", "tsv", "--fields", "method,path,status,size"])
+        #expect(r.status == 0)
+        let rows = r.text.split(separator: "\n")
+        #expect(rows.count == 100_001)
+        #expect(rows[1] == "GET\t/r/0\t200\t1" && rows[100_000] == "GET\t/r/99999\t200\t5")
+        #expect(mib < 256, "peak RSS \(mib) MiB")
+    }
+
+    @Test func oneMebibyteHeaderLineIsFlaggedAndTheExchangeStillPaired() throws {
+        let file = CLI.temporaryDirectory().appendingPathComponent("bigheader.pcap")
+        try pipelined(3, headerLine: 1 << 20).write(to: file)
+        let r = try CLI.run(["-r", file.path, "--format", "ndjson", "--quiet"])
+        #expect(r.status == 0)
+        let lines = r.text.split(separator: "\n").map { try! JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+        #expect(lines.count >= 3)
+        #expect((lines[0]["flags"] as! [String]).contains("header_too_large"))
+        #expect(lines.last?["target"] as? String == "/r/2")
+        #expect(lines.last?["status"] as? Int == 200)
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func hundredThousandOutOfOrderSegmentsInOneFlow() throws {
+        // A 1 MB response body in 100,000 segments of 10 bytes, sent last-first.
+        var pcap = PcapBuilder()
+        var c: UInt32 = 1000, s: UInt32 = 0xFFFF_F000   // near the sequence-number wrap
+        pcap.tcp(clientIP, 40001, serverIP, 80, seq: c, ack: 0, flags: SYN); c += 1
+        pcap.tcp(serverIP, 80, clientIP, 40001, seq: s, ack: c, flags: SYN | ACK); s &+= 1
+        let request = Array("GET /big HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+        pcap.tcp(clientIP, 40001, serverIP, 80, seq: c, ack: s, flags: PSH_ACK, payload: request[...]); c += UInt32(request.count)
+        let head = Array("HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n".utf8)
+        let body = (0..<1_000_000).map { UInt8(truncatingIfNeeded: $0 * 7) }
+        let all = head + body
+        var segments: [Int] = []
+        var o = head.count
+        while o < all.count { segments.append(o); o += 10 }
+        pcap.tcp(serverIP, 80, clientIP, 40001, seq: s, ack: c, flags: PSH_ACK, payload: all[0..<head.count])
+        for start in segments.reversed() {
+            pcap.tcp(serverIP, 80, clientIP, 40001, seq: s &+ UInt32(start), ack: c, flags: ACK, payload: all[start..<min(all.count, start + 10)], advance: 0.000001)
+        }
+        pcap.tcp(serverIP, 80, clientIP, 40001, seq: s &+ UInt32(all.count), ack: c, flags: FIN_ACK)
+        let file = CLI.temporaryDirectory().appendingPathComponent("reversed.pcap")
+        try pcap.write(to: file)
+        let r = try CLI.run(["-r", file.path, "--format", "ndjson", "--quiet"])
+        #expect(r.status == 0)
+        let o1 = try JSONSerialization.jsonObject(with: Data(r.text.split(separator: "\n")[0].utf8)) as! [String: Any]
+        #expect(o1["response_body_len"] as? Int == 1_000_000)
+        #expect((o1["flags"] as! [String]).filter { $0 != "midstream_pickup" }.isEmpty, "\(o1["flags"]!)")
+    }
+
+    @Test func lyingRecordLengthsAndUnknownPcapngBlocks() throws {
+        let dir = CLI.temporaryDirectory()
+        // A record whose captured length claims more than the snapshot length allows.
+        var lying = PcapBuilder()
+        lying.tcp(clientIP, 1, serverIP, 80, seq: 1, ack: 0, flags: SYN)
+        let headerAt = lying.bytes.count
+        lying.tcp(clientIP, 1, serverIP, 80, seq: 2, ack: 0, flags: ACK, payload: Array("GET / HTTP/1.1\r\n\r\n".utf8)[...])
+        lying.bytes[headerAt + 8] = 0xff; lying.bytes[headerAt + 9] = 0xff; lying.bytes[headerAt + 10] = 0xff; lying.bytes[headerAt + 11] = 0x7f
+        try lying.write(to: dir.appendingPathComponent("lying.pcap"))
+        let r = try CLI.run(["-r", dir.appendingPathComponent("lying.pcap").path, "--format", "tsv"])
+        #expect(r.status == 0, "a damaged capture is a warning")
+        #expect(r.stderr.contains("warning"), "\(r.stderr)")
+        // pcapng with an unknown block type between the interface and the packets: skipped.
+        var ng: [UInt8] = []
+        func block(_ type: UInt32, _ body: [UInt8]) {
+            let length = UInt32(12 + body.count)
+            for v in [type, length] { for i in 0..<4 { ng.append(UInt8((v >> (8 * UInt32(i))) & 0xff)) } }
+            ng += body
+            for i in 0..<4 { ng.append(UInt8((length >> (8 * UInt32(i))) & 0xff)) }
+        }
+        block(0x0A0D_0D0A, [0x4D, 0x3C, 0x2B, 0x1A, 1, 0, 0, 0] + [UInt8](repeating: 0xff, count: 8))
+        block(1, [1, 0, 0, 0, 0, 0, 4, 0])
+        block(0x0BAD_0001, [1, 2, 3, 4])
+        try Data(ng).write(to: dir.appendingPathComponent("unknown-block.pcapng"))
+        let n = try CLI.run(["-r", dir.appendingPathComponent("unknown-block.pcapng").path, "--format", "tsv"])
+        #expect(n.status == 0, "\(n.stderr)")
+    }
+}
