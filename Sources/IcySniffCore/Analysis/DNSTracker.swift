@@ -12,6 +12,9 @@ public final class DNSTracker {
     private struct QueryKey: Hashable { var client: Endpoint; var id: UInt16 }
     private var queries: [QueryKey: Timestamp] = [:]
     private var byAddress: [IPAddress: [DNSLookup]] = [:]
+    /// Lookups already attributed: one lookup counts for the first connection that used it only
+    /// (as a browser reports it), so summed times do not count it twice.
+    private var used: Set<Int64> = []
     /// A lookup answered longer than this before the SYN is not counted.
     public var maxLead: Double = 10
     let maxEntries = 100_000
@@ -69,6 +72,7 @@ public final class DNSTracker {
         for c in candidates where c.name == name && c.answered <= before && before.seconds(since: c.answered) <= maxLead {
             if best == nil || c.answered > best!.answered { best = c }
         }
+        guard let best, used.insert(best.queried.nanoseconds).inserted else { return nil }
         return best
     }
 
