@@ -8,8 +8,8 @@ let targets = ["FuzzHTTPParser", "FuzzPacketDecode", "FuzzReassembly", "FuzzCont
 let package = Package(
     name: "icy-sniff-fuzz",
     dependencies: [.package(name: "icy-sniff", path: "..")],
-    targets: targets.map { name in
-        .executableTarget(name: name, dependencies: [.product(name: "IcySniffCore", package: "icy-sniff")],
+    targets: [.target(name: "FuzzSupport")] + targets.map { name in
+        .executableTarget(name: name, dependencies: ["FuzzSupport", .product(name: "IcySniffCore", package: "icy-sniff")],
                           swiftSettings: [.unsafeFlags(["-parse-as-library"])])
     }
 )
