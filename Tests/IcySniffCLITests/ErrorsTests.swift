@@ -38,6 +38,11 @@ import Testing
         expectOneLine(try CLI.run(["-r", CLI.capture("wikipedia.pcap"), "--har", "-o", "/nonexistent-dir/out.har", "--quiet"]), status: 3, contains: "cannot write '/nonexistent-dir/out.har'")
     }
 
+    @Test func fullDiskIsOneLineAndExitCode3() throws {
+        let r = try CLI.run(["-c", "\"$0\" -r captures/wikipedia.pcap --har --quiet > /dev/full", CLI.binary], executable: "/bin/bash")
+        expectOneLine(r, status: 3, contains: "No space left on device")
+    }
+
     @Test func noInputIsAUsageError() throws {
         let r = try CLI.run([])
         #expect(r.status == 64)

@@ -73,3 +73,30 @@ import Testing
         }
     }
 }
+
+import CZlib
+
+/// A decompression bomb: a small deflate body that inflates to 64 MiB; decoding stops at the cap
+/// and the size is flagged as a lower bound, while the wire size stays exact.
+@Suite struct DecompressionBombTests {
+    @Test func bombIsCappedAndFlagged() throws {
+        let plain = [UInt8](repeating: 0, count: 64 << 20)
+        var compressedLength = compressBound(uLong(plain.count))
+        var compressed = [UInt8](repeating: 0, count: Int(compressedLength))
+        let rc = compress2(&compressed, &compressedLength, plain, uLong(plain.count), 9)
+        #expect(rc == Z_OK)
+        compressed.removeLast(compressed.count - Int(compressedLength))
+        #expect(compressed.count < 100_000)
+        var response = Array("HTTP/1.1 200 OK\r\nContent-Encoding: deflate\r\nContent-Length: \(compressed.count)\r\n\r\n".utf8)
+        response += compressed
+        var options = HTTPParserOptions()
+        options.maxDecodedBytes = 1 << 20
+        let t = Transcript(blocks: [(.client, Array("GET /bomb HTTP/1.1\r\nHost: x\r\n\r\n".utf8)), (.server, response)])
+            .run(segmentSize: 1448, options: options)
+        #expect(t.count == 1)
+        let r = try #require(t.first?.response)
+        #expect(r.decodedBytes == 1 << 20)
+        #expect(r.bodyBytes == UInt64(compressed.count))
+        #expect(r.weirds.contains(.bodyDecodeCapped))
+    }
+}
