@@ -59,6 +59,9 @@ import Testing
         #expect(r.text.contains("Basic [redacted"))
         let kept = try CLI.run(["-r", CLI.corpus("zeek/basic-auth-with-colon.pcap"), "--har", "--keep-secrets", "--quiet"])
         #expect(!kept.text.contains("[redacted"))
+        // Cookies keep their names and the length of their values.
+        let cookies = try CLI.run(["-r", CLI.corpus("pcap2har/fhs.pcap"), "--har", "--quiet"])
+        #expect(cookies.text.contains("__utma=[redacted 56 bytes]; __utmz=[redacted 123 bytes]"))
     }
 }
 

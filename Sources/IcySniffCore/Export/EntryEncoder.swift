@@ -1,6 +1,7 @@
 /// Writes one transaction as a HAR 1.2 entry object.
 enum EntryEncoder {
-    static let redacted = "[redacted]"
+    /// A secret replaced by its length, so sizes still add up: `[redacted 32 bytes]`.
+    static func redacted(_ value: some StringProtocol) -> String { "[redacted \(value.utf8.count) bytes]" }
     static let secretHeaders: Set<String> = ["cookie", "set-cookie", "authorization", "proxy-authorization"]
 
     static func writeEntry(_ t: Transaction, pageref: String?, to w: inout JSONWriter, options: ExportOptions) {
@@ -68,15 +69,14 @@ enum EntryEncoder {
         guard !options.keepSecrets, secretHeaders.contains(h.name.lowercased()) else { return h.value }
         switch h.name.lowercased() {
         case "cookie":
-            return Cookies.parseRequest(h.value).map { "\($0.name)=\(redacted)" }.joined(separator: "; ")
+            return Cookies.parseRequest(h.value).map { "\($0.name)=\(redacted($0.value))" }.joined(separator: "; ")
         case "set-cookie":
             guard let semi = h.value.firstIndex(of: ";") else {
-                let name = h.value.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
-                return "\(name)=\(redacted)"
+                let c = Cookies.parseSetCookie(h.value)
+                return "\(c.name)=\(redacted(c.value))"
             }
-            let pair = h.value[..<semi]
-            let name = pair.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
-            return "\(name)=\(redacted)\(h.value[semi...])"
+            let c = Cookies.parseSetCookie(h.value)
+            return "\(c.name)=\(redacted(c.value))\(h.value[semi...])"
         default:
             let scheme = h.value.split(separator: " ", maxSplits: 1).first.map(String.init) ?? ""
             return "\(scheme) [redacted \(h.value.utf8.count) bytes]"
@@ -104,7 +104,7 @@ enum EntryEncoder {
         w.key("cookies"); w.beginArray()
         for value in r.headers.all("Cookie") {
             for c in Cookies.parseRequest(value) {
-                w.beginObject(); w.string("name", c.name); w.string("value", options.keepSecrets ? c.value : redacted); w.endObject()
+                w.beginObject(); w.string("name", c.name); w.string("value", options.keepSecrets ? c.value : redacted(c.value)); w.endObject()
             }
         }
         w.endArray()
@@ -113,7 +113,7 @@ enum EntryEncoder {
         for (name, value) in Query.parse(r.targetString) {
             w.beginObject()
             w.string("name", name)
-            w.string("value", !options.keepSecrets && options.secretParameters.contains(name.lowercased()) ? redacted : value)
+            w.string("value", !options.keepSecrets && options.secretParameters.contains(name.lowercased()) ? redacted(value) : value)
             w.endObject()
         }
         w.endArray()
@@ -163,7 +163,7 @@ enum EntryEncoder {
             let c = Cookies.parseSetCookie(value)
             w.beginObject()
             w.string("name", c.name)
-            w.string("value", options.keepSecrets ? c.value : redacted)
+            w.string("value", options.keepSecrets ? c.value : redacted(c.value))
             if let path = c.path { w.string("path", path) }
             if let domain = c.domain { w.string("domain", domain) }
             if c.httpOnly { w.bool("httpOnly", true) }
@@ -230,7 +230,7 @@ enum EntryEncoder {
             let kv = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             if kv.count == 2, options.secretParameters.contains(Query.percentDecode(String(kv[0])).lowercased()) {
                 changed = true
-                return "\(kv[0])=%5Bredacted%5D"
+                return "\(kv[0])=%5Bredacted%20\(Query.percentDecode(String(kv[1])).utf8.count)%20bytes%5D"
             }
             return String(part)
         }
