@@ -40,6 +40,15 @@ struct CaptureList {
                 list.captures.append(Capture(path: input, outputStem: input == "-" ? "stdin" : stem((input as NSString).lastPathComponent)))
             }
         }
+        // Two captures may map to one output name (a/x.pcap and b/x.pcap given as two inputs):
+        // later ones get "-2", "-3", … so no output overwrites another.
+        var seen: [String: Int] = [:]
+        for i in list.captures.indices {
+            let stem = list.captures[i].outputStem
+            let n = seen[stem, default: 0] + 1
+            seen[stem] = n
+            if n > 1 { list.captures[i].outputStem = "\(stem)-\(n)" }
+        }
         return list
     }
 

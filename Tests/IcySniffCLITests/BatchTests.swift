@@ -62,3 +62,17 @@ import Testing
         #expect(lines.count >= 1 + 15 + 12 + 1)
     }
 }
+
+@Suite struct BatchNamingTests {
+    @Test func capturesWithTheSameNameDoNotOverwriteEachOther() throws {
+        let root = CLI.temporaryDirectory()
+        for d in ["a", "b"] {
+            try FileManager.default.createDirectory(at: root.appendingPathComponent(d), withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: CLI.capture("wikipedia.pcap"), toPath: root.appendingPathComponent("\(d)/x.pcap").path)
+        }
+        let out = root.appendingPathComponent("out")
+        let r = try CLI.run(["-r", root.appendingPathComponent("a").path, "-r", root.appendingPathComponent("b").path, "--out-dir", out.path])
+        #expect(r.status == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).sorted() == ["x-2.har", "x.har"])
+    }
+}
