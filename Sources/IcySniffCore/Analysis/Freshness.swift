@@ -34,7 +34,8 @@ public struct CacheAssessment: Sendable {
     }
 
     static func shortDuration(_ seconds: Double) -> String {
-        var s = Int64(seconds.rounded(.down))
+        guard seconds.isFinite, seconds < 1e15 else { return "∞" }
+        var s = Int64(max(0, seconds).rounded(.down))
         let d = s / 86_400; s %= 86_400
         let h = s / 3600; s %= 3600
         let m = s / 60; s %= 60

@@ -8,7 +8,15 @@ public struct Timestamp: Comparable, Hashable, Sendable {
 
     @inlinable public init(nanoseconds: Int64) { self.nanoseconds = nanoseconds }
     public init(seconds: Int64, nanoseconds: Int64) { self.nanoseconds = seconds &* 1_000_000_000 &+ nanoseconds }
-    public init(secondsSinceEpoch: Double) { self.nanoseconds = Int64((secondsSinceEpoch * 1e9).rounded()) }
+    public init(secondsSinceEpoch: Double) { self.nanoseconds = Timestamp.clampedNanoseconds(secondsSinceEpoch * 1e9) }
+
+    /// Doubles from the wire (dates, ages) can be anything: saturate instead of trapping.
+    static func clampedNanoseconds(_ value: Double) -> Int64 {
+        guard value.isFinite else { return value > 0 ? Int64.max / 2 : (value < 0 ? Int64.min / 2 : 0) }
+        if value >= 4.6e18 { return Int64.max / 2 }
+        if value <= -4.6e18 { return Int64.min / 2 }
+        return Int64(value.rounded())
+    }
 
     public static let zero = Timestamp(nanoseconds: 0)
 
@@ -28,7 +36,9 @@ public struct Timestamp: Comparable, Hashable, Sendable {
     }
 
     public func adding(seconds: Double) -> Timestamp {
-        Timestamp(nanoseconds: nanoseconds &+ Int64((seconds * 1e9).rounded()))
+        let delta = Timestamp.clampedNanoseconds(seconds * 1e9)
+        let (sum, overflow) = nanoseconds.addingReportingOverflow(delta)
+        return Timestamp(nanoseconds: overflow ? (delta > 0 ? Int64.max / 2 : Int64.min / 2) : sum)
     }
 
     /// ISO 8601 in UTC with `fractionDigits` (0...9) digits after the second:
