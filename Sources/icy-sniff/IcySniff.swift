@@ -18,7 +18,7 @@ struct IcySniff: ParsableCommand {
     static func main() {
         let arguments = Array(CommandLine.arguments.dropFirst())
         if arguments == ["-h"] || arguments == ["--help"] || arguments == ["help"] {
-            print(helpMessage(for: Analyze.self).replacingOccurrences(of: "icy-sniff analyze", with: "icy-sniff [analyze]"))
+            print(helpMessage(for: Analyze.self).replacingAll("icy-sniff analyze", "icy-sniff [analyze]"))
             print("""
 
             SUBCOMMANDS:
@@ -37,18 +37,5 @@ struct IcySniff: ParsableCommand {
         } catch {
             exit(withError: error)
         }
-    }
-}
-
-extension String {
-    func replacingOccurrences(of target: String, with replacement: String) -> String {
-        var result = ""
-        var rest = self[...]
-        while let r = rest.firstRange(of: target) {
-            result += rest[..<r.lowerBound]
-            result += replacement
-            rest = rest[r.upperBound...]
-        }
-        return result + rest
     }
 }

@@ -200,7 +200,8 @@ public final class TableWriter {
 }
 
 extension String {
-    func replacingAll(_ target: String, _ replacement: String) -> String {
+    /// Every occurrence of `target` replaced (no Foundation needed).
+    public func replacingAll(_ target: String, _ replacement: String) -> String {
         guard !target.isEmpty else { return self }
         var result = ""
         var rest = self[...]
