@@ -27,7 +27,8 @@ struct Frontend {
                 if expanded.problems.isEmpty { Diagnostics.error("no captures found in \(input.read.joined(separator: ", "))") }
                 return Exit.badInput
             }
-            if expanded.captures.count > 1 || output.outDir != nil || expanded.fromDirectory {
+            // --connections lists the connections of all captures in one table (no per-capture outputs).
+            if !output.connections && (expanded.captures.count > 1 || output.outDir != nil || expanded.fromDirectory) {
                 let code = BatchRunner(frontend: self, captures: expanded.captures, skippedNonCaptures: expanded.skippedNonCaptures).run()
                 return expanded.problems.isEmpty ? code : max(code, Exit.badInput)
             }
