@@ -184,3 +184,24 @@ extension CLI {
         #expect(n.status == 0, "\(n.stderr)")
     }
 }
+
+@Suite struct InterruptTests {
+    @Test(.timeLimit(.minutes(2)))
+    func sigintDuringALongReadWritesWhatWasAnalysed() throws {
+        var pcap = HostileInputTests().pipelined(50)
+        for i in 0..<600_000 {
+            pcap.tcp(clientIP &+ UInt32(i >> 14), UInt16(1024 + i % 16384), serverIP, 81, seq: UInt32(i), ack: 0, flags: SYN, advance: 0.00001)
+        }
+        let dir = CLI.temporaryDirectory()
+        let capture = dir.appendingPathComponent("long.pcap"), har = dir.appendingPathComponent("out.har")
+        try pcap.write(to: capture)
+        let script = "\"$0\" -r \"$1\" --har -o \"$2\" & p=$!; sleep 1; kill -INT $p; wait $p; echo \"exit $?\""
+        let r = try CLI.run(["-c", script, CLI.binary, capture.path, har.path], executable: "/bin/bash")
+        #expect(r.text.contains("exit 0"), "\(r.text) \(r.stderr)")
+        #expect(r.stderr.contains("interrupted after"), "\(r.stderr)")
+        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: har)) as! [String: Any]
+        let log = json["log"] as! [String: Any]
+        #expect((log["entries"] as! [Any]).count == 50)
+        #expect((log["comment"] as? String)?.contains("interrupted") == true)
+    }
+}
