@@ -133,7 +133,16 @@ public final class HTTPMessage {
         if !weirds.contains(weird) { weirds.append(weird) }
     }
 
-    public var targetString: String { String(wireBytes: target) }
+    /// The request-target as text (decoded once: outputs ask for it several times).
+    public var targetString: String {
+        if let cachedTarget, cachedTargetCount == target.count { return cachedTarget }
+        let s = String(wireBytes: target)
+        cachedTarget = s
+        cachedTargetCount = target.count
+        return s
+    }
+    private var cachedTarget: String? = nil
+    private var cachedTargetCount = -1
 
     /// Whether the body was decoded (a Content-Encoding we understand, decoded without error).
     public var wasDecoded: Bool { decoder != nil && !decodeFailed }
