@@ -48,7 +48,8 @@ public final class Pipeline {
         emitter.captureName = source.name
         var decoder = PacketDecoder(linkType: source.linkType)
         let live = source.isLive
-        let idleNanos = Int64(options.idleFlushSeconds * 1e9)
+        // Live captures flush idle connections sooner, so their transactions show up.
+        let idleLimit = live ? Int64(options.idleFlushSeconds * 1e9) : nil
         var count: UInt64 = 0
         while true {
             if live || count & 0x3ff == 0, shouldStop() { return .interrupted }
@@ -60,8 +61,7 @@ public final class Pipeline {
                 if packet.timestamp.nanoseconds - lastIdleCheck.nanoseconds > 10_000_000_000 {
                     // Every 10 s of capture time: idle and half-open connections go (files and live).
                     lastIdleCheck = packet.timestamp
-                    if live { table.flush(idleLongerThan: idleNanos, now: packet.timestamp) }
-                    table.expire(now: packet.timestamp)
+                    table.expire(now: packet.timestamp, idleLongerThan: idleLimit)
                 }
                 if let maxPackets, stats.packets >= maxPackets { return .interrupted }
             case .timeout:
@@ -109,11 +109,6 @@ public final class Pipeline {
         table.flushAll(at: stats.lastPacket ?? .zero)
         stats.connections = table.connectionsSeen
         stats.transactions = emitter.emitted
-    }
-
-    /// Live captures: ends connections idle for longer than `seconds` at capture time `now`.
-    public func flushIdle(olderThan seconds: Double, now: Timestamp) {
-        table.flush(idleLongerThan: Int64(seconds * 1e9), now: now)
     }
 
     public var openConnections: Int { table.openConnections }

@@ -60,13 +60,6 @@ struct Frontend {
 
     /// One capture, or a live interface, into one output.
     func runSingle() -> Int32 {
-        var exportOptions = ExportOptions()
-        exportOptions.includeBodies = output.bodies
-        exportOptions.keepSecrets = output.keepSecrets
-        exportOptions.pretty = !output.compact
-        var pipelineOptions = PipelineOptions()
-        pipelineOptions.http.keepBodies = output.bodies
-
         // Live: the interface is opened first, as root; with -Z privileges are dropped before any
         // output file is created.
         var live: LiveCapture? = nil

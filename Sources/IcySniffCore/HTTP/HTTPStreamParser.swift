@@ -598,9 +598,7 @@ public final class HTTPStreamParser {
                 headTime = ts
                 lineStart = 0
                 state = .head
-                var rest = 0
-                held.withUnsafeBytes { raw in rest = consumeHead(raw, from: 0, at: ts) }
-                _ = rest
+                _ = held.withUnsafeBytes { consumeHead($0, from: 0, at: ts) }
                 return i
             }
             delegate.parserSkipped(role == .request ? .unexpectedClientData : .unexpectedServerData, bytes: buffer.count)

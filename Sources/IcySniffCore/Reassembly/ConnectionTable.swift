@@ -303,16 +303,6 @@ public final class ConnectionTable<Handler: StreamHandler> {
         flows[key] = nil
     }
 
-    /// Flushes connections idle for longer than the limit (capture clock), for live captures.
-    public func flush(idleLongerThan nanoseconds: Int64, now: Timestamp) {
-        var expired: [(ConnectionKey, Flow)] = []
-        for (key, flow) in flows where now.nanoseconds - flow.connection.lastSeen.nanoseconds > nanoseconds {
-            expired.append((key, flow))
-        }
-        expired.sort { $0.1.connection.id < $1.1.connection.id }
-        for (key, flow) in expired { finish(flow, key: key, at: now) }
-    }
-
     private func evictIdle(now: Timestamp, keep: Int) {
         let sorted = flows.sorted { $0.value.connection.lastSeen < $1.value.connection.lastSeen }
         for (key, flow) in sorted.prefix(max(0, flows.count - keep)) {
@@ -321,15 +311,16 @@ public final class ConnectionTable<Handler: StreamHandler> {
         }
     }
 
-    /// Flushes connections idle past the limits (capture clock): `idleTimeout` for all,
-    /// `halfOpenTimeout` for those that never carried data.
-    public func expire(now: Timestamp) {
+    /// Flushes connections idle past the limits (capture clock): `idleLongerThan` (default
+    /// `idleTimeout`) for all, `halfOpenTimeout` for those that never carried data.
+    public func expire(now: Timestamp, idleLongerThan: Int64? = nil) {
+        let idleLimit = idleLongerThan ?? limits.idleTimeout
         var expired: [(ConnectionKey, Flow)] = []
         for (key, flow) in flows {
             let idle = now.nanoseconds - flow.connection.lastSeen.nanoseconds
             let c = flow.connection
             let empty = c.halves.0.bytes == 0 && c.halves.1.bytes == 0 && c.halves.0.pending.isEmpty && c.halves.1.pending.isEmpty
-            if idle > limits.idleTimeout || (empty && idle > limits.halfOpenTimeout) { expired.append((key, flow)) }
+            if idle > idleLimit || (empty && idle > limits.halfOpenTimeout) { expired.append((key, flow)) }
         }
         expired.sort { $0.1.connection.id < $1.1.connection.id }
         for (key, flow) in expired {
