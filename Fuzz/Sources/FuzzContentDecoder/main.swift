@@ -8,14 +8,21 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     guard size > 1 else { return 0 }
     let choice = codings[Int(data[0] & 0x0f) % codings.count]
     let step = Int(data[0] >> 4) * 7 + 1
-    guard let decoder = try? ContentDecoder(encodings: choice, maxOutput: 1 << 22) else { return 0 }
-    var produced = 0
-    var i = 1
-    while i < size {
-        let end = min(size, i + step)
-        decoder.feed(UnsafeRawBufferPointer(start: data + i, count: end - i)) { produced += $0.count }
-        i = end
+    // The whole-body fast path (libdeflate) and the streaming path (zlib) must agree exactly.
+    var results: [(Int, Bool, Bool)] = []
+    for whole in [true, false] {
+        guard let decoder = try? ContentDecoder(encodings: choice, maxOutput: 1 << 22, wholeBody: whole) else { return 0 }
+        var produced = 0
+        var i = 1
+        while i < size {
+            let end = min(size, i + step)
+            decoder.feed(UnsafeRawBufferPointer(start: data + i, count: end - i)) { produced += $0.count }
+            i = end
+        }
+        decoder.finish { produced += $0.count }
+        precondition(produced <= 1 << 22, "the cap holds")
+        results.append((produced, decoder.failed, decoder.capped))
     }
-    precondition(produced <= 1 << 22, "the cap holds")
+    precondition(results[0] == results[1], "fast and streaming paths agree: \(results)")
     return 0
 }

@@ -632,12 +632,28 @@ public final class HTTPStreamParser {
                 m.decodedBytes &+= UInt64(out.count)
                 if keep { Self.keep(out, in: m, cap: cap) }
             }
-            if decoder.capped && !m.decodeCapped { m.decodeCapped = true; m.note(.bodyDecodeCapped) }
-            if !ok { m.decodeFailed = true; m.note(.bodyDecodeFailed) }
+            decoderStatus(decoder, ok: ok, m)
         } else {
             m.decodedBytes &+= UInt64(data.count)
             if options.keepBodies && (m.decoder == nil) { Self.keep(data, in: m, cap: options.maxBodyBytes) }
         }
+    }
+
+    private func finishDecoding(_ m: HTTPMessage) {
+        guard let decoder = m.decoder, !m.decodeFailed else { return }
+        let keep = options.keepBodies
+        let cap = options.maxBodyBytes
+        let ok = decoder.finish { out in
+            m.decodedBytes &+= UInt64(out.count)
+            if keep { Self.keep(out, in: m, cap: cap) }
+        }
+        decoderStatus(decoder, ok: ok, m)
+    }
+
+    @inline(__always)
+    private func decoderStatus(_ decoder: ContentDecoder, ok: Bool, _ m: HTTPMessage) {
+        if decoder.capped && !m.decodeCapped { m.decodeCapped = true; m.note(.bodyDecodeCapped) }
+        if !ok { m.decodeFailed = true; m.note(.bodyDecodeFailed) }
     }
 
     private static func keep(_ data: UnsafeRawBufferPointer, in m: HTTPMessage, cap: Int) {
@@ -671,6 +687,7 @@ public final class HTTPStreamParser {
         m.lastByte = max(m.lastByte, ts)
         m.complete = complete
         m.ended = true
+        finishDecoding(m)
         if m.decodeFailed || m.decoder == nil {
             m.decodedBytes = m.bodyBytes
         }

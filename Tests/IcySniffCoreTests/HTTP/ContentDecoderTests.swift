@@ -30,6 +30,7 @@ import Testing
             }
             i = end
         }
+        decoder.finish { out.append(contentsOf: $0) }
         return (out, decoder)
     }
 
@@ -59,6 +60,68 @@ import Testing
     @Test func identityNeedsNoDecoderAndUnknownCodingsAreReported() throws {
         #expect(try ContentDecoder(encodings: ["identity"], maxOutput: 10) == nil)
         #expect(throws: ContentDecoder.UnsupportedCoding.self) { _ = try ContentDecoder(encodings: ["compress"], maxOutput: 10) }
+    }
+
+    /// The whole-body fast path (libdeflate) must give exactly what zlib's streaming inflate gives:
+    /// same bytes, same failure, same cap, for good, truncated, corrupt, trailing-garbage and
+    /// multi-member bodies in the three deflate wrappers.
+    @Test func wholeBodyFastPathAgreesWithStreaming() throws {
+        var rng = SplitMix(state: 9111)
+        var checked = 0, fast = 0
+        for round in 0..<60 {
+            let words = ["cache", "icy", "sniff", "GET", "200", "{\"id\":", "\n", "max-age=", "zz"]
+            var plain: [UInt8] = []
+            for _ in 0..<Int(rng.next() % 20_000) { plain += Array(words[Int(rng.next() % UInt64(words.count))].utf8) }
+            for (coding, windowBits) in [("gzip", Int32(31)), ("deflate", Int32(15)), ("deflate", Int32(-15)), ("gzip", Int32(15))] {
+                let good = zlibCompress(plain, windowBits: windowBits)
+                var variants = [good, Array(good.dropLast(1 + Int(rng.next() % 7))), good + [0x00, 0x42], good + good]
+                var corrupt = good
+                if corrupt.count > 12 { corrupt[10 + Int(rng.next() % UInt64(corrupt.count - 10))] ^= 0x24 }
+                variants.append(corrupt)
+                for input in variants {
+                    for cap in [UInt64(1 << 30), UInt64(plain.count / 2 + 1)] {
+                        var results: [([UInt8], Bool, Bool)] = []
+                        for whole in [true, false] {
+                            let d = try #require(try ContentDecoder(encodings: [coding], maxOutput: cap, wholeBody: whole))
+                            var out: [UInt8] = []
+                            var i = 0
+                            let step = 1 + Int(rng.next() % 3000)
+                            while i < input.count {
+                                let end = min(input.count, i + step)
+                                input[i..<end].withUnsafeBytes { raw in d.feed(raw) { out.append(contentsOf: $0) } }
+                                i = end
+                            }
+                            d.finish { out.append(contentsOf: $0) }
+                            if d.decodedWhole { fast += 1 }
+                            results.append((out, d.failed, d.capped))
+                        }
+                        #expect(results[0].0 == results[1].0, "round \(round) \(coding) \(windowBits): output differs")
+                        #expect(results[0].1 == results[1].1 && results[0].2 == results[1].2,
+                                "round \(round) \(coding) \(windowBits): failed/capped differ")
+                        checked += 1
+                    }
+                }
+            }
+        }
+        #expect(checked == 60 * 4 * 5 * 2)
+        #expect(fast >= checked / 10, "the fast path is taken for well-formed bodies (\(fast) of \(checked))")
+    }
+
+    func zlibCompress(_ input: [UInt8], windowBits: Int32) -> [UInt8] {
+        var z = z_stream()
+        deflateInit2_(&z, 6, Z_DEFLATED, windowBits, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
+        var out = [UInt8](repeating: 0, count: Int(deflateBound(&z, uLong(input.count))) + 64)
+        var input = input
+        let n = input.withUnsafeMutableBufferPointer { inp in
+            out.withUnsafeMutableBufferPointer { o in
+                z.next_in = inp.baseAddress; z.avail_in = uInt(inp.count)
+                z.next_out = o.baseAddress; z.avail_out = uInt(o.count)
+                deflate(&z, Z_FINISH)
+                return o.count - Int(z.avail_out)
+            }
+        }
+        deflateEnd(&z)
+        return Array(out[0..<n])
     }
 
     @Test func gzipBodyIsDecodedInATranscript() {
