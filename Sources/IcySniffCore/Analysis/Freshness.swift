@@ -86,7 +86,7 @@ public final class CacheTracker {
             }
         }
         if method == "GET", a.storable, !a.noCache, let freshFor = a.freshFor {
-            let vary = (response.headers.combined("Vary") ?? "").split(separator: ",")
+            let vary = (response.headers.combined(.vary) ?? "").split(separator: ",")
                 .map { $0.trimmingASCIIWhitespace().lowercased() }.filter { !$0.isEmpty }
             let values = vary.map { request?.headers.combined($0) }
             stored[url, default: []].append(Stored(sequence: t.sequence, responseTime: a.responseTime,
@@ -111,7 +111,7 @@ public final class CacheTracker {
         guard let response = t.response else { return a }
         let request = t.request
         let headers = response.headers
-        let cc = CacheControl(headers.combined("Cache-Control"))
+        let cc = CacheControl(headers.combined(.cacheControl))
         let method = request?.method ?? ""
         let status = response.status
         let responseTime = response.firstByte
@@ -119,10 +119,10 @@ public final class CacheTracker {
         a.responseTime = responseTime
 
         let dateValue: Double = {
-            if let d = headers.first("Date"), let secs = HTTPDate.parse(d, now: responseTime) { return Double(secs) }
+            if let d = headers.first(.date), let secs = HTTPDate.parse(d, now: responseTime) { return Double(secs) }
             return responseTime.secondsSinceEpoch
         }()
-        let ageValue = Double(CacheControl.deltaSeconds(headers.first("Age")) ?? 0)
+        let ageValue = Double(CacheControl.deltaSeconds(headers.first(.age)) ?? 0)
 
         // §4.2.3: age = max(apparent_age, corrected_age_value).
         let apparent = max(0, responseTime.secondsSinceEpoch - dateValue)
@@ -132,14 +132,14 @@ public final class CacheTracker {
         a.mustRevalidate = cc.has("no-cache") || cc.has("must-revalidate")
         a.noCache = cc.has("no-cache")
         a.noStore = cc.has("no-store")
-        a.etag = headers.first("ETag")
-        a.lastModified = headers.first("Last-Modified")
-        a.conditional = request.map { $0.headers.contains("If-None-Match") || $0.headers.contains("If-Modified-Since") } ?? false
+        a.etag = headers.first(.etag)
+        a.lastModified = headers.first(.lastModified)
+        a.conditional = request.map { $0.headers.contains(.ifNoneMatch) || $0.headers.contains(.ifModifiedSince) } ?? false
         a.notModified = status == 304
 
         // §3: storable by a private cache.
         let hasMaxAge = cc.has("max-age")
-        let hasExpires = headers.contains("Expires")
+        let hasExpires = headers.contains(.expires)
         let explicit = hasMaxAge || hasExpires || cc.has("public") || cc.has("private")
         a.storable = (method == "GET" || method == "HEAD") && !cc.has("no-store")
             && (heuristicStatuses.contains(status) || explicit)
@@ -155,7 +155,7 @@ public final class CacheTracker {
             lifetime = Double(CacheControl.deltaSeconds(arg) ?? 0)
             a.lifetimeSource = "max-age"
         } else if hasExpires {
-            if let e = headers.first("Expires"), let expires = HTTPDate.parse(e, now: responseTime) {
+            if let e = headers.first(.expires), let expires = HTTPDate.parse(e, now: responseTime) {
                 lifetime = max(0, Double(expires) - dateValue)
             }
             a.lifetimeSource = "expires"

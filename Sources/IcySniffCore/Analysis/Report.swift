@@ -61,7 +61,7 @@ public struct Report: Sendable {
             r.responses += 1
             r.wireBytes += UInt64(max(0, resp.headersSize)) + resp.bodyWireBytes
             r.decodedBytes += resp.decodedBytes
-            let type = (resp.headers.first("Content-Type") ?? "").lowercased()
+            let type = (resp.headers.first(.contentType) ?? "").lowercased()
             let cache = t.cache
             if let cache {
                 if cache.avoidable {
@@ -86,7 +86,7 @@ public struct Report: Sendable {
             // A 200 for a URL whose previous 200 had the same validator (or the same length): unchanged.
             if resp.status == 200, t.request?.method == "GET" {
                 let key = t.url
-                let etag = resp.headers.first("ETag"), lm = resp.headers.first("Last-Modified")
+                let etag = resp.headers.first(.etag), lm = resp.headers.first(.lastModified)
                 if let previous = lastOK[key] {
                     let sameValidator = (etag != nil && etag == previous.etag) || (etag == nil && lm != nil && lm == previous.lastModified)
                     if sameValidator && !(cache?.avoidable ?? false) {
@@ -97,7 +97,7 @@ public struct Report: Sendable {
                 }
                 lastOK[key] = (etag, lm, resp.decodedBytes)
             }
-            if isText(type), resp.headers.first("Content-Encoding") == nil, resp.bodyBytes >= 1024 {
+            if isText(type), resp.headers.first(.contentEncoding) == nil, resp.bodyBytes >= 1024 {
                 r.uncompressedText.append(line)
                 r.uncompressedTextBytes += resp.bodyBytes
             }

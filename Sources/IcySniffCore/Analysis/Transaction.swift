@@ -72,7 +72,16 @@ public final class Transaction {
 
     /// Host header, or the server address.
     public var host: String {
-        if let h = request?.headers.first("Host"), !h.isEmpty { return h }
+        if let cachedHost { return cachedHost }
+        let h = computeHost()
+        if request?.headersComplete ?? true { cachedHost = h }
+        return h
+    }
+    private var cachedHost: String? = nil
+    private var cachedURL: String? = nil
+
+    private func computeHost() -> String {
+        if let h = request?.headers.first(.host), !h.isEmpty { return h }
         let s = connection.server
         let addr = s.address.isIPv4 ? s.address.description : "[\(s.address.description)]"
         return s.port == 80 ? addr : "\(addr):\(s.port)"
@@ -80,6 +89,13 @@ public final class Transaction {
 
     /// Absolute URL: the request-target when it is absolute already, else http:// + host + target.
     public var url: String {
+        if let cachedURL { return cachedURL }
+        let u = computeURL()
+        if request?.headersComplete ?? true { cachedURL = u }
+        return u
+    }
+
+    private func computeURL() -> String {
         guard let request else { return "http://\(host)/" }
         let target = request.targetString
         let lower = target.lowercased()

@@ -40,7 +40,7 @@ public struct TransactionFilter: Sendable {
             if !hosts.contains(where: { host.contains($0.lowercased()) }) { return false }
         }
         if !contentTypes.isEmpty {
-            let type = (t.response?.headers.first("Content-Type") ?? "").lowercased()
+            let type = (t.response?.headers.first(.contentType) ?? "").lowercased()
             if !contentTypes.contains(where: { type.contains($0.lowercased()) }) { return false }
         }
         if let min = minDurationMilliseconds, t.timings.total < min { return false }

@@ -21,8 +21,10 @@ public struct IPAddress: Hashable, Comparable, Sendable {
     /// Dotted quad for IPv4, RFC 5952 text for IPv6.
     public var description: String {
         if isIPv4 {
-            let v = UInt32(truncatingIfNeeded: low)
-            return "\(v >> 24).\((v >> 16) & 0xff).\((v >> 8) & 0xff).\(v & 0xff)"
+            var out: [UInt8] = []
+            out.reserveCapacity(15)
+            appendIPv4(to: &out)
+            return String(decoding: out, as: UTF8.self)
         }
         var groups = [UInt16]()
         for shift in stride(from: 48, through: 0, by: -16) { groups.append(UInt16(truncatingIfNeeded: high >> UInt64(shift))) }
@@ -50,6 +52,24 @@ public struct IPAddress: Hashable, Comparable, Sendable {
             i += 1
         }
         return out
+    }
+}
+
+extension IPAddress {
+    /// The address as text, appended to `out` (IPv4 without making a String).
+    public func appendText(to out: inout [UInt8]) {
+        if isIPv4 { appendIPv4(to: &out) } else { out.append(contentsOf: description.utf8) }
+    }
+
+    @inline(__always) func appendIPv4(to out: inout [UInt8]) {
+        let v = UInt32(truncatingIfNeeded: low)
+        for shift in [24, 16, 8, 0] as [UInt32] {
+            let octet = UInt8(truncatingIfNeeded: v >> shift)
+            if octet >= 100 { out.append(48 + octet / 100) }
+            if octet >= 10 { out.append(48 + (octet / 10) % 10) }
+            out.append(48 + octet % 10)
+            if shift != 0 { out.append(0x2E) }
+        }
     }
 }
 

@@ -52,7 +52,7 @@ enum EntryEncoder {
         w.endObject()
     }
 
-    static func writeHeaders(_ headers: [HTTPHeader], to w: inout JSONWriter, options: ExportOptions) {
+    static func writeHeaders(_ headers: HeaderFields, to w: inout JSONWriter, options: ExportOptions) {
         w.key("headers"); w.beginArray()
         for h in headers {
             w.beginObject()
@@ -102,7 +102,7 @@ enum EntryEncoder {
         w.string("url", redactURL(t.url, options: options))
         w.string("httpVersion", r.versionText)
         w.key("cookies"); w.beginArray()
-        for value in r.headers.all("Cookie") {
+        for value in r.headers.all(.cookie) {
             for c in Cookies.parseRequest(value) {
                 w.beginObject(); w.string("name", c.name); w.string("value", options.keepSecrets ? c.value : redacted(c.value)); w.endObject()
             }
@@ -117,9 +117,9 @@ enum EntryEncoder {
             w.endObject()
         }
         w.endArray()
-        if r.bodyBytes > 0 || r.headers.contains("Content-Type") && (r.contentLength ?? 0) > 0 {
+        if r.bodyBytes > 0 || r.headers.contains(.contentType) && (r.contentLength ?? 0) > 0 {
             w.key("postData"); w.beginObject()
-            let mime = r.headers.first("Content-Type") ?? ""
+            let mime = r.headers.first(.contentType) ?? ""
             w.string("mimeType", mime)
             if options.includeBodies, let body = r.body {
                 let text = String(wireBytes: body)
@@ -159,7 +159,7 @@ enum EntryEncoder {
         w.string("statusText", r.reason)
         w.string("httpVersion", r.versionText)
         w.key("cookies"); w.beginArray()
-        for value in r.headers.all("Set-Cookie") {
+        for value in r.headers.all(.setCookie) {
             let c = Cookies.parseSetCookie(value)
             w.beginObject()
             w.string("name", c.name)
@@ -175,7 +175,7 @@ enum EntryEncoder {
         w.key("content"); w.beginObject()
         w.int("size", r.decodedBytes)
         if r.wasDecoded && r.decodedBytes >= r.bodyBytes { w.int("compression", r.decodedBytes - r.bodyBytes) }
-        let mime = r.headers.first("Content-Type") ?? ""
+        let mime = r.headers.first(.contentType) ?? ""
         w.string("mimeType", mime)
         if options.includeBodies, let body = r.body {
             if MimeType.isText(mime), let text = String(validating: body, as: UTF8.self) {
@@ -187,7 +187,7 @@ enum EntryEncoder {
             if r.bodyTruncated { w.string("comment", "body cut at the in-memory cap; size is exact") }
         }
         w.endObject()
-        w.string("redirectURL", r.headers.first("Location") ?? "")
+        w.string("redirectURL", r.headers.first(.location) ?? "")
         w.int("headersSize", r.headersComplete ? r.headersSize : -1)
         w.int("bodySize", r.bodyBytes)
         w.endObject()

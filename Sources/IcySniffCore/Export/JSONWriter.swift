@@ -46,7 +46,20 @@ public struct JSONWriter {
         bytes.append(c)
     }
 
-    public mutating func key(_ k: String) {
+    /// A key known when the program is written: copied as is (keys are plain ASCII, no escaping).
+    @inline(__always)
+    public mutating func key(_ k: StaticString) {
+        beforeValue()
+        bytes.append(0x22)
+        k.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(0x22)
+        bytes.append(0x3A)
+        if indent > 0 { bytes.append(0x20) }
+        afterKey = true
+    }
+
+    /// A key made at run time (escaped like any string).
+    public mutating func key(text k: String) {
         beforeValue()
         appendQuoted(k)
         bytes.append(0x3A)
@@ -55,28 +68,31 @@ public struct JSONWriter {
     }
 
     public mutating func string(_ s: String) { beforeValue(); appendQuoted(s) }
-    public mutating func string(_ k: String, _ s: String) { key(k); string(s) }
-    public mutating func optionalString(_ k: String, _ s: String?) { key(k); if let s { string(s) } else { null() } }
+    public mutating func string(_ k: StaticString, _ s: String) { key(k); string(s) }
+    public mutating func optionalString(_ k: StaticString, _ s: String?) { key(k); if let s { string(s) } else { null() } }
     public mutating func int<T: BinaryInteger>(_ v: T) {
         beforeValue()
         JSONWriter.appendInteger(Int64(clamping: v), to: &bytes)
     }
 
     @inline(__always) static func appendInteger(_ value: Int64, to out: inout [UInt8]) {
-        var v = value
-        if v < 0 {
-            out.append(0x2D)
-            if v == Int64.min { out.append(contentsOf: "9223372036854775808".utf8); return }
-            v = -v
+        if value >= 0 && value < 10 { out.append(UInt8(48 + value)); return }
+        var magnitude = value.magnitude
+        // Digits are written backwards into a 20-byte stack buffer, then copied once.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 21) { digits in
+            var i = 21
+            repeat {
+                i -= 1
+                digits[i] = UInt8(48 + magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            if value < 0 { i -= 1; digits[i] = 0x2D }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[i..<21]))
         }
-        if v < 10 { out.append(UInt8(48 + v)); return }
-        let start = out.count
-        while v > 0 { out.append(UInt8(48 + v % 10)); v /= 10 }
-        out[start...].reverse()
     }
-    public mutating func int<T: BinaryInteger>(_ k: String, _ v: T) { key(k); int(v) }
+    public mutating func int<T: BinaryInteger>(_ k: StaticString, _ v: T) { key(k); int(v) }
     public mutating func bool(_ v: Bool) { beforeValue(); bytes.append(contentsOf: (v ? "true" : "false").utf8) }
-    public mutating func bool(_ k: String, _ v: Bool) { key(k); bool(v) }
+    public mutating func bool(_ k: StaticString, _ v: Bool) { key(k); bool(v) }
     public mutating func null() { beforeValue(); bytes.append(contentsOf: "null".utf8) }
 
     /// A number with at most `decimals` digits after the point, never in exponent form.
@@ -84,19 +100,32 @@ public struct JSONWriter {
         beforeValue()
         JSONWriter.appendNumber(v, decimals: decimals, to: &bytes)
     }
-    public mutating func number(_ k: String, _ v: Double, decimals: Int = 3) { key(k); number(v, decimals: decimals) }
-    public mutating func optionalNumber(_ k: String, _ v: Double?, decimals: Int = 3) {
+    public mutating func number(_ k: StaticString, _ v: Double, decimals: Int = 3) { key(k); number(v, decimals: decimals) }
+    public mutating func optionalNumber(_ k: StaticString, _ v: Double?, decimals: Int = 3) {
         key(k)
         if let v { number(v, decimals: decimals) } else { null() }
+    }
+
+    /// A string value whose bytes `body` appends; they must need no escaping (digits, dots, ASCII
+    /// letters), e.g. addresses and timestamps written without making a String.
+    @inline(__always)
+    public mutating func plainString(_ k: StaticString, _ body: (inout [UInt8]) -> Void) {
+        key(k)
+        beforeValue()
+        bytes.append(0x22)
+        body(&bytes)
+        bytes.append(0x22)
     }
 
     /// Raw JSON text as a value (already valid JSON).
     public mutating func raw(_ json: [UInt8]) { beforeValue(); bytes.append(contentsOf: json) }
 
+    static let powersOfTen: [Double] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000]
+
     static func appendNumber(_ v: Double, decimals: Int, to out: inout [UInt8]) {
         guard v.isFinite else { out.append(contentsOf: "null".utf8); return }
-        var scale: Double = 1
-        for _ in 0..<decimals { scale *= 10 }
+        let decimals = max(0, min(9, decimals))
+        let scale = powersOfTen[decimals]
         let scaled = (v * scale).rounded()
         if abs(scaled) >= 9e18 { out.append(contentsOf: String(v).utf8); return }
         var n = Int64(scaled)
@@ -104,27 +133,40 @@ public struct JSONWriter {
         let s = Int64(scale)
         appendInteger(n / s, to: &out)
         var frac = n % s
-        if frac != 0 && decimals > 0 {
-            out.append(0x2E)
-            var digits = [UInt8](repeating: 0x30, count: decimals)
-            var i = decimals - 1
-            while i >= 0 { digits[i] = UInt8(0x30 + frac % 10); frac /= 10; i -= 1 }
-            while digits.last == 0x30 { digits.removeLast() }
-            out.append(contentsOf: digits)
+        guard frac != 0 else { return }
+        // The fraction without its trailing zeros.
+        var digits = decimals
+        while frac % 10 == 0 { frac /= 10; digits -= 1 }
+        out.append(0x2E)
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 9) { buffer in
+            var i = digits
+            while i > 0 { i -= 1; buffer[i] = UInt8(48 + frac % 10); frac /= 10 }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<digits]))
         }
     }
 
+    /// Bytes that cannot appear raw inside a JSON string: control characters, `"` and `\`.
+    static let needsEscape: [Bool] = (0..<256).map { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }
+
     /// Appends `s` as a JSON string, escaping quotes, backslashes and control characters.
     @inline(__always) mutating func appendQuoted(_ s: String) {
-        bytes.append(0x22)
         var str = s
-        str.withUTF8 { utf8 in
+        str.withUTF8 { appendQuoted(bytes: $0) }
+    }
+
+    /// Appends UTF-8 `utf8` as a JSON string; runs without escapes are copied whole.
+    mutating func appendQuoted(bytes utf8: UnsafeBufferPointer<UInt8>) {
+        bytes.append(0x22)
+        Self.needsEscape.withUnsafeBufferPointer { table in
             var runStart = 0
-            for i in 0..<utf8.count {
+            var i = 0
+            let n = utf8.count
+            while i < n {
                 let c = utf8[i]
-                if c >= 0x20 && c != 0x22 && c != 0x5C { continue }
+                if !table[Int(c)] { i += 1; continue }
                 if i > runStart { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i])) }
                 runStart = i + 1
+                i += 1
                 switch c {
                 case 0x22: bytes.append(0x5C); bytes.append(0x22)
                 case 0x5C: bytes.append(0x5C); bytes.append(0x5C)
@@ -132,11 +174,13 @@ public struct JSONWriter {
                 case 0x0D: bytes.append(0x5C); bytes.append(0x72)
                 case 0x09: bytes.append(0x5C); bytes.append(0x74)
                 default:
-                    let hex = Array("0123456789abcdef".utf8)
-                    bytes.append(contentsOf: [0x5C, 0x75, 0x30, 0x30, hex[Int(c >> 4)], hex[Int(c & 15)]])
+                    let hex: StaticString = "0123456789abcdef"
+                    let h = hex.utf8Start
+                    bytes.append(0x5C); bytes.append(0x75); bytes.append(0x30); bytes.append(0x30)
+                    bytes.append(h[Int(c >> 4)]); bytes.append(h[Int(c & 15)])
                 }
             }
-            if utf8.count > runStart { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count])) }
+            if n > runStart { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<n])) }
         }
         bytes.append(0x22)
     }

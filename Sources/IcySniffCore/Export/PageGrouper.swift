@@ -9,9 +9,9 @@ struct PageGrouper {
     mutating func assign(_ t: Transaction) -> String? {
         guard let request = t.request else { return nil }
         var page: String? = nil
-        if let referer = request.headers.first("Referer") { page = byURL[referer] }
+        if let referer = request.headers.first(.referer) { page = byURL[referer] }
         if page == nil, request.method == "GET", let response = t.response, response.status == 200,
-           (response.headers.first("Content-Type") ?? "").lowercased().hasPrefix("text/html") {
+           (response.headers.first(.contentType) ?? "").lowercased().hasPrefix("text/html") {
             let id = "page_\(pages.count + 1)"
             let url = t.url
             pages.append(Page(id: id, title: url, started: t.startTime))

@@ -70,7 +70,7 @@ public enum ReportWriter {
             w.endArray()
             w.key("shortConnectionHosts"); w.beginArray(); for h in r.shortConnectionHosts { w.string(h.host) }; w.endArray()
             func lines(_ name: String, _ items: [Report.Line]) {
-                w.key(name); w.beginArray()
+                w.key(text: name); w.beginArray()
                 for l in items {
                     w.beginObject()
                     w.string("time", l.time.iso8601(fractionDigits: 6)); w.string("method", l.method); w.string("url", l.url)

@@ -96,7 +96,7 @@ public final class TableWriter {
         case .status: return resp.map { $0.isHTTP09 ? "0.9" : String($0.status) } ?? "-"
         case .reason: return resp?.reason ?? "-"
         case .contentType:
-            let ct = resp?.headers.first("Content-Type") ?? "-"
+            let ct = resp?.headers.first(.contentType) ?? "-"
             return String(ct.split(separator: ";").first ?? "-").trimmingCharacters(in: " ")
         case .requestSize: return req.map { String($0.decodedBytes) } ?? "-"
         case .size: return resp.map { String($0.decodedBytes) } ?? "-"
@@ -233,30 +233,30 @@ enum NDJSONEncoder {
     static func write(_ t: Transaction, to w: inout JSONWriter, options: ExportOptions) {
         let req = t.request, resp = t.response
         w.beginObject()
-        w.string("ts", t.startTime.iso8601(fractionDigits: 6))
+        w.plainString("ts") { t.startTime.appendISO8601(to: &$0, fractionDigits: 6) }
         if !t.captureName.isEmpty { w.string("capture", t.captureName) }
-        w.string("connection", t.connection.label)
+        w.plainString("connection") { $0.append(0x43); JSONWriter.appendInteger(Int64(clamping: t.connection.id), to: &$0) }
         w.int("depth", t.depth)
-        w.string("client_ip", t.connection.client.address.description)
+        w.plainString("client_ip") { t.connection.client.address.appendText(to: &$0) }
         w.int("client_port", t.connection.client.port)
-        w.string("server_ip", t.connection.server.address.description)
+        w.plainString("server_ip") { t.connection.server.address.appendText(to: &$0) }
         w.int("server_port", t.connection.server.port)
         w.optionalString("method", req?.method)
         w.string("host", t.host)
         w.optionalString("target", req?.targetString)
         w.optionalString("url", req.map { _ in EntryEncoder.redactURL(t.url, options: options) })
         w.optionalString("request_version", req?.versionText)
-        w.optionalString("user_agent", req?.headers.first("User-Agent"))
-        w.optionalString("referrer", req?.headers.first("Referer"))
+        w.optionalString("user_agent", req?.headers.first(.userAgent))
+        w.optionalString("referrer", req?.headers.first(.referer))
         w.key("request_body_len"); if let req { w.int(req.decodedBytes) } else { w.null() }
         w.key("status"); if let resp { w.int(resp.status) } else { w.null() }
         w.optionalString("reason", resp?.reason)
         w.optionalString("response_version", resp?.versionText)
-        w.optionalString("content_type", resp?.headers.first("Content-Type"))
-        w.optionalString("content_encoding", resp?.headers.first("Content-Encoding"))
+        w.optionalString("content_type", resp?.headers.first(.contentType))
+        w.optionalString("content_encoding", resp?.headers.first(.contentEncoding))
         w.key("response_body_len"); if let resp { w.int(resp.decodedBytes) } else { w.null() }
         w.key("response_encoded_len"); if let resp { w.int(resp.bodyBytes) } else { w.null() }
-        w.optionalString("location", resp?.headers.first("Location"))
+        w.optionalString("location", resp?.headers.first(.location))
         w.number("time_ms", t.timings.total)
         w.number("dns_ms", t.timings.dns)
         w.number("connect_ms", t.timings.connect)

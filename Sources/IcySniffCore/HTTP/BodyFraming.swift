@@ -17,8 +17,8 @@ struct BodyFraming {
             if method == "CONNECT" && m.status >= 200 && m.status < 300 { return BodyFraming(kind: .tunnel) }
             if m.status == 101 { return BodyFraming(kind: .tunnel) }
         }
-        let lengths = m.headers.all("Content-Length")
-        if let te = m.headers.combined("Transfer-Encoding") {
+        let lengths = m.headers.all(.contentLength)
+        if let te = m.headers.combined(.transferEncoding) {
             let codings = te.split(separator: ",").map { $0.trimmingASCIIWhitespace().lowercased() }.filter { !$0.isEmpty }
             if !lengths.isEmpty {
                 // §6.3 item 3: Transfer-Encoding overrides Content-Length; a sign of smuggling.

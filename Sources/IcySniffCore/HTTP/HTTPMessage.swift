@@ -5,29 +5,6 @@ public struct HTTPHeader: Sendable, Equatable {
     public init(name: String, value: String) { self.name = name; self.value = value }
 }
 
-extension Array where Element == HTTPHeader {
-    /// The first value of a field, by case-insensitive name.
-    public func first(_ name: String) -> String? {
-        for h in self where h.name.equalsIgnoringASCIICase(name) { return h.value }
-        return nil
-    }
-
-    /// All values of a field, in order.
-    public func all(_ name: String) -> [String] {
-        var out: [String] = []
-        for h in self where h.name.equalsIgnoringASCIICase(name) { out.append(h.value) }
-        return out
-    }
-
-    /// The field's lines combined into one comma-separated list (RFC 9110 §5.3).
-    public func combined(_ name: String) -> String? {
-        let values = all(name)
-        return values.isEmpty ? nil : values.joined(separator: ", ")
-    }
-
-    public func contains(_ name: String) -> Bool { first(name) != nil }
-}
-
 extension String {
     /// ASCII case-insensitive equality, without allocating.
     public func equalsIgnoringASCIICase(_ other: String) -> Bool {
@@ -85,8 +62,8 @@ public final class HTTPMessage {
     public var startLineParsed = false
     public var isHTTP09 = false
 
-    public var headers: [HTTPHeader] = []
-    public var trailers: [HTTPHeader] = []
+    public var headers = HeaderFields()
+    public var trailers = HeaderFields()
     /// Bytes of the start line and header section, including the final empty line.
     public var headersSize = 0
     public var headersComplete = false

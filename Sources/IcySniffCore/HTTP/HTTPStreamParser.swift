@@ -339,7 +339,8 @@ public final class HTTPStreamParser {
 
     /// Parses the header lines held in the buffer into the message.
     private func parseHeaderFields(into m: HTTPMessage, trailers: Bool = false) {
-        var fields: [HTTPHeader] = []
+        var fields = HeaderFields()
+        fields.reserve(bytes: buffer.count, fields: 16)
         var i = 0
         let count = buffer.count
         var first = !trailers
@@ -355,16 +356,12 @@ public final class HTTPStreamParser {
             if c == 0x20 || c == 0x09 {
                 // obs-fold (RFC 9112 §5.2): the line continues the previous field's value.
                 m.note(.obsoleteLineFolding)
-                if var last = fields.popLast() {
-                    let more = trimOWS(buffer[i..<contentEnd])
-                    if !more.isEmpty {
-                        last.value = last.value.isEmpty ? String(wireBytes: more) : last.value + " " + String(wireBytes: more)
-                    }
-                    fields.append(last)
-                }
+                fields.continueLast(with: trimOWS(buffer[i..<contentEnd]))
                 continue
             }
-            guard let colon = buffer[i..<contentEnd].firstIndex(of: 0x3A) else {
+            var colon = i
+            while colon < contentEnd && buffer[colon] != 0x3A { colon += 1 }
+            guard colon < contentEnd else {
                 m.note(.badHeaderLine)
                 continue
             }
@@ -376,7 +373,7 @@ public final class HTTPStreamParser {
             if nameSlice.isEmpty { m.note(.badHeaderLine); continue }
             let value = trimOWS(buffer[(colon + 1)..<contentEnd])
             if fields.count >= options.maxHeaderFields { m.note(.tooManyHeaders); break }
-            fields.append(HTTPHeader(name: String(wireBytes: nameSlice), value: String(wireBytes: value)))
+            fields.append(name: nameSlice, value: value)
         }
         if trailers { m.trailers = fields } else { m.headers = fields }
     }
@@ -610,7 +607,7 @@ public final class HTTPStreamParser {
     // MARK: - Bodies
 
     private func setUpDecoder(_ m: HTTPMessage) {
-        guard let encoding = m.headers.combined("Content-Encoding") else { return }
+        guard let encoding = m.headers.combined(.contentEncoding) else { return }
         let tokens = encoding.split(separator: ",").map { $0.trimmingASCIIWhitespace() }
         m.contentEncodings = tokens
         do {

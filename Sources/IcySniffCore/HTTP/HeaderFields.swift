@@ -1,0 +1,223 @@
+/// The header (or trailer) section of one message: every field line in order, name case kept,
+/// repeats kept, stored as one byte buffer plus a small index (like NIO's HTTPHeaders over a
+/// buffer, Zeek's header name ids). Strings are made only when asked for, so a message costs two
+/// allocations however many fields it has, and lookups of the fields the analysis reads compare a
+/// one-byte id instead of names.
+public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArrayLiteral {
+    @usableFromInline struct Ref: Sendable {
+        var nameStart: UInt32, nameCount: UInt32
+        var valueStart: UInt32, valueCount: UInt32
+        var id: FieldName
+    }
+
+    @usableFromInline var storage: [UInt8] = []
+    @usableFromInline var refs: [Ref] = []
+
+    public init() {}
+
+    public init(_ headers: [HTTPHeader]) {
+        for h in headers { append(name: Array(h.name.utf8)[...], value: Array(h.value.utf8)[...]) }
+    }
+
+    public init(arrayLiteral elements: HTTPHeader...) { self.init(elements) }
+
+    mutating func reserve(bytes: Int, fields: Int) {
+        storage.reserveCapacity(bytes)
+        refs.reserveCapacity(fields)
+    }
+
+    /// Appends one field line (name and value as sent, value already trimmed of whitespace).
+    mutating func append(name: ArraySlice<UInt8>, value: ArraySlice<UInt8>) {
+        let nameStart = storage.count
+        storage.append(contentsOf: name)
+        let valueStart = storage.count
+        storage.append(contentsOf: value)
+        refs.append(Ref(nameStart: UInt32(nameStart), nameCount: UInt32(name.count),
+                        valueStart: UInt32(valueStart), valueCount: UInt32(value.count),
+                        id: FieldName(name)))
+    }
+
+    /// obs-fold: the last field's value continues with `more` (joined by one space).
+    mutating func continueLast(with more: ArraySlice<UInt8>) {
+        guard var last = refs.popLast(), !more.isEmpty else { return }
+        // The value is moved to the end of the storage, so it stays one contiguous range.
+        let start = storage.count
+        if last.valueCount > 0 {
+            let old = Int(last.valueStart)..<Int(last.valueStart + last.valueCount)
+            storage.append(contentsOf: storage[old])
+            storage.append(0x20)
+        }
+        storage.append(contentsOf: more)
+        last.valueStart = UInt32(start)
+        last.valueCount = UInt32(storage.count - start)
+        refs.append(last)
+    }
+
+    // MARK: Collection of HTTPHeader (strings made on access)
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { refs.count }
+    public subscript(position: Int) -> HTTPHeader {
+        HTTPHeader(name: name(at: position), value: value(at: position))
+    }
+
+    public func name(at i: Int) -> String {
+        let r = refs[i]
+        return string(Int(r.nameStart), Int(r.nameCount))
+    }
+
+    public func value(at i: Int) -> String {
+        let r = refs[i]
+        return string(Int(r.valueStart), Int(r.valueCount))
+    }
+
+    /// The known-field id of field `i` (`.other` for the rest).
+    public func id(at i: Int) -> FieldName { refs[i].id }
+
+    @inline(__always) private func string(_ start: Int, _ count: Int) -> String {
+        storage.withUnsafeBufferPointer { String(wireBuffer: UnsafeBufferPointer(rebasing: $0[start..<(start + count)])) }
+    }
+
+    /// The value bytes of field `i`, for callers that parse them without making a String.
+    @inline(__always)
+    public func withValueBytes<R>(at i: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        let r = refs[i]
+        return try storage.withUnsafeBufferPointer {
+            try body(UnsafeBufferPointer(rebasing: $0[Int(r.valueStart)..<Int(r.valueStart + r.valueCount)]))
+        }
+    }
+
+    // MARK: Lookup by known id
+
+    @inline(__always) public func index(of id: FieldName) -> Int? {
+        for i in refs.indices where refs[i].id == id { return i }
+        return nil
+    }
+
+    public func first(_ id: FieldName) -> String? { index(of: id).map(value(at:)) }
+    public func contains(_ id: FieldName) -> Bool { index(of: id) != nil }
+    public func all(_ id: FieldName) -> [String] {
+        var out: [String] = []
+        for i in refs.indices where refs[i].id == id { out.append(value(at: i)) }
+        return out
+    }
+    /// The field's lines combined into one comma-separated list (RFC 9110 §5.3).
+    public func combined(_ id: FieldName) -> String? {
+        var result: String? = nil
+        for i in refs.indices where refs[i].id == id {
+            if result == nil { result = value(at: i) } else { result! += ", " + value(at: i) }
+        }
+        return result
+    }
+
+    // MARK: Lookup by name (ASCII case-insensitive)
+
+    private func matches(_ i: Int, _ name: String, _ id: FieldName) -> Bool {
+        if id != .other { return refs[i].id == id }
+        let r = refs[i]
+        guard r.id == .other, Int(r.nameCount) == name.utf8.count else { return false }
+        var n = name
+        return n.withUTF8 { q in
+            storage.withUnsafeBufferPointer { s in
+                for k in 0..<q.count where lowerASCII(q[k]) != lowerASCII(s[Int(r.nameStart) + k]) { return false }
+                return true
+            }
+        }
+    }
+
+    public func first(_ name: String) -> String? {
+        let id = FieldName(name)
+        for i in refs.indices where matches(i, name, id) { return value(at: i) }
+        return nil
+    }
+
+    public func all(_ name: String) -> [String] {
+        let id = FieldName(name)
+        var out: [String] = []
+        for i in refs.indices where matches(i, name, id) { out.append(value(at: i)) }
+        return out
+    }
+
+    public func combined(_ name: String) -> String? {
+        let values = all(name)
+        return values.isEmpty ? nil : values.joined(separator: ", ")
+    }
+
+    public func contains(_ name: String) -> Bool {
+        let id = FieldName(name)
+        for i in refs.indices where matches(i, name, id) { return true }
+        return false
+    }
+}
+
+@inline(__always) func lowerASCII(_ c: UInt8) -> UInt8 { c &- 65 < 26 ? c | 0x20 : c }
+
+/// The header fields the analysis and the outputs read, recognised once when a field is parsed.
+public enum FieldName: UInt8, Sendable, CaseIterable {
+    case other
+    case host, userAgent, referer, cookie, authorization, proxyAuthorization, ifNoneMatch, ifModifiedSince
+    case expect, upgrade, connection
+    case contentLength, transferEncoding, contentEncoding, contentType
+    case cacheControl, expires, date, age, lastModified, etag, location, vary, pragma, setCookie
+
+    /// The name as usually written.
+    public var canonical: String {
+        switch self {
+        case .other: return ""
+        case .host: return "Host"
+        case .userAgent: return "User-Agent"
+        case .referer: return "Referer"
+        case .cookie: return "Cookie"
+        case .authorization: return "Authorization"
+        case .proxyAuthorization: return "Proxy-Authorization"
+        case .ifNoneMatch: return "If-None-Match"
+        case .ifModifiedSince: return "If-Modified-Since"
+        case .expect: return "Expect"
+        case .upgrade: return "Upgrade"
+        case .connection: return "Connection"
+        case .contentLength: return "Content-Length"
+        case .transferEncoding: return "Transfer-Encoding"
+        case .contentEncoding: return "Content-Encoding"
+        case .contentType: return "Content-Type"
+        case .cacheControl: return "Cache-Control"
+        case .expires: return "Expires"
+        case .date: return "Date"
+        case .age: return "Age"
+        case .lastModified: return "Last-Modified"
+        case .etag: return "ETag"
+        case .location: return "Location"
+        case .vary: return "Vary"
+        case .pragma: return "Pragma"
+        case .setCookie: return "Set-Cookie"
+        }
+    }
+
+    /// Known names grouped by length, lower-cased.
+    private static let byLength: [[(name: [UInt8], id: FieldName)]] = {
+        var table = [[(name: [UInt8], id: FieldName)]](repeating: [], count: 32)
+        for id in FieldName.allCases where id != .other {
+            let lower = Array(id.canonical.lowercased().utf8)
+            table[lower.count].append((lower, id))
+        }
+        return table
+    }()
+
+    init(_ name: ArraySlice<UInt8>) {
+        self = name.withUnsafeBufferPointer { FieldName(buffer: $0) }
+    }
+
+    public init(_ name: String) {
+        var n = name
+        self = n.withUTF8 { FieldName(buffer: $0) }
+    }
+
+    init(buffer name: UnsafeBufferPointer<UInt8>) {
+        guard name.count < FieldName.byLength.count else { self = .other; return }
+        outer: for candidate in FieldName.byLength[name.count] {
+            for k in 0..<name.count where lowerASCII(name[k]) != candidate.name[k] { continue outer }
+            self = candidate.id
+            return
+        }
+        self = .other
+    }
+}
