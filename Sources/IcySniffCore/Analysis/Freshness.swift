@@ -98,11 +98,24 @@ public final class CacheTracker {
 
     /// The URL a cache keys on: scheme, host (lower-cased, default port dropped), path and query.
     static func cacheKey(_ t: Transaction) -> String {
-        var host = t.host.lowercased()
-        if host.hasSuffix(":80") { host.removeLast(3) }
-        let target = t.request?.targetString ?? "/"
-        if target.lowercased().hasPrefix("http://") { return target.lowercased() }
-        return "http://\(host)\(target)"
+        var key: [UInt8] = []
+        key.reserveCapacity(128)
+        var target = t.request?.targetString ?? "/"
+        return target.withUTF8 { tb in
+            if tb.count >= 7, zip(tb[0..<7], "http://".utf8).allSatisfy({ lowerASCII($0) == $1 }) {
+                key.append(contentsOf: tb.lazy.map(lowerASCII))
+            } else {
+                key.append(contentsOf: "http://".utf8)
+                var host = t.host
+                host.withUTF8 { hb in
+                    var n = hb.count
+                    if n >= 3, hb[n - 3] == 0x3A, hb[n - 2] == 0x38, hb[n - 1] == 0x30 { n -= 3 }
+                    key.append(contentsOf: hb[0..<n].lazy.map(lowerASCII))
+                }
+                key.append(contentsOf: tb)
+            }
+            return String(decoding: key, as: UTF8.self)
+        }
     }
 
     /// The per-response part: storable, lifetime, age, validators (no history needed).
@@ -119,7 +132,7 @@ public final class CacheTracker {
         a.responseTime = responseTime
 
         let dateValue: Double = {
-            if let d = headers.first(.date), let secs = HTTPDate.parse(d, now: responseTime) { return Double(secs) }
+            if let secs = headers.httpDate(.date, now: responseTime) { return Double(secs) }
             return responseTime.secondsSinceEpoch
         }()
         let ageValue = Double(CacheControl.deltaSeconds(headers.first(.age)) ?? 0)
@@ -155,12 +168,12 @@ public final class CacheTracker {
             lifetime = Double(CacheControl.deltaSeconds(arg) ?? 0)
             a.lifetimeSource = "max-age"
         } else if hasExpires {
-            if let e = headers.first(.expires), let expires = HTTPDate.parse(e, now: responseTime) {
+            if let expires = headers.httpDate(.expires, now: responseTime) {
                 lifetime = max(0, Double(expires) - dateValue)
             }
             a.lifetimeSource = "expires"
         } else if heuristicStatuses.contains(status) || cc.has("public") || cc.has("private"),
-                  let lm = a.lastModified, let modified = HTTPDate.parse(lm, now: responseTime) {
+                  a.lastModified != nil, let modified = headers.httpDate(.lastModified, now: responseTime) {
             // §4.2.2: 10% of the time since Last-Modified.
             lifetime = (max(0, dateValue - Double(modified)) * 0.1)
             a.lifetimeSource = "heuristic"

@@ -14,54 +14,85 @@ enum HTTPDate {
         return UInt32(lower(b[i])) << 16 | UInt32(lower(b[i + 1])) << 8 | UInt32(lower(b[i + 2]))
     }
 
-    /// Seconds since the epoch, or nil when `text` is not a valid HTTP-date. Works on bytes: it
-    /// runs for every response (Date, Expires, Last-Modified).
+    /// Seconds since the epoch, or nil when `text` is not a valid HTTP-date. Works on bytes, without
+    /// allocating: it runs for every response (Date, Expires, Last-Modified).
     /// `now` resolves rfc850's two-digit year (RFC 9110 §5.6.7: more than 50 years ahead means the past century).
     static func parse(_ text: String, now: Timestamp? = nil) -> Int64? {
-        let bytes = Array(text.utf8)
-        var tokens: [ArraySlice<UInt8>] = []
+        var t = text
+        return t.withUTF8 { parse(bytes: $0, now: now) }
+    }
+
+    static func parse(bytes: UnsafeBufferPointer<UInt8>, now: Timestamp? = nil) -> Int64? {
+        // Up to six whitespace-separated tokens, as (start, end) offsets.
+        var starts = (0, 0, 0, 0, 0, 0), ends = (0, 0, 0, 0, 0, 0)
+        var count = 0
         var i = 0
-        while i < bytes.count {
-            while i < bytes.count && (bytes[i] == 0x20 || bytes[i] == 0x09) { i += 1 }
+        let n = bytes.count
+        while i < n {
+            while i < n && (bytes[i] == 0x20 || bytes[i] == 0x09) { i += 1 }
             let start = i
-            while i < bytes.count && bytes[i] != 0x20 && bytes[i] != 0x09 { i += 1 }
-            if i > start { tokens.append(bytes[start..<i]) }
-            if tokens.count > 6 { return nil }
+            while i < n && bytes[i] != 0x20 && bytes[i] != 0x09 { i += 1 }
+            if i > start {
+                if count == 6 { return nil }
+                withUnsafeMutableBytes(of: &starts) { $0.storeBytes(of: start, toByteOffset: count * 8, as: Int.self) }
+                withUnsafeMutableBytes(of: &ends) { $0.storeBytes(of: i, toByteOffset: count * 8, as: Int.self) }
+                count += 1
+            }
         }
-        func number(_ t: ArraySlice<UInt8>, digits: Int) -> Int64? {
+        func token(_ k: Int) -> UnsafeBufferPointer<UInt8> {
+            let s = withUnsafeBytes(of: starts) { $0.load(fromByteOffset: k * 8, as: Int.self) }
+            let e = withUnsafeBytes(of: ends) { $0.load(fromByteOffset: k * 8, as: Int.self) }
+            return UnsafeBufferPointer(rebasing: bytes[s..<e])
+        }
+        func number(_ t: UnsafeBufferPointer<UInt8>.SubSequence, digits: Int) -> Int64? {
             guard t.count == digits || (digits == -2 && (t.count == 1 || t.count == 2)) else { return nil }
             var v: Int64 = 0
             for c in t { guard c >= 0x30 && c <= 0x39 else { return nil }; v = v * 10 + Int64(c - 0x30) }
             return v
         }
-        func isGMT(_ t: ArraySlice<UInt8>) -> Bool { key(t) == 0x67_6d74 }
-        func clock(_ t: ArraySlice<UInt8>) -> Int64? {
-            guard t.count == 8, t[t.startIndex + 2] == 0x3A, t[t.startIndex + 5] == 0x3A,
-                  let h = number(t.prefix(2), digits: 2), let m = number(t.dropFirst(3).prefix(2), digits: 2),
-                  let sec = number(t.suffix(2), digits: 2), h < 24, m < 60, sec <= 60 else { return nil }
+        func key3(_ t: UnsafeBufferPointer<UInt8>.SubSequence) -> UInt32 {
+            guard t.count == 3 else { return 0 }
+            let i = t.startIndex
+            return UInt32(lower(t[i])) << 16 | UInt32(lower(t[i + 1])) << 8 | UInt32(lower(t[i + 2]))
+        }
+        func isGMT(_ t: UnsafeBufferPointer<UInt8>) -> Bool { key3(t[...]) == 0x67_6d74 }
+        func clock(_ t: UnsafeBufferPointer<UInt8>) -> Int64? {
+            guard t.count == 8, t[2] == 0x3A, t[5] == 0x3A,
+                  let h = number(t[0..<2], digits: 2), let m = number(t[3..<5], digits: 2),
+                  let sec = number(t[6..<8], digits: 2), h < 24, m < 60, sec <= 60 else { return nil }
             return h * 3600 + m * 60 + sec
         }
-        // IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT"
-        if tokens.count == 6, tokens[0].last == 0x2C, days.contains(key(tokens[0].dropLast())) {
-            guard isGMT(tokens[5]), let day = number(tokens[1], digits: 2), let month = months.firstIndex(of: key(tokens[2])),
-                  let year = number(tokens[3], digits: 4), let time = clock(tokens[4]) else { return nil }
-            return make(year, Int64(month + 1), day, time)
+        func month(_ t: UnsafeBufferPointer<UInt8>.SubSequence) -> Int64? {
+            months.firstIndex(of: key3(t)).map { Int64($0 + 1) }
         }
-        // rfc850-date: "Sunday, 06-Nov-94 08:49:37 GMT"
-        if tokens.count == 4, tokens[0].last == 0x2C, longDays.contains(where: { $0.elementsEqual(tokens[0].dropLast().map(lower)) }) {
-            let dmy = tokens[1].split(separator: 0x2D, omittingEmptySubsequences: false)
-            guard isGMT(tokens[3]), dmy.count == 3, let day = number(dmy[0], digits: 2), let month = months.firstIndex(of: key(dmy[1])),
-                  let yy = number(dmy[2], digits: 2), let time = clock(tokens[2]) else { return nil }
+        if count == 6 {
+            // IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT"
+            let d = token(0)
+            guard d.count == 4, d[3] == 0x2C, days.contains(key3(d[0..<3])), isGMT(token(5)),
+                  let day = number(token(1)[...], digits: 2), let mon = month(token(2)[...]),
+                  let year = number(token(3)[...], digits: 4), let time = clock(token(4)) else { return nil }
+            return make(year, mon, day, time)
+        }
+        if count == 4 {
+            // rfc850-date: "Sunday, 06-Nov-94 08:49:37 GMT"
+            let d = token(0)
+            guard d.count >= 2, d[d.count - 1] == 0x2C,
+                  longDays.contains(where: { $0.elementsEqual(d[0..<(d.count - 1)].lazy.map(lower)) }) else { return nil }
+            let dmy = token(1)
+            guard isGMT(token(3)), dmy.count == 9, dmy[2] == 0x2D, dmy[6] == 0x2D,
+                  let day = number(dmy[0..<2], digits: 2), let mon = month(dmy[3..<6]),
+                  let yy = number(dmy[7..<9], digits: 2), let time = clock(token(2)) else { return nil }
             let currentYear = now.map { Timestamp.civil(fromDays: $0.nanoseconds / 1_000_000_000 / 86_400).0 } ?? 2000
             var year = (currentYear / 100) * 100 + yy
             if year > currentYear + 50 { year -= 100 }
-            return make(year, Int64(month + 1), day, time)
+            return make(year, mon, day, time)
         }
-        // asctime-date: "Sun Nov  6 08:49:37 1994"
-        if tokens.count == 5, days.contains(key(tokens[0])) {
-            guard let month = months.firstIndex(of: key(tokens[1])), let day = number(tokens[2], digits: -2),
-                  let time = clock(tokens[3]), let year = number(tokens[4], digits: 4) else { return nil }
-            return make(year, Int64(month + 1), day, time)
+        if count == 5 {
+            // asctime-date: "Sun Nov  6 08:49:37 1994"
+            guard days.contains(key3(token(0)[...])), let mon = month(token(1)[...]),
+                  let day = number(token(2)[...], digits: -2),
+                  let time = clock(token(3)), let year = number(token(4)[...], digits: 4) else { return nil }
+            return make(year, mon, day, time)
         }
         return nil
     }

@@ -110,6 +110,12 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
         return result
     }
 
+    /// The first field `id` read as an HTTP-date (nil when absent or not a valid date).
+    func httpDate(_ id: FieldName, now: Timestamp?) -> Int64? {
+        guard let i = index(of: id) else { return nil }
+        return withValueBytes(at: i) { HTTPDate.parse(bytes: $0, now: now) }
+    }
+
     // MARK: Lookup by name (ASCII case-insensitive)
 
     private func matches(_ i: Int, _ name: String, _ id: FieldName) -> Bool {
