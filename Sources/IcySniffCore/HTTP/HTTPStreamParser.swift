@@ -338,43 +338,60 @@ public final class HTTPStreamParser {
     }
 
     /// Parses the header lines held in the buffer into the message.
+    /// Indexes the field lines of the head in `buffer` (the message keeps the buffer itself; names
+    /// and values are ranges of it).
     private func parseHeaderFields(into m: HTTPMessage, trailers: Bool = false) {
-        var fields = HeaderFields()
-        fields.reserve(bytes: buffer.count, fields: 16)
-        var i = 0
-        let count = buffer.count
-        var first = !trailers
-        while i < count {
-            var end = i
-            while end < count && buffer[end] != 0x0A { end += 1 }
-            var contentEnd = end
-            if contentEnd > i && buffer[contentEnd - 1] == 0x0D { contentEnd -= 1 }
-            defer { i = end + 1 }
-            if first { first = false; continue }
-            if contentEnd == i { break }
-            let c = buffer[i]
-            if c == 0x20 || c == 0x09 {
-                // obs-fold (RFC 9112 §5.2): the line continues the previous field's value.
-                m.note(.obsoleteLineFolding)
-                fields.continueLast(with: trimOWS(buffer[i..<contentEnd]))
-                continue
+        var fields = HeaderFields(head: buffer)
+        let maxFields = options.maxHeaderFields
+        var notes: [Weird] = []
+        buffer.withUnsafeBufferPointer { p in
+            let count = p.count
+            var i = 0
+            var first = !trailers
+            @inline(__always) func isWS(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 }
+            while i < count {
+                var end = i
+                if let base = p.baseAddress, let found = memchr(base + i, 0x0A, count - i) {
+                    end = UnsafePointer<UInt8>(found.assumingMemoryBound(to: UInt8.self)) - base
+                } else {
+                    end = count
+                }
+                var contentEnd = end
+                if contentEnd > i && p[contentEnd - 1] == 0x0D { contentEnd -= 1 }
+                let lineStart = i
+                i = end + 1
+                if first { first = false; continue }
+                if contentEnd == lineStart { break }
+                if isWS(p[lineStart]) {
+                    // obs-fold (RFC 9112 §5.2): the line continues the previous field's value.
+                    notes.append(.obsoleteLineFolding)
+                    var lo = lineStart, hi = contentEnd
+                    while lo < hi && isWS(p[lo]) { lo += 1 }
+                    while hi > lo && isWS(p[hi - 1]) { hi -= 1 }
+                    fields.continueLast(with: buffer[lo..<hi])
+                    continue
+                }
+                var colon = lineStart
+                while colon < contentEnd && p[colon] != 0x3A { colon += 1 }
+                guard colon < contentEnd else {
+                    notes.append(.badHeaderLine)
+                    continue
+                }
+                var nameEnd = colon
+                if nameEnd > lineStart && isWS(p[nameEnd - 1]) {
+                    notes.append(.badHeaderLine)
+                    while nameEnd > lineStart && isWS(p[nameEnd - 1]) { nameEnd -= 1 }
+                }
+                if nameEnd == lineStart { notes.append(.badHeaderLine); continue }
+                var lo = colon + 1, hi = contentEnd
+                while lo < hi && isWS(p[lo]) { lo += 1 }
+                while hi > lo && isWS(p[hi - 1]) { hi -= 1 }
+                if fields.count >= maxFields { notes.append(.tooManyHeaders); break }
+                let id = FieldName(buffer: UnsafeBufferPointer(rebasing: p[lineStart..<nameEnd]))
+                fields.appendRange(name: lineStart..<nameEnd, value: lo..<hi, id: id)
             }
-            var colon = i
-            while colon < contentEnd && buffer[colon] != 0x3A { colon += 1 }
-            guard colon < contentEnd else {
-                m.note(.badHeaderLine)
-                continue
-            }
-            var nameSlice = buffer[i..<colon]
-            if nameSlice.last == 0x20 || nameSlice.last == 0x09 {
-                m.note(.badHeaderLine)
-                nameSlice = trimOWS(nameSlice)
-            }
-            if nameSlice.isEmpty { m.note(.badHeaderLine); continue }
-            let value = trimOWS(buffer[(colon + 1)..<contentEnd])
-            if fields.count >= options.maxHeaderFields { m.note(.tooManyHeaders); break }
-            fields.append(name: nameSlice, value: value)
         }
+        for w in notes { m.note(w) }
         if trailers { m.trailers = fields } else { m.headers = fields }
     }
 

@@ -21,6 +21,19 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
 
     public init(arrayLiteral elements: HTTPHeader...) { self.init(elements) }
 
+    /// Fields that point into `head` (the message head as received): no bytes are copied.
+    init(head: [UInt8]) {
+        storage = head
+        refs.reserveCapacity(16)
+    }
+
+    /// Adds a field whose name and value are ranges of the storage.
+    @inline(__always)
+    mutating func appendRange(name: Range<Int>, value: Range<Int>, id: FieldName) {
+        refs.append(Ref(nameStart: UInt32(name.lowerBound), nameCount: UInt32(name.count),
+                        valueStart: UInt32(value.lowerBound), valueCount: UInt32(value.count), id: id))
+    }
+
     mutating func reserve(bytes: Int, fields: Int) {
         storage.reserveCapacity(bytes)
         refs.reserveCapacity(fields)

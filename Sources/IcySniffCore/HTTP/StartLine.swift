@@ -48,9 +48,10 @@ struct RequestLine {
 
     static func isVersion(_ v: ArraySlice<UInt8>) -> Bool {
         guard v.count == 8 else { return false }
-        let b = Array(v)
-        return (b[0] | 0x20) == 0x68 && (b[1] | 0x20) == 0x74 && (b[2] | 0x20) == 0x74 && (b[3] | 0x20) == 0x70
-            && b[4] == 0x2F && isDigit(b[5]) && b[6] == 0x2E && isDigit(b[7])
+        let s = v.startIndex
+        @inline(__always) func b(_ k: Int) -> UInt8 { v[s + k] }
+        return (b(0) | 0x20) == 0x68 && (b(1) | 0x20) == 0x74 && (b(2) | 0x20) == 0x74 && (b(3) | 0x20) == 0x70
+            && b(4) == 0x2F && isDigit(b(5)) && b(6) == 0x2E && isDigit(b(7))
     }
 
     /// A strict check used when resynchronising: `TOKEN SP target SP HTTP/d.d`.
