@@ -97,13 +97,27 @@ public final class Transaction {
 
     private func computeURL() -> String {
         guard let request else { return "http://\(host)/" }
-        let target = request.targetString
-        let lower = target.lowercased()
-        if lower.hasPrefix("http://") || lower.hasPrefix("https://") { return URLText.sanitize(target) }
+        var target = request.targetString
+        let absolute = target.withUTF8 { t in
+            func hasPrefix(_ p: StaticString) -> Bool {
+                guard t.count >= p.utf8CodeUnitCount else { return false }
+                for k in 0..<p.utf8CodeUnitCount where lowerASCII(t[k]) != p.utf8Start[k] { return false }
+                return true
+            }
+            return hasPrefix("http://") || hasPrefix("https://")
+        }
+        if absolute { return URLText.sanitize(target) }
         if request.method == "CONNECT" { return "https://\(URLText.sanitize(target))" }
-        if target == "*" { return "http://\(URLText.sanitize(host))*" }
-        let path = target.hasPrefix("/") ? target : "/" + target
-        return "http://\(URLText.sanitize(host))\(URLText.sanitize(path))"
+        var out: [UInt8] = []
+        out.reserveCapacity(target.utf8.count + 64)
+        out.append(contentsOf: "http://".utf8)
+        URLText.appendSanitized(host, to: &out)
+        target.withUTF8 { t in
+            if t.count == 1 && t[0] == UInt8(ascii: "*") { out.append(UInt8(ascii: "*")); return }
+            if t.first != UInt8(ascii: "/") { out.append(UInt8(ascii: "/")) }
+            URLText.appendSanitized(t, to: &out)
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 }
 
@@ -123,6 +137,20 @@ enum URLText {
             }
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    static func appendSanitized(_ s: String, to out: inout [UInt8]) {
+        var s = s
+        s.withUTF8 { appendSanitized($0, to: &out) }
+    }
+
+    static func appendSanitized(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+        let hex: StaticString = "0123456789ABCDEF"
+        for b in bytes {
+            if allowed(b) { out.append(b) } else {
+                out.append(0x25); out.append(hex.utf8Start[Int(b >> 4)]); out.append(hex.utf8Start[Int(b & 15)])
+            }
+        }
     }
 
     @inline(__always) static func allowed(_ b: UInt8) -> Bool {

@@ -104,6 +104,8 @@ public final class PcapSource {
             file = icy_gzip_fdopen(fd, &cookie)
         } else {
             file = fdopen(fd, "rb")
+            // Reads of 256 KiB instead of stdio's 4 KiB: 64 times fewer read(2) calls.
+            if let file { setvbuf(file, nil, _IOFBF, 256 * 1024) }
         }
         guard let file else {
             let reason = String(cString: strerror(errno))

@@ -223,7 +223,10 @@ enum EntryEncoder {
     }
 
     static func redactURL(_ url: String, options: ExportOptions) -> String {
-        guard !options.keepSecrets, url.utf8.contains(0x3F), let q = url.firstIndex(of: "?") else { return url }
+        guard !options.keepSecrets else { return url }
+        var u = url
+        let hasQuery = u.withUTF8 { b in b.withMemoryRebound(to: UInt8.self) { p in p.contains(0x3F) } }
+        guard hasQuery, let q = url.firstIndex(of: "?") else { return url }
         let query = url[url.index(after: q)...]
         var changed = false
         let parts = query.split(separator: "&", omittingEmptySubsequences: false).map { part -> String in

@@ -117,6 +117,20 @@ public struct JSONWriter {
         bytes.append(0x22)
     }
 
+    /// The first `id` field of `headers` as a string, or null when absent (or no message). ASCII
+    /// values are copied from the header buffer; others go through the wire-text decoding.
+    public mutating func headerValue(_ k: StaticString, _ headers: HeaderFields?, _ id: FieldName) {
+        key(k)
+        guard let headers, let i = headers.index(of: id) else { null(); return }
+        beforeValue()
+        let ascii = headers.withValueBytes(at: i) { value -> Bool in
+            for c in value where c >= 0x80 { return false }
+            appendQuoted(bytes: value)
+            return true
+        }
+        if !ascii { appendQuoted(headers.value(at: i)) }
+    }
+
     /// Raw JSON text as a value (already valid JSON).
     public mutating func raw(_ json: [UInt8]) { beforeValue(); bytes.append(contentsOf: json) }
 

@@ -246,17 +246,17 @@ enum NDJSONEncoder {
         w.optionalString("target", req?.targetString)
         w.optionalString("url", req.map { _ in EntryEncoder.redactURL(t.url, options: options) })
         w.optionalString("request_version", req?.versionText)
-        w.optionalString("user_agent", req?.headers.first(.userAgent))
-        w.optionalString("referrer", req?.headers.first(.referer))
+        w.headerValue("user_agent", req?.headers, .userAgent)
+        w.headerValue("referrer", req?.headers, .referer)
         w.key("request_body_len"); if let req { w.int(req.decodedBytes) } else { w.null() }
         w.key("status"); if let resp { w.int(resp.status) } else { w.null() }
         w.optionalString("reason", resp?.reason)
         w.optionalString("response_version", resp?.versionText)
-        w.optionalString("content_type", resp?.headers.first(.contentType))
-        w.optionalString("content_encoding", resp?.headers.first(.contentEncoding))
+        w.headerValue("content_type", resp?.headers, .contentType)
+        w.headerValue("content_encoding", resp?.headers, .contentEncoding)
         w.key("response_body_len"); if let resp { w.int(resp.decodedBytes) } else { w.null() }
         w.key("response_encoded_len"); if let resp { w.int(resp.bodyBytes) } else { w.null() }
-        w.optionalString("location", resp?.headers.first(.location))
+        w.headerValue("location", resp?.headers, .location)
         w.number("time_ms", t.timings.total)
         w.number("dns_ms", t.timings.dns)
         w.number("connect_ms", t.timings.connect)

@@ -17,10 +17,11 @@ struct BodyFraming {
             if method == "CONNECT" && m.status >= 200 && m.status < 300 { return BodyFraming(kind: .tunnel) }
             if m.status == 101 { return BodyFraming(kind: .tunnel) }
         }
-        let lengths = m.headers.all(.contentLength)
-        if let te = m.headers.combined(.transferEncoding) {
+        let headers = m.headers
+        let hasLength = headers.contains(.contentLength)
+        if let te = headers.combined(.transferEncoding) {
             let codings = te.split(separator: ",").map { $0.trimmingASCIIWhitespace().lowercased() }.filter { !$0.isEmpty }
-            if !lengths.isEmpty {
+            if hasLength {
                 // §6.3 item 3: Transfer-Encoding overrides Content-Length; a sign of smuggling.
                 weirds.append(.contentLengthAndChunked)
                 weirds.append(.smugglingSuspected)
@@ -34,17 +35,39 @@ struct BodyFraming {
                 return BodyFraming(kind: m.kind == .response ? .untilClose : .none, weirds: weirds)
             }
         }
-        if !lengths.isEmpty {
+        if hasLength {
             // §6.3 item 5: a list of identical values is one value; anything else is invalid.
             var value: UInt64? = nil
             var invalid = false
             var conflicting = false
-            for line in lengths {
-                for part in line.split(separator: ",", omittingEmptySubsequences: false) {
-                    let token = part.trimmingASCIIWhitespace()
-                    guard !token.isEmpty, token.utf8.allSatisfy(isDigit), let v = UInt64(token) else { invalid = true; continue }
-                    if let existing = value, existing != v { conflicting = true }
-                    if value == nil { value = v }
+            for i in headers.indices where headers.id(at: i) == .contentLength {
+                headers.withValueBytes(at: i) { line in
+                    var k = 0
+                    while k <= line.count {
+                        // One comma-separated element, trimmed of whitespace.
+                        var end = k
+                        while end < line.count && line[end] != 0x2C { end += 1 }
+                        var lo = k, hi = end
+                        while lo < hi && (line[lo] == 0x20 || line[lo] == 0x09) { lo += 1 }
+                        while hi > lo && (line[hi - 1] == 0x20 || line[hi - 1] == 0x09) { hi -= 1 }
+                        var v: UInt64 = 0
+                        var ok = hi > lo
+                        for j in lo..<hi {
+                            let c = line[j]
+                            guard isDigit(c) else { ok = false; break }
+                            let (times10, o1) = v.multipliedReportingOverflow(by: 10)
+                            let (sum, o2) = times10.addingReportingOverflow(UInt64(c - 0x30))
+                            if o1 || o2 { ok = false; break }
+                            v = sum
+                        }
+                        if !ok {
+                            invalid = true
+                        } else {
+                            if let existing = value, existing != v { conflicting = true }
+                            if value == nil { value = v }
+                        }
+                        k = end + 1
+                    }
                 }
             }
             if conflicting { weirds.append(.conflictingContentLength); weirds.append(.smugglingSuspected) }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import CZlib
 import CBrotli
 import CZstd
@@ -113,6 +116,23 @@ public final class ContentDecoder {
         run(stage: 0, input: input, output: output)
     }
 
+    /// libdeflate's decompressor (about 10 KiB, zeroed on allocation) is made once per thread and
+    /// reused: batch runs analyse captures on several threads at once.
+    private static let decompressorKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { p in
+            if let p { libdeflate_free_decompressor(OpaquePointer(p)) }
+        }
+        return key
+    }()
+
+    private static func threadDecompressor() -> OpaquePointer? {
+        if let p = pthread_getspecific(decompressorKey) { return OpaquePointer(p) }
+        guard let d = libdeflate_alloc_decompressor() else { return nil }
+        pthread_setspecific(decompressorKey, UnsafeRawPointer(d))
+        return d
+    }
+
     /// One libdeflate call over a whole single-member body. True when it decoded exactly all of
     /// `input` (output handed to `emit`); false leaves everything to the streaming decoder.
     static func inflateWhole(_ input: UnsafeRawBufferPointer, coding: Coding, maxOutput: UInt64,
@@ -137,8 +157,7 @@ public final class ContentDecoder {
         } else {
             capacity = max(input.count * 4, 64 << 10)
         }
-        guard let d = libdeflate_alloc_decompressor() else { return false }
-        defer { libdeflate_free_decompressor(d) }
+        guard let d = Self.threadDecompressor() else { return false }
         while capacity <= limit {
             let out = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 16)
             defer { out.deallocate() }

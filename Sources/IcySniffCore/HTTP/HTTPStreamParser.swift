@@ -341,7 +341,7 @@ public final class HTTPStreamParser {
     /// Indexes the field lines of the head in `buffer` (the message keeps the buffer itself; names
     /// and values are ranges of it).
     private func parseHeaderFields(into m: HTTPMessage, trailers: Bool = false) {
-        var fields = HeaderFields(head: buffer)
+        var fields = buffer.withUnsafeBufferPointer { HeaderFields(head: $0) }
         let maxFields = options.maxHeaderFields
         var notes: [Weird] = []
         buffer.withUnsafeBufferPointer { p in

@@ -21,9 +21,10 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
 
     public init(arrayLiteral elements: HTTPHeader...) { self.init(elements) }
 
-    /// Fields that point into `head` (the message head as received): no bytes are copied.
-    init(head: [UInt8]) {
-        storage = head
+    /// Fields that point into a copy of `head` (the message head as received), sized exactly: the
+    /// parser's own buffer, with its spare capacity, stays with the parser.
+    init(head: UnsafeBufferPointer<UInt8>) {
+        storage = Array(head)
         refs.reserveCapacity(16)
     }
 
