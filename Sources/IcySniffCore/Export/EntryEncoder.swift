@@ -54,10 +54,15 @@ enum EntryEncoder {
 
     static func writeHeaders(_ headers: HeaderFields, to w: inout JSONWriter, options: ExportOptions) {
         w.key("headers"); w.beginArray()
-        for h in headers {
+        for i in headers.indices {
             w.beginObject()
-            w.string("name", h.name)
-            w.string("value", redact(header: h, options: options))
+            w.key("name"); w.fieldText(headers, at: i, name: true)
+            let id = headers.id(at: i)
+            if !options.keepSecrets && (id == .cookie || id == .setCookie || id == .authorization || id == .proxyAuthorization) {
+                w.string("value", redact(header: headers[i], options: options))
+            } else {
+                w.key("value"); w.fieldText(headers, at: i, name: false)
+            }
             w.endObject()
         }
         w.endArray()

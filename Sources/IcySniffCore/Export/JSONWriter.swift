@@ -122,13 +122,20 @@ public struct JSONWriter {
     public mutating func headerValue(_ k: StaticString, _ headers: HeaderFields?, _ id: FieldName) {
         key(k)
         guard let headers, let i = headers.index(of: id) else { null(); return }
+        fieldText(headers, at: i, name: false)
+    }
+
+    /// Field `i`'s name or value as a string value. ASCII text is copied from the header buffer;
+    /// other bytes go through the wire-text decoding (UTF-8, else ISO-8859-1).
+    public mutating func fieldText(_ headers: HeaderFields, at i: Int, name: Bool) {
         beforeValue()
-        let ascii = headers.withValueBytes(at: i) { value -> Bool in
-            for c in value where c >= 0x80 { return false }
-            appendQuoted(bytes: value)
+        let body: (UnsafeBufferPointer<UInt8>) -> Bool = { text in
+            for c in text where c >= 0x80 { return false }
+            self.appendQuoted(bytes: text)
             return true
         }
-        if !ascii { appendQuoted(headers.value(at: i)) }
+        let ascii = name ? headers.withNameBytes(at: i, body) : headers.withValueBytes(at: i, body)
+        if !ascii { appendQuoted(name ? headers.name(at: i) : headers.value(at: i)) }
     }
 
     /// Raw JSON text as a value (already valid JSON).

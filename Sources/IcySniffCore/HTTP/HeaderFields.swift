@@ -101,6 +101,15 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
         }
     }
 
+    /// The name bytes of field `i`.
+    @inline(__always)
+    public func withNameBytes<R>(at i: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        let r = refs[i]
+        return try storage.withUnsafeBufferPointer {
+            try body(UnsafeBufferPointer(rebasing: $0[Int(r.nameStart)..<Int(r.nameStart + r.nameCount)]))
+        }
+    }
+
     // MARK: Lookup by known id
 
     @inline(__always) public func index(of id: FieldName) -> Int? {
