@@ -8,6 +8,12 @@ public struct StreamChunk {
     public var offset: UInt64
     public var bytes: UnsafeRawBufferPointer
     public var timestamp: Timestamp
+
+    public init(offset: UInt64, bytes: UnsafeRawBufferPointer, timestamp: Timestamp) {
+        self.offset = offset
+        self.bytes = bytes
+        self.timestamp = timestamp
+    }
 }
 
 /// Bytes of a direction that were never captured: `length` bytes starting at `offset`.
