@@ -148,7 +148,7 @@ struct OutputOptions: ParsableArguments {
     @Flag(name: .customLong("connections"), help: "List TCP connections (endpoints, handshake RTT, bytes, gaps, anomalies) instead of transactions.")
     var connections = false
 
-    @Flag(name: .customLong("bodies"), help: "Include request and response bodies in the HAR (content.text; base64 for binary types).")
+    @Flag(name: .customLong("bodies"), help: "Include request and response bodies in the HAR (content.text; base64 for binary types), each kept up to 16 MiB (beyond: cut and flagged body_truncated_in_memory; sizes stay exact).")
     var bodies = false
 
     @Flag(name: .customLong("keep-secrets"), help: "Keep Cookie, Set-Cookie, Authorization values and secret query parameters (redacted by default).")

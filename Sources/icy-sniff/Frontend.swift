@@ -96,6 +96,7 @@ struct Frontend {
         let pipeline = Pipeline(sink: sink, options: pipelineOptions)
         var code = Exit.ok
         var comments: [String] = []
+        var analysed = 0
         for path in input.read {
             let source: PcapSource
             do {
@@ -112,6 +113,7 @@ struct Frontend {
                 continue
             }
             let outcome = pipeline.run(source, maxPackets: input.count) { Signals.stop }
+            if outcome != .unsupportedLinkType { analysed += 1 }
             switch outcome {
             case .completed:
                 break
@@ -134,6 +136,9 @@ struct Frontend {
         if let live {
             code = max(code, live.run(pipeline: pipeline))
         }
+        // Not one input could be read: the error lines say why, and no empty table or HAR is
+        // written (an empty capture, by contrast, gives a valid empty output).
+        if analysed == 0 && live == nil && code != Exit.ok && !input.read.isEmpty { return code }
         pipeline.finish()
         do {
             try sink.finish(comment: comments.isEmpty ? nil : comments.joined(separator: "; "))

@@ -15,6 +15,44 @@ import Testing
         expectOneLine(try CLI.run(["-r", "/nonexistent.pcap", "--har", "--quiet"]), status: 2, contains: "cannot open '/nonexistent.pcap': No such file or directory")
     }
 
+    @Test func missingFileWritesNoEmptyOutput() throws {
+        let r = try CLI.run(["-r", "/nonexistent.pcap", "--format", "tsv", "--quiet"])
+        #expect(r.status == 2)
+        #expect(r.stdout.isEmpty, "no table header for a run that read nothing: \(r.text)")
+    }
+
+    /// Run as an unprivileged user (nobody), as a user who forgot sudo would.
+    static let asNobody = ["--reuid=65534", "--regid=65534", "--clear-groups"]
+
+    @Test(.enabled(if: getuid() == 0, "needs root to become nobody"))
+    func permissionDeniedOnTheFile() throws {
+        let file = CLI.temporaryDirectory().appendingPathComponent("root-only.pcap")
+        try Data(contentsOf: URL(fileURLWithPath: CLI.capture("wikipedia.pcap"))).write(to: file)
+        chmod(file.path, 0o600)
+        chmod(file.deletingLastPathComponent().path, 0o755)
+        let r = try CLI.run(Self.asNobody + [CLI.binary, "-r", file.path, "--quiet"], executable: "/usr/bin/setpriv")
+        expectOneLine(r, status: 2, contains: "cannot open '\(file.path)': Permission denied")
+    }
+
+    @Test(.enabled(if: getuid() == 0, "needs root to become nobody"))
+    func noCapturePermissionOnTheInterface() throws {
+        let r = try CLI.run(Self.asNobody + [CLI.binary, "-i", "lo", "--quiet"], executable: "/usr/bin/setpriv")
+        expectOneLine(r, status: 2, contains: "no permission to capture on 'lo'")
+        #expect(r.stdout.isEmpty)
+    }
+
+    @Test func unknownLinkType() throws {
+        // A classic pcap header with LINKTYPE_USER0 (147) and one 4-byte record.
+        var bytes: [UInt8] = []
+        for v: UInt32 in [0xa1b2_c3d4] { withUnsafeBytes(of: v.littleEndian) { bytes += $0 } }
+        for v: UInt16 in [2, 4] { withUnsafeBytes(of: v.littleEndian) { bytes += $0 } }
+        for v: UInt32 in [0, 0, 65535, 147, 1, 0, 4, 4] { withUnsafeBytes(of: v.littleEndian) { bytes += $0 } }
+        bytes += Array("abcd".utf8)
+        let file = CLI.temporaryDirectory().appendingPathComponent("user0.pcap")
+        try Data(bytes).write(to: file)
+        expectOneLine(try CLI.run(["-r", file.path, "--har", "--quiet"]), status: 2, contains: "link type DLT 147 (147) is not supported")
+    }
+
     @Test func notACapture() throws {
         expectOneLine(try CLI.run(["-r", "Package.swift", "--har", "--quiet"]), status: 2, contains: "is not a pcap or pcapng capture")
     }

@@ -115,6 +115,85 @@ extension CLI {
         #expect(underAddressSanitizer || mib < 256, "peak RSS \(mib) MiB")
     }
 
+    /// A 2 GiB response body (past 2^31, in 65,000-byte segments) streamed through `-r -` from a
+    /// generator: nothing is written to disk, sizes are counted as the body passes, and with
+    /// `--bodies` the kept copy stops at the documented 16 MiB cap (flagged) while the sizes stay exact.
+    @Test(.timeLimit(.minutes(4)))
+    func twoGibibyteBodyIsCountedByStreaming() throws {
+        let generator = #"""
+        import struct, sys
+        out = sys.stdout.buffer
+        out.write(struct.pack('<IHHiIII', 0xa1b2c3d4, 2, 4, 0, 0, 262144, 1))
+        t = [1700000000.0]
+        def tcp(src, sport, dst, dport, seq, ack, flags, payload=b''):
+            t[0] += 0.0001
+            total = 40 + len(payload)
+            sec = int(t[0]); usec = int((t[0] - sec) * 1e6)
+            frame = 14 + total
+            out.write(struct.pack('<IIII', sec, usec, frame, frame))
+            out.write(bytes(12) + b'\x08\x00')
+            out.write(struct.pack('!BBHHHBBH4s4s', 0x45, 0, total, 0, 0x4000, 64, 6, 0, src, dst))
+            out.write(struct.pack('!HHIIBBHHH', sport, dport, seq & 0xffffffff, ack & 0xffffffff, 0x50, flags, 65535, 0, 0))
+            out.write(payload)
+        C, S = bytes([10, 0, 0, 2]), bytes([10, 0, 0, 1])
+        size = 2 ** 31
+        c, s = 1000, 9000
+        tcp(C, 40000, S, 80, c, 0, 0x02); c += 1
+        tcp(S, 80, C, 40000, s, c, 0x12); s += 1
+        tcp(C, 40000, S, 80, c, s, 0x10)
+        req = b'GET /big.bin HTTP/1.1\r\nHost: example.com\r\n\r\n'
+        tcp(C, 40000, S, 80, c, s, 0x18, req); c += len(req)
+        head = b'HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n' % size
+        tcp(S, 80, C, 40000, s, c, 0x18, head); s += len(head)
+        block = b'x' * 65000
+        left = size
+        while left > 0:
+            n = min(left, len(block))
+            tcp(S, 80, C, 40000, s, c, 0x18, block[:n]); s += n; left -= n
+        tcp(C, 40000, S, 80, c, s, 0x11)
+        tcp(S, 80, C, 40000, s, c + 1, 0x11)
+        """#
+        let dir = CLI.temporaryDirectory()
+        let script = dir.appendingPathComponent("gen.py")
+        try generator.write(to: script, atomically: true, encoding: .utf8)
+        let runner = """
+        import resource, subprocess, sys
+        gen = subprocess.Popen(['python3', sys.argv[1]], stdout=subprocess.PIPE)
+        p = subprocess.run([sys.argv[2], '-r', '-'] + sys.argv[3:], stdin=gen.stdout, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        gen.stdout.close(); gen.wait()
+        sys.stdout.buffer.write(p.stdout)
+        sys.stderr.buffer.write(p.stderr)
+        sys.stderr.write("\\nmaxrss_kb=%d\\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+        sys.exit(p.returncode)
+        """
+        func run(_ arguments: [String]) throws -> (CLI.Result, Double) {
+            let r = try CLI.run(["python3", "-c", runner, script.path, CLI.binary] + arguments, executable: "/usr/bin/env")
+            let kb = r.stderr.split(separator: "\n").last { $0.hasPrefix("maxrss_kb=") }.flatMap { Double($0.dropFirst(10)) } ?? 0
+            return (r, kb / 1024)
+        }
+        let size = 1 << 31
+        let (r, mib) = try run(["--format", "ndjson", "--quiet"])
+        #expect(r.status == 0, "\(r.stderr.suffix(500))")
+        let row = try #require(try JSONSerialization.jsonObject(with: Data(r.text.utf8)) as? [String: Any])
+        #expect(row["response_body_len"] as? Int == size)
+        #expect(row["response_encoded_len"] as? Int == size)
+        #expect(row["flags"] as? [String] == [])
+        #expect(underAddressSanitizer || mib < 64, "peak RSS \(mib) MiB")
+
+        let (h, hmib) = try run(["--har", "--bodies", "--quiet"])
+        #expect(h.status == 0, "\(h.stderr.suffix(500))")
+        let har = try #require(try JSONSerialization.jsonObject(with: Data(h.text.utf8)) as? [String: Any])
+        let entry = try #require(((har["log"] as? [String: Any])?["entries"] as? [[String: Any]])?.first)
+        let response = try #require(entry["response"] as? [String: Any])
+        let content = try #require(response["content"] as? [String: Any])
+        #expect(content["size"] as? Int == size)
+        #expect(response["bodySize"] as? Int == size)
+        let kept = (content["text"] as? String)?.utf8.count ?? 0
+        #expect(kept > 0 && kept <= (16 << 20) / 3 * 4 + 64, "kept \(kept) bytes (base64 of at most 16 MiB)")
+        #expect((entry["_flags"] as? [String])?.contains("body_truncated_in_memory") == true, "\(entry["_flags"] ?? "none")")
+        #expect(underAddressSanitizer || hmib < 16 * 4 + 64, "peak RSS \(hmib) MiB with --bodies")
+    }
+
     @Test func oneMebibyteHeaderLineIsFlaggedAndTheExchangeStillPaired() throws {
         let file = CLI.temporaryDirectory().appendingPathComponent("bigheader.pcap")
         try pipelined(3, headerLine: 1 << 20).write(to: file)
