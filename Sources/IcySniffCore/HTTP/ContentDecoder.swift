@@ -145,7 +145,12 @@ public final class ContentDecoder {
             format = .gzip
         } else {
             let zlibWrapped = b0 & 0x0f == 8 && (UInt16(b0) << 8 | UInt16(b1)) % 31 == 0
-            if zlibWrapped { format = .zlib } else if coding == .deflate { format = .raw } else { return false }
+            // Raw deflate has no checksum, and libdeflate accepts some streams zlib rejects as
+            // invalid (found by the differential fuzz target: a fixed-Huffman block with an
+            // invalid literal/length code): only CRC-32 (gzip) or Adler-32 (zlib) guarded streams
+            // take the fast path.
+            guard zlibWrapped else { return false }
+            format = .zlib
         }
         let limit = Int(min(UInt64(wholeOutputLimit), maxOutput))
         var capacity: Int
