@@ -7,11 +7,10 @@ enum HTTPDate {
     private static let days: [UInt32] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"].map { key(Array($0.utf8)[...]) }
     private static let longDays: [[UInt8]] = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"].map { Array($0.utf8) }
 
-    @inline(__always) private static func lower(_ c: UInt8) -> UInt8 { c &- 65 < 26 ? c | 0x20 : c }
     @inline(__always) private static func key(_ b: ArraySlice<UInt8>) -> UInt32 {
         guard b.count == 3 else { return 0 }
         let i = b.startIndex
-        return UInt32(lower(b[i])) << 16 | UInt32(lower(b[i + 1])) << 8 | UInt32(lower(b[i + 2]))
+        return UInt32(lowerASCII(b[i])) << 16 | UInt32(lowerASCII(b[i + 1])) << 8 | UInt32(lowerASCII(b[i + 2]))
     }
 
     /// Seconds since the epoch, or nil when `text` is not a valid HTTP-date. Works on bytes, without
@@ -23,8 +22,12 @@ enum HTTPDate {
     }
 
     static func parse(bytes: UnsafeBufferPointer<UInt8>, now: Timestamp? = nil) -> Int64? {
-        // Up to six whitespace-separated tokens, as (start, end) offsets.
-        var starts = (0, 0, 0, 0, 0, 0), ends = (0, 0, 0, 0, 0, 0)
+        // Up to six whitespace-separated tokens, as ranges in a stack buffer.
+        withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: 6) { parse(bytes, tokens: $0, now: now) }
+    }
+
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>, tokens: UnsafeMutableBufferPointer<Range<Int>>,
+                              now: Timestamp?) -> Int64? {
         var count = 0
         var i = 0
         let n = bytes.count
@@ -34,16 +37,11 @@ enum HTTPDate {
             while i < n && bytes[i] != 0x20 && bytes[i] != 0x09 { i += 1 }
             if i > start {
                 if count == 6 { return nil }
-                withUnsafeMutableBytes(of: &starts) { $0.storeBytes(of: start, toByteOffset: count * 8, as: Int.self) }
-                withUnsafeMutableBytes(of: &ends) { $0.storeBytes(of: i, toByteOffset: count * 8, as: Int.self) }
+                tokens.initializeElement(at: count, to: start..<i)
                 count += 1
             }
         }
-        func token(_ k: Int) -> UnsafeBufferPointer<UInt8> {
-            let s = withUnsafeBytes(of: starts) { $0.load(fromByteOffset: k * 8, as: Int.self) }
-            let e = withUnsafeBytes(of: ends) { $0.load(fromByteOffset: k * 8, as: Int.self) }
-            return UnsafeBufferPointer(rebasing: bytes[s..<e])
-        }
+        func token(_ k: Int) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: bytes[tokens[k]]) }
         func number(_ t: UnsafeBufferPointer<UInt8>.SubSequence, digits: Int) -> Int64? {
             guard t.count == digits || (digits == -2 && (t.count == 1 || t.count == 2)) else { return nil }
             var v: Int64 = 0
@@ -53,7 +51,7 @@ enum HTTPDate {
         func key3(_ t: UnsafeBufferPointer<UInt8>.SubSequence) -> UInt32 {
             guard t.count == 3 else { return 0 }
             let i = t.startIndex
-            return UInt32(lower(t[i])) << 16 | UInt32(lower(t[i + 1])) << 8 | UInt32(lower(t[i + 2]))
+            return UInt32(lowerASCII(t[i])) << 16 | UInt32(lowerASCII(t[i + 1])) << 8 | UInt32(lowerASCII(t[i + 2]))
         }
         func isGMT(_ t: UnsafeBufferPointer<UInt8>) -> Bool { key3(t[...]) == 0x67_6d74 }
         func clock(_ t: UnsafeBufferPointer<UInt8>) -> Int64? {
@@ -77,7 +75,7 @@ enum HTTPDate {
             // rfc850-date: "Sunday, 06-Nov-94 08:49:37 GMT"
             let d = token(0)
             guard d.count >= 2, d[d.count - 1] == 0x2C,
-                  longDays.contains(where: { $0.elementsEqual(d[0..<(d.count - 1)].lazy.map(lower)) }) else { return nil }
+                  longDays.contains(where: { $0.elementsEqual(d[0..<(d.count - 1)].lazy.map(lowerASCII)) }) else { return nil }
             let dmy = token(1)
             guard isGMT(token(3)), dmy.count == 9, dmy[2] == 0x2D, dmy[6] == 0x2D,
                   let day = number(dmy[0..<2], digits: 2), let mon = month(dmy[3..<6]),

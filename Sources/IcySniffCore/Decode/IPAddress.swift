@@ -63,7 +63,7 @@ extension IPAddress {
 
     @inline(__always) func appendIPv4(to out: inout [UInt8]) {
         let v = UInt32(truncatingIfNeeded: low)
-        for shift in [24, 16, 8, 0] as [UInt32] {
+        for shift in stride(from: UInt32(24), through: 0, by: -8) {
             let octet = UInt8(truncatingIfNeeded: v >> shift)
             if octet >= 100 { out.append(48 + octet / 100) }
             if octet >= 10 { out.append(48 + (octet / 10) % 10) }

@@ -2,7 +2,6 @@
 enum EntryEncoder {
     /// A secret replaced by its length, so sizes still add up: `[redacted 32 bytes]`.
     static func redacted(_ value: some StringProtocol) -> String { "[redacted \(value.utf8.count) bytes]" }
-    static let secretHeaders: Set<String> = ["cookie", "set-cookie", "authorization", "proxy-authorization"]
 
     static func writeEntry(_ t: Transaction, pageref: String?, to w: inout JSONWriter, options: ExportOptions) {
         let timings = t.timings
@@ -57,8 +56,7 @@ enum EntryEncoder {
         for i in headers.indices {
             w.beginObject()
             w.key("name"); w.fieldText(headers, at: i, name: true)
-            let id = headers.id(at: i)
-            if !options.keepSecrets && (id == .cookie || id == .setCookie || id == .authorization || id == .proxyAuthorization) {
+            if !options.keepSecrets && headers.id(at: i).isSecret {
                 w.string("value", redact(header: headers[i], options: options))
             } else {
                 w.key("value"); w.fieldText(headers, at: i, name: false)
@@ -71,11 +69,12 @@ enum EntryEncoder {
     /// Secret values are replaced, keeping their length visible: `[redacted 32 bytes]`; for cookies
     /// the names stay (`a=[redacted]; b=[redacted]`).
     static func redact(header h: HTTPHeader, options: ExportOptions) -> String {
-        guard !options.keepSecrets, secretHeaders.contains(h.name.lowercased()) else { return h.value }
-        switch h.name.lowercased() {
-        case "cookie":
+        let id = FieldName(h.name)
+        guard !options.keepSecrets, id.isSecret else { return h.value }
+        switch id {
+        case .cookie:
             return Cookies.parseRequest(h.value).map { "\($0.name)=\(redacted($0.value))" }.joined(separator: "; ")
-        case "set-cookie":
+        case .setCookie:
             guard let semi = h.value.firstIndex(of: ";") else {
                 let c = Cookies.parseSetCookie(h.value)
                 return "\(c.name)=\(redacted(c.value))"

@@ -12,11 +12,11 @@ import CDeflate
 /// package on top. Output goes to a closure block by block.
 ///
 /// Fast path: a body with a single gzip or deflate coding is held (compressed) until `finish`, up
-/// to `wholeBodyLimit`, and inflated in one call by libdeflate, which is 2-3 times faster than
-/// zlib's streaming inflate and computes the CRC faster. A body that grows past the limit, or any
-/// case libdeflate does not settle exactly (several gzip members, trailing bytes, a truncated or
-/// corrupt stream, output larger than `wholeOutputLimit`), is replayed through the streaming
-/// decoder, so results never depend on the path taken.
+/// to `wholeBodyLimit`, and, when it is a checksummed stream (gzip or zlib-wrapped), inflated in
+/// one call by libdeflate, which is 2-3 times faster than zlib's streaming inflate. Raw deflate, a
+/// body that grows past the limit, or any case libdeflate does not settle exactly (several gzip
+/// members, trailing bytes, a truncated or corrupt stream, output larger than `wholeOutputLimit`)
+/// is replayed through the streaming decoder, so results never depend on the path taken.
 public final class ContentDecoder {
     /// Compressed bytes held for the whole-body fast path, per message.
     public static let wholeBodyLimit = 256 << 10
@@ -95,7 +95,7 @@ public final class ContentDecoder {
         held = nil
         guard !h.isEmpty, !failed else { return !failed }
         let done = h.withUnsafeBytes { input in
-            Self.inflateWhole(input, coding: stages[0].coding, maxOutput: maxOutput) { out in
+            Self.inflateWhole(input, maxOutput: maxOutput) { out in
                 run(stage: stages.count, input: out, output: output)
             }
         }
@@ -133,28 +133,25 @@ public final class ContentDecoder {
         return d
     }
 
-    /// One libdeflate call over a whole single-member body. True when it decoded exactly all of
-    /// `input` (output handed to `emit`); false leaves everything to the streaming decoder.
-    static func inflateWhole(_ input: UnsafeRawBufferPointer, coding: Coding, maxOutput: UInt64,
+    /// RFC 1950 §2.2: CM = 8 (deflate) and the first two bytes, read big-endian, a multiple of 31.
+    static func isZlibHeader(_ cmf: UInt8, _ flg: UInt8) -> Bool {
+        cmf & 0x0f == 8 && (UInt16(cmf) << 8 | UInt16(flg)) % 31 == 0
+    }
+
+    /// One libdeflate call over a whole single-member gzip or zlib stream. True when it decoded
+    /// exactly all of `input` (output handed to `emit`); false leaves everything to the streaming
+    /// decoder. Raw deflate has no checksum, and libdeflate accepts some raw streams zlib rejects
+    /// as invalid (found by the differential fuzz target: a fixed-Huffman block with an invalid
+    /// literal/length code), so only CRC-32 (gzip) or Adler-32 (zlib) guarded streams come here.
+    static func inflateWhole(_ input: UnsafeRawBufferPointer, maxOutput: UInt64,
                              emit: (UnsafeRawBufferPointer) -> Void) -> Bool {
         guard input.count >= 2, let inBase = input.baseAddress else { return false }
-        enum Format { case gzip, zlib, raw }
-        let format: Format
         let b0 = input[0], b1 = input[1]
-        if b0 == 0x1f && b1 == 0x8b {
-            format = .gzip
-        } else {
-            let zlibWrapped = b0 & 0x0f == 8 && (UInt16(b0) << 8 | UInt16(b1)) % 31 == 0
-            // Raw deflate has no checksum, and libdeflate accepts some streams zlib rejects as
-            // invalid (found by the differential fuzz target: a fixed-Huffman block with an
-            // invalid literal/length code): only CRC-32 (gzip) or Adler-32 (zlib) guarded streams
-            // take the fast path.
-            guard zlibWrapped else { return false }
-            format = .zlib
-        }
+        let gzip = b0 == 0x1f && b1 == 0x8b
+        guard gzip || isZlibHeader(b0, b1) else { return false }
         let limit = Int(min(UInt64(wholeOutputLimit), maxOutput))
         var capacity: Int
-        if format == .gzip, input.count >= 18 {
+        if gzip, input.count >= 18 {
             // ISIZE, the last four bytes: the size mod 2^32 of a single member (a hint only).
             let n = input.count
             let isize = Int(input[n - 4]) | Int(input[n - 3]) << 8 | Int(input[n - 2]) << 16 | Int(input[n - 1]) << 24
@@ -167,12 +164,9 @@ public final class ContentDecoder {
             let out = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 16)
             defer { out.deallocate() }
             var inUsed = 0, outUsed = 0
-            let rc: libdeflate_result
-            switch format {
-            case .gzip: rc = libdeflate_gzip_decompress_ex(d, inBase, input.count, out.baseAddress, capacity, &inUsed, &outUsed)
-            case .zlib: rc = libdeflate_zlib_decompress_ex(d, inBase, input.count, out.baseAddress, capacity, &inUsed, &outUsed)
-            case .raw: rc = libdeflate_deflate_decompress_ex(d, inBase, input.count, out.baseAddress, capacity, &inUsed, &outUsed)
-            }
+            let rc = gzip
+                ? libdeflate_gzip_decompress_ex(d, inBase, input.count, out.baseAddress, capacity, &inUsed, &outUsed)
+                : libdeflate_zlib_decompress_ex(d, inBase, input.count, out.baseAddress, capacity, &inUsed, &outUsed)
             if rc == LIBDEFLATE_SUCCESS {
                 guard inUsed == input.count else { return false }
                 if outUsed > 0 { emit(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(out)[0..<outUsed])) }
@@ -253,8 +247,7 @@ private final class Stage {
                 // RFC 9110 says zlib format; many servers send raw deflate. Look at the first two bytes.
                 sniff.append(contentsOf: input)
                 guard sniff.count >= 2 else { return true }
-                let cmf = UInt16(sniff[0]), flg = UInt16(sniff[1])
-                let zlibWrapped = cmf & 0x0f == 8 && (cmf << 8 | flg) % 31 == 0
+                let zlibWrapped = ContentDecoder.isZlibHeader(sniff[0], sniff[1])
                 guard startZlib(windowBits: zlibWrapped ? 15 : -15) else { return false }
                 initialised = true
                 let held = sniff

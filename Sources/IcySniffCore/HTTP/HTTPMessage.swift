@@ -6,22 +6,6 @@ public struct HTTPHeader: Sendable, Equatable {
 }
 
 extension String {
-    /// ASCII case-insensitive equality, without allocating.
-    public func equalsIgnoringASCIICase(_ other: String) -> Bool {
-        var a = self, b = other
-        guard a.utf8.count == b.utf8.count else { return false }
-        return a.withUTF8 { x in
-            b.withUTF8 { y in
-                for i in 0..<x.count where x[i] != y[i] {
-                    let lx = x[i] &- 65 < 26 ? x[i] | 0x20 : x[i]
-                    let ly = y[i] &- 65 < 26 ? y[i] | 0x20 : y[i]
-                    if lx != ly { return false }
-                }
-                return true
-            }
-        }
-    }
-
     /// Text from bytes seen on the wire: UTF-8 when valid, otherwise ISO-8859-1 (each byte one
     /// character), so nothing is replaced or lost.
     public init(wireBytes bytes: ArraySlice<UInt8>) {

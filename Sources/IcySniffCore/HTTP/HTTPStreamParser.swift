@@ -337,9 +337,8 @@ public final class HTTPStreamParser {
         return m
     }
 
-    /// Parses the header lines held in the buffer into the message.
-    /// Indexes the field lines of the head in `buffer` (the message keeps the buffer itself; names
-    /// and values are ranges of it).
+    /// Parses the header lines held in the buffer into the message: the message gets an exact-size
+    /// copy of the head, and each field is a name range and a value range of it.
     private func parseHeaderFields(into m: HTTPMessage, trailers: Bool = false) {
         var fields = buffer.withUnsafeBufferPointer { HeaderFields(head: $0) }
         let maxFields = options.maxHeaderFields
@@ -349,6 +348,13 @@ public final class HTTPStreamParser {
             var i = 0
             var first = !trailers
             @inline(__always) func isWS(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 }
+            /// `lo..<hi` without optional whitespace at either end.
+            @inline(__always) func trimmed(_ lo: Int, _ hi: Int) -> Range<Int> {
+                var lo = lo, hi = hi
+                while lo < hi && isWS(p[lo]) { lo += 1 }
+                while hi > lo && isWS(p[hi - 1]) { hi -= 1 }
+                return lo..<hi
+            }
             while i < count {
                 var end = i
                 if let base = p.baseAddress, let found = memchr(base + i, 0x0A, count - i) {
@@ -365,10 +371,7 @@ public final class HTTPStreamParser {
                 if isWS(p[lineStart]) {
                     // obs-fold (RFC 9112 §5.2): the line continues the previous field's value.
                     notes.append(.obsoleteLineFolding)
-                    var lo = lineStart, hi = contentEnd
-                    while lo < hi && isWS(p[lo]) { lo += 1 }
-                    while hi > lo && isWS(p[hi - 1]) { hi -= 1 }
-                    fields.continueLast(with: buffer[lo..<hi])
+                    fields.continueLast(with: buffer[trimmed(lineStart, contentEnd)])
                     continue
                 }
                 var colon = lineStart
@@ -377,29 +380,17 @@ public final class HTTPStreamParser {
                     notes.append(.badHeaderLine)
                     continue
                 }
-                var nameEnd = colon
-                if nameEnd > lineStart && isWS(p[nameEnd - 1]) {
-                    notes.append(.badHeaderLine)
-                    while nameEnd > lineStart && isWS(p[nameEnd - 1]) { nameEnd -= 1 }
-                }
-                if nameEnd == lineStart { notes.append(.badHeaderLine); continue }
-                var lo = colon + 1, hi = contentEnd
-                while lo < hi && isWS(p[lo]) { lo += 1 }
-                while hi > lo && isWS(p[hi - 1]) { hi -= 1 }
+                // Whitespace before the colon is a bad line (RFC 9112 §5.1), tolerated.
+                let name = trimmed(lineStart, colon)
+                if name.upperBound < colon { notes.append(.badHeaderLine) }
+                if name.isEmpty { notes.append(.badHeaderLine); continue }
                 if fields.count >= maxFields { notes.append(.tooManyHeaders); break }
-                let id = FieldName(buffer: UnsafeBufferPointer(rebasing: p[lineStart..<nameEnd]))
-                fields.appendRange(name: lineStart..<nameEnd, value: lo..<hi, id: id)
+                let id = FieldName(buffer: UnsafeBufferPointer(rebasing: p[name]))
+                fields.appendRange(name: name, value: trimmed(colon + 1, contentEnd), id: id)
             }
         }
         for w in notes { m.note(w) }
         if trailers { m.trailers = fields } else { m.headers = fields }
-    }
-
-    private func trimOWS(_ s: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
-        var lo = s.startIndex, hi = s.endIndex
-        while lo < hi && (s[lo] == 0x20 || s[lo] == 0x09) { lo += 1 }
-        while hi > lo && (s[hi - 1] == 0x20 || s[hi - 1] == 0x09) { hi -= 1 }
-        return s[lo..<hi]
     }
 
     /// The header section ended: decide the body framing (RFC 9112 §6.3).

@@ -35,11 +35,6 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
                         valueStart: UInt32(value.lowerBound), valueCount: UInt32(value.count), id: id))
     }
 
-    mutating func reserve(bytes: Int, fields: Int) {
-        storage.reserveCapacity(bytes)
-        refs.reserveCapacity(fields)
-    }
-
     /// Appends one field line (name and value as sent, value already trimmed of whitespace).
     mutating func append(name: ArraySlice<UInt8>, value: ArraySlice<UInt8>) {
         let nameStart = storage.count
@@ -188,6 +183,11 @@ public enum FieldName: UInt8, Sendable, CaseIterable {
     case expect, upgrade, connection
     case contentLength, transferEncoding, contentEncoding, contentType
     case cacheControl, expires, date, age, lastModified, etag, location, vary, pragma, setCookie
+
+    /// Fields whose values are credentials: redacted in exports unless `--keep-secrets`.
+    public var isSecret: Bool {
+        self == .cookie || self == .setCookie || self == .authorization || self == .proxyAuthorization
+    }
 
     /// The name as usually written.
     public var canonical: String {
