@@ -36,7 +36,7 @@ struct CacheControl {
         while let l = e.last, l == 0x20 || l == 0x09 { e = e.dropLast() }
         if e.isEmpty { return }
         guard let eq = e.firstIndex(of: 0x3D) else {
-            directives.append((String(decoding: e.map { $0 &- 65 < 26 ? $0 | 0x20 : $0 }, as: UTF8.self), nil))
+            directives.append((String(decoding: e.map(lowerASCII), as: UTF8.self), nil))
             return
         }
         var name = e[e.startIndex..<eq]
@@ -55,7 +55,7 @@ struct CacheControl {
         } else {
             argument = Array(arg)
         }
-        directives.append((String(decoding: name.map { $0 &- 65 < 26 ? $0 | 0x20 : $0 }, as: UTF8.self),
+        directives.append((String(decoding: name.map(lowerASCII), as: UTF8.self),
                            String(wireBytes: argument)))
     }
 
