@@ -57,13 +57,42 @@ enum EntryEncoder {
             w.beginObject()
             w.key("name"); w.fieldText(headers, at: i, name: true)
             if !options.keepSecrets && headers.id(at: i).isSecret {
-                w.string("value", redact(header: headers[i], options: options))
+                w.key("value")
+                if headers.id(at: i) != .cookie || !writeRedactedCookieHeader(headers, at: i, to: &w) {
+                    w.string(redact(header: headers[i], options: options))
+                }
             } else {
                 w.key("value"); w.fieldText(headers, at: i, name: false)
             }
             w.endObject()
         }
         w.endArray()
+    }
+
+    /// The Cookie field `i` redacted (`a=[redacted 3 bytes]; b=…`), written from the header bytes;
+    /// false (nothing written) when the value is not ASCII, which goes through `redact` instead.
+    private static func writeRedactedCookieHeader(_ headers: HeaderFields, at i: Int, to w: inout JSONWriter) -> Bool {
+        headers.withValueBytes(at: i) { v -> Bool in
+            guard Cookies.isASCII(v) else { return false }
+            w.composedString { w in
+                var first = true
+                Cookies.forEachRequestCookie(v) { name, value in
+                    if !first { w.bytes.append(0x3B); w.bytes.append(0x20) }
+                    first = false
+                    w.appendEscaped(name)
+                    w.bytes.append(0x3D)
+                    appendRedacted(count: value.count, to: &w.bytes)
+                }
+            }
+            return true
+        }
+    }
+
+    /// `[redacted N bytes]`, the text `redacted(_:)` makes, appended without a String.
+    static func appendRedacted(count: Int, to out: inout [UInt8]) {
+        out.append(contentsOf: "[redacted ".utf8)
+        JSONWriter.appendInteger(Int64(count), to: &out)
+        out.append(contentsOf: " bytes]".utf8)
     }
 
     /// Secret values are replaced, keeping their length visible: `[redacted 32 bytes]`; for cookies
@@ -87,6 +116,31 @@ enum EntryEncoder {
         }
     }
 
+    /// `request.cookies`: from the header bytes when ASCII; otherwise through the wire-text String.
+    static func writeRequestCookies(_ headers: HeaderFields, to w: inout JSONWriter, options: ExportOptions) {
+        w.key("cookies"); w.beginArray()
+        for i in headers.indices where headers.id(at: i) == .cookie {
+            let done = headers.withValueBytes(at: i) { v -> Bool in
+                guard Cookies.isASCII(v) else { return false }
+                Cookies.forEachRequestCookie(v) { name, value in
+                    w.beginObject()
+                    w.key("name"); w.string(bytes: name)
+                    w.key("value")
+                    if options.keepSecrets { w.string(bytes: value) } else {
+                        w.composedString { appendRedacted(count: value.count, to: &$0.bytes) }
+                    }
+                    w.endObject()
+                }
+                return true
+            }
+            if done { continue }
+            for c in Cookies.parseRequest(headers.value(at: i)) {
+                w.beginObject(); w.string("name", c.name); w.string("value", options.keepSecrets ? c.value : redacted(c.value)); w.endObject()
+            }
+        }
+        w.endArray()
+    }
+
     static func writeRequest(_ t: Transaction, to w: inout JSONWriter, options: ExportOptions) {
         w.key("request"); w.beginObject()
         guard let r = t.request else {
@@ -105,13 +159,7 @@ enum EntryEncoder {
         w.string("method", r.method)
         w.string("url", redactURL(t.url, options: options))
         w.string("httpVersion", r.versionText)
-        w.key("cookies"); w.beginArray()
-        for value in r.headers.all(.cookie) {
-            for c in Cookies.parseRequest(value) {
-                w.beginObject(); w.string("name", c.name); w.string("value", options.keepSecrets ? c.value : redacted(c.value)); w.endObject()
-            }
-        }
-        w.endArray()
+        writeRequestCookies(r.headers, to: &w, options: options)
         writeHeaders(r.headers, to: &w, options: options)
         w.key("queryString"); w.beginArray()
         for (name, value) in Query.parse(r.targetString) {
@@ -254,6 +302,35 @@ enum MimeType {
 }
 
 enum Cookies {
+    static func isASCII(_ v: UnsafeBufferPointer<UInt8>) -> Bool {
+        for c in v where c >= 0x80 { return false }
+        return true
+    }
+
+    /// The cookie-pairs of a request Cookie value, as `parseRequest` splits them (parts between
+    /// `;`, trimmed of spaces and tabs, empty ones skipped, the name up to the first `=`), as
+    /// slices of `v` (ASCII).
+    @inline(__always)
+    static func forEachRequestCookie(_ v: UnsafeBufferPointer<UInt8>,
+                                     _ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) {
+        let n = v.count
+        var i = 0
+        while i <= n {
+            var end = i
+            while end < n && v[end] != 0x3B { end += 1 }
+            var s = i, e = end
+            while s < e && (v[s] == 0x20 || v[s] == 0x09) { s += 1 }
+            while e > s && (v[e - 1] == 0x20 || v[e - 1] == 0x09) { e -= 1 }
+            if s < e {
+                var eq = s
+                while eq < e && v[eq] != 0x3D { eq += 1 }
+                let valueStart = eq < e ? eq + 1 : e
+                body(UnsafeBufferPointer(rebasing: v[s..<eq]), UnsafeBufferPointer(rebasing: v[valueStart..<e]))
+            }
+            i = end + 1
+        }
+    }
+
     static func parseRequest(_ value: String) -> [(name: String, value: String)] {
         value.split(separator: ";").compactMap { part in
             let p = part.trimmingASCIIWhitespace()

@@ -88,7 +88,7 @@ public final class HARWriter: TransactionSink {
         let separator = Array((options.pretty ? ",\n      " : ",").utf8)
         for (i, e) in index.enumerated() {
             out.write(i == 0 ? Array((options.pretty ? "\n      " : "").utf8) : separator)
-            out.write(spill.read(offset: e.offset, length: e.length))
+            spill.withBytes(offset: e.offset, length: e.length) { out.write($0) }
         }
         if index.isEmpty {
             out.write(options.pretty ? Array("],\n    \"_connections\": ".utf8) : Array("],\"_connections\":".utf8))

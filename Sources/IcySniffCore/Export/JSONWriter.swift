@@ -20,10 +20,16 @@ public struct JSONWriter {
         afterKey = false
     }
 
+    /// A newline and up to 64 spaces of indentation, sliced for each depth.
+    private static let newlineAndSpaces: StaticString = "\n                                                                "
+
     @inline(__always) private mutating func newline() {
         guard indent > 0 else { return }
-        bytes.append(0x0A)
-        for _ in 0..<((needsComma.count + baseDepth) * indent) { bytes.append(0x20) }
+        var spaces = (needsComma.count + baseDepth) * indent
+        let line = Self.newlineAndSpaces
+        bytes.append(contentsOf: UnsafeBufferPointer(start: line.utf8Start, count: 1 + min(spaces, 64)))
+        spaces -= min(spaces, 64)
+        while spaces > 0 { bytes.append(0x20); spaces -= 1 }
     }
 
     @inline(__always) private mutating func beforeValue() {
@@ -175,9 +181,28 @@ public struct JSONWriter {
         str.withUTF8 { appendQuoted(bytes: $0) }
     }
 
+    /// A string value from UTF-8 bytes (escaped as needed).
+    public mutating func string(bytes utf8: UnsafeBufferPointer<UInt8>) { beforeValue(); appendQuoted(bytes: utf8) }
+
+    /// A string value assembled by `body`, which appends escaped text with `appendEscaped` and
+    /// plain ASCII directly: one value from several pieces without making a String.
+    @inline(__always)
+    public mutating func composedString(_ body: (inout JSONWriter) -> Void) {
+        beforeValue()
+        bytes.append(0x22)
+        body(&self)
+        bytes.append(0x22)
+    }
+
     /// Appends UTF-8 `utf8` as a JSON string; runs without escapes are copied whole.
     mutating func appendQuoted(bytes utf8: UnsafeBufferPointer<UInt8>) {
         bytes.append(0x22)
+        appendEscaped(utf8)
+        bytes.append(0x22)
+    }
+
+    /// Appends UTF-8 `utf8` escaped for the inside of a JSON string (no quotes).
+    mutating func appendEscaped(_ utf8: UnsafeBufferPointer<UInt8>) {
         Self.needsEscape.withUnsafeBufferPointer { table in
             var runStart = 0
             var i = 0
@@ -203,6 +228,5 @@ public struct JSONWriter {
             }
             if n > runStart { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<n])) }
         }
-        bytes.append(0x22)
     }
 }

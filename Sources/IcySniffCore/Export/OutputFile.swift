@@ -76,6 +76,11 @@ public final class OutputFile {
         if buffer.count >= 1 << 16 && !inMemory { flush() }
     }
 
+    @inline(__always) public func write(_ bytes: UnsafeBufferPointer<UInt8>) {
+        buffer.append(contentsOf: bytes)
+        if buffer.count >= 1 << 16 && !inMemory { flush() }
+    }
+
     public func write(_ s: String) {
         buffer.append(contentsOf: s.utf8)
         if buffer.count >= 1 << 16 && !inMemory { flush() }

@@ -32,15 +32,30 @@ final class SpillStore {
         }
     }
 
-    func read(offset: Int, length: Int) -> [UInt8] {
+    /// Bytes of the file read ahead by `withBytes`: entries are mostly read back in the order
+    /// they were written, so one large read serves many of them.
+    private var window: [UInt8] = []
+    private var windowOffset = 0
+    private var windowCount = 0
+    private static let windowSize = 1 << 20
+
+    /// Calls `body` with the bytes at `offset` (empty when they cannot be read back).
+    func withBytes<R>(offset: Int, length: Int, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         if offset >= fileSize {
             let start = offset - fileSize
-            return Array(memory[start..<(start + length)])
+            return memory.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[start..<(start + length)])) }
         }
-        guard let file else { return [] }
-        fflush(file)
-        var out = [UInt8](repeating: 0, count: length)
-        let n = out.withUnsafeMutableBytes { pread(fileno(file), $0.baseAddress, length, off_t(offset)) }
-        return n == length ? out : []
+        guard let file else { return body(UnsafeBufferPointer(start: nil, count: 0)) }
+        if offset < windowOffset || offset + length > windowOffset + windowCount {
+            fflush(file)
+            let size = max(Self.windowSize, length)
+            if window.count < size { window = [UInt8](repeating: 0, count: size) }
+            let n = window.withUnsafeMutableBytes { pread(fileno(file), $0.baseAddress, min(size, fileSize - offset), off_t(offset)) }
+            windowOffset = offset
+            windowCount = max(n, 0)
+            guard n >= length else { return body(UnsafeBufferPointer(start: nil, count: 0)) }
+        }
+        let start = offset - windowOffset
+        return window.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[start..<(start + length)])) }
     }
 }

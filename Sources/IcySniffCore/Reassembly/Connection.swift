@@ -84,10 +84,10 @@ public final class Connection {
     public func note(_ weird: Weird) { weirds[weird, default: 0] += 1 }
 
     /// Adds a history letter once (Zeek records each event kind once per direction).
-    func record(_ letter: Character, side: Int) {
+    func record(_ letter: Unicode.Scalar, side: Int) {
         let isOriginator = side == (clientSide ?? 0)
-        let ch = isOriginator ? letter.uppercased() : letter.lowercased()
-        let byte = ch.utf8.first!
+        let lower = lowerASCII(UInt8(ascii: letter))
+        let byte = isOriginator ? lower & ~0x20 : lower
         if !history.contains(byte) { history.append(byte) }
     }
 

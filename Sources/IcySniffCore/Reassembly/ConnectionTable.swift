@@ -27,6 +27,10 @@ public final class ConnectionTable<Handler: StreamHandler> {
     }
 
     private var flows: [ConnectionKey: Flow] = [:]
+    /// The flow of the previous segment: packets of one connection come in runs (a window of
+    /// data, its ACKs), and a key compare is much cheaper than hashing the 4-tuple.
+    private var recentKey: ConnectionKey? = nil
+    private var recentFlow: Flow? = nil
     private let makeHandler: (Connection) -> Handler
     private var nextID: UInt64 = 1
     public var limits: ReassemblyLimits
@@ -45,7 +49,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
     public func ingest(_ segment: TCPSegment) {
         let key = ConnectionKey(segment.source, segment.destination)
         let flags = segment.flags
-        var flow = flows[key]
+        var flow = recentKey == key ? recentFlow : flows[key]
         let isSYN = flags.contains(.syn)
         if let existing = flow, isSYN, !flags.contains(.ack) {
             let c = existing.connection
@@ -70,6 +74,8 @@ public final class ConnectionTable<Handler: StreamHandler> {
             flow = created
         }
         guard let flow else { return }
+        recentKey = key
+        recentFlow = flow
         process(segment, flow: flow, key: key)
     }
 
@@ -301,6 +307,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
         flow.handler?.finished(c, at: timestamp)
         onFinished?(c)
         flows[key] = nil
+        if recentKey == key { recentKey = nil; recentFlow = nil }
     }
 
     private func evictIdle(now: Timestamp, keep: Int) {
