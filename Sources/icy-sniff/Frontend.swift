@@ -186,7 +186,7 @@ enum Summary {
     static func print(_ stats: RunStats) {
         var line = "icy-sniff: \(stats.packets) packets, \(stats.connections) TCP connections, \(stats.transactions) HTTP transactions"
         if stats.malformedPackets > 0 { line += ", \(stats.malformedPackets) malformed packets" }
-        let notable = stats.weirds.filter { $0.key != .midstreamPickup }.sorted { $0.value > $1.value }.prefix(6)
+        let notable = stats.weirds.filter { $0.key != .midstreamPickup }.sorted { ($1.value, $0.key.rawValue) < ($0.value, $1.key.rawValue) }.prefix(6)
         if !notable.isEmpty {
             line += "; anomalies: " + notable.map { "\($0.key.rawValue)×\($0.value)" }.joined(separator: ", ")
         }

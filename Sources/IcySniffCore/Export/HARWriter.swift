@@ -29,7 +29,11 @@ public final class HARWriter: TransactionSink {
     private struct IndexEntry { var start: Timestamp; var sequence: UInt64; var offset: Int; var length: Int }
     private var index: [IndexEntry] = []
     private let spill = SpillStore()
-    private var connections: [ConnectionSummary] = []
+    /// `log._connections`: each connection that carried a transaction is serialised when it
+    /// finishes (after its last transaction) and spilled like the entries, sorted by id at the end.
+    private struct ConnectionRecord { var id: UInt64; var offset: Int; var length: Int }
+    private var connectionIndex: [ConnectionRecord] = []
+    private let connectionSpill = SpillStore(memoryLimit: 1 << 20)
     private let options: ExportOptions
     private var usedConnections: Set<UInt64> = []
     private let tracker = CacheTracker()
@@ -53,9 +57,12 @@ public final class HARWriter: TransactionSink {
     }
 
     public func connectionFinished(_ connection: Connection) {
-        if connection.clientHalf.bytes > 0 || connection.serverHalf.bytes > 0 {
-            connections.append(ConnectionSummary(connection))
-        }
+        guard connection.clientHalf.bytes > 0 || connection.serverHalf.bytes > 0,
+              usedConnections.remove(connection.id) != nil else { return }
+        entry.reset()
+        ConnectionSummary(connection).write(to: &entry)
+        let offset = connectionSpill.append(entry.bytes)
+        connectionIndex.append(ConnectionRecord(id: connection.id, offset: offset, length: entry.bytes.count))
     }
 
     public var count: Int { index.count }
@@ -95,14 +102,13 @@ public final class HARWriter: TransactionSink {
         } else {
             out.write(options.pretty ? Array("\n    ],\n    \"_connections\": ".utf8) : Array("],\"_connections\":".utf8))
         }
-        var conns = JSONWriter(indent: options.pretty ? 2 : 0)
-        conns.baseDepth = 2
-        conns.beginArray()
-        for c in connections.sorted(by: { $0.id < $1.id }) where usedConnections.contains(c.id) {
-            c.write(to: &conns)
+        connectionIndex.sort { $0.id < $1.id }
+        out.write(Array("[".utf8))
+        for (i, c) in connectionIndex.enumerated() {
+            out.write(i == 0 ? Array((options.pretty ? "\n      " : "").utf8) : separator)
+            connectionSpill.withBytes(offset: c.offset, length: c.length) { out.write($0) }
         }
-        conns.endArray()
-        out.write(conns.bytes)
+        out.write(Array((options.pretty && !connectionIndex.isEmpty ? "\n    ]" : "]").utf8))
         if let comment {
             var cw = JSONWriter()
             cw.string(comment)

@@ -10,15 +10,17 @@ final class SpillStore {
     private var fileSize = 0
     let memoryLimit: Int
 
-    init(memoryLimit: Int = 8 << 20) { self.memoryLimit = memoryLimit }
+    init(memoryLimit: Int = 4 << 20) { self.memoryLimit = memoryLimit }
 
     deinit { if let file { fclose(file) } }
 
     /// Appends and returns the offset of the first byte.
     func append(_ bytes: [UInt8]) -> Int {
+        // Spill before the buffer would grow past its limit (growing would double its capacity).
+        if memory.count + bytes.count > memoryLimit && !memory.isEmpty { spill() }
+        if memory.capacity < memoryLimit { memory.reserveCapacity(memoryLimit) }
         let offset = fileSize + memory.count
         memory.append(contentsOf: bytes)
-        if memory.count >= memoryLimit { spill() }
         return offset
     }
 
