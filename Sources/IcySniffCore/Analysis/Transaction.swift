@@ -60,11 +60,16 @@ public final class Transaction {
 
     /// Every anomaly of the transaction and its messages, sorted and without repeats.
     public var allWeirds: [Weird] {
-        var set = Set(weirds)
-        request?.weirds.forEach { set.insert($0) }
-        response?.weirds.forEach { set.insert($0) }
-        for m in interimResponses { m.weirds.forEach { set.insert($0) } }
-        return set.sorted()
+        var all = weirds
+        if let request { all += request.weirds }
+        if let response { all += response.weirds }
+        for m in interimResponses { all += m.weirds }
+        guard all.count > 1 else { return all }   // most transactions: nothing to sort, no allocation
+        all.sort()
+        var unique = 1
+        for i in 1..<all.count where all[i] != all[unique - 1] { all[unique] = all[i]; unique += 1 }
+        all.removeSubrange(unique...)
+        return all
     }
 
     /// The time the transaction starts: its first counted timing phase.

@@ -59,27 +59,33 @@ public struct Timestamp: Comparable, Hashable, Sendable {
         var rem = secs % 86_400
         if rem < 0 { rem += 86_400; days -= 1 }
         let (y, m, d) = Timestamp.civil(fromDays: days)
-        func put(_ value: Int64, width: Int) {
-            let start = out.count
-            for _ in 0..<width { out.append(48) }
-            var v = value < 0 ? -value : value
-            var i = start + width - 1
-            while i >= start { out[i] = UInt8(48 + v % 10); v /= 10; i -= 1 }
-        }
-        put(y, width: 4); out.append(UInt8(ascii: "-"))
-        put(m, width: 2); out.append(UInt8(ascii: "-"))
-        put(d, width: 2); out.append(UInt8(ascii: "T"))
-        put(rem / 3600, width: 2); out.append(UInt8(ascii: ":"))
-        put((rem % 3600) / 60, width: 2); out.append(UInt8(ascii: ":"))
-        put(rem % 60, width: 2)
         let digits = max(0, min(9, fractionDigits))
-        if digits > 0 {
-            out.append(UInt8(ascii: "."))
-            var scaled = nanos
-            for _ in 0..<(9 - digits) { scaled /= 10 }
-            put(scaled, width: digits)
+        // Formatted in a stack buffer and appended once.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { buf in
+            var n = 0
+            /// The lowest `width` decimal digits of |value|.
+            func put(_ value: Int64, _ width: Int) {
+                var v = value < 0 ? -value : value
+                var i = n + width - 1
+                while i >= n { buf[i] = UInt8(truncatingIfNeeded: 48 + v % 10); v /= 10; i -= 1 }
+                n += width
+            }
+            func char(_ c: UInt8) { buf[n] = c; n += 1 }
+            put(y, 4); char(0x2D)
+            put(m, 2); char(0x2D)
+            put(d, 2); char(0x54)
+            put(rem / 3600, 2); char(0x3A)
+            put((rem % 3600) / 60, 2); char(0x3A)
+            put(rem % 60, 2)
+            if digits > 0 {
+                char(0x2E)
+                var scaled = nanos
+                for _ in 0..<(9 - digits) { scaled /= 10 }
+                put(scaled, digits)
+            }
+            char(0x5A)
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: buf[0..<n]))
         }
-        out.append(UInt8(ascii: "Z"))
     }
 
     /// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).

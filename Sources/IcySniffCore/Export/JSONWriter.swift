@@ -136,8 +136,13 @@ public struct JSONWriter {
     public mutating func fieldText(_ headers: HeaderFields, at i: Int, name: Bool) {
         beforeValue()
         let body: (UnsafeBufferPointer<UInt8>) -> Bool = { text in
-            for c in text where c >= 0x80 { return false }
-            self.appendQuoted(bytes: text)
+            let mark = self.bytes.count
+            self.bytes.append(0x22)
+            guard self.appendEscaped(text, asciiOnly: true) else {
+                self.bytes.removeSubrange(mark...)
+                return false
+            }
+            self.bytes.append(0x22)
             return true
         }
         let ascii = name ? headers.withNameBytes(at: i, body) : headers.withValueBytes(at: i, body)
@@ -147,33 +152,38 @@ public struct JSONWriter {
     /// Raw JSON text as a value (already valid JSON).
     public mutating func raw(_ json: [UInt8]) { beforeValue(); bytes.append(contentsOf: json) }
 
-    static let powersOfTen: [Double] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000]
-
     static func appendNumber(_ v: Double, decimals: Int, to out: inout [UInt8]) {
         guard v.isFinite else { out.append(contentsOf: "null".utf8); return }
         let decimals = max(0, min(9, decimals))
-        let scale = powersOfTen[decimals]
+        var scale = 1.0
+        for _ in 0..<decimals { scale *= 10 }   // exact: powers of ten up to 1e9
         let scaled = (v * scale).rounded()
         if abs(scaled) >= 9e18 { out.append(contentsOf: String(v).utf8); return }
         var n = Int64(scaled)
-        if n < 0 { out.append(0x2D); n = -n }
+        let negative = n < 0
+        if negative { n = -n }
         let s = Int64(scale)
-        appendInteger(n / s, to: &out)
+        var whole = n / s
         var frac = n % s
-        guard frac != 0 else { return }
-        // The fraction without its trailing zeros.
-        var digits = decimals
-        while frac % 10 == 0 { frac /= 10; digits -= 1 }
-        out.append(0x2E)
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 9) { buffer in
-            var i = digits
-            while i > 0 { i -= 1; buffer[i] = UInt8(48 + frac % 10); frac /= 10 }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<digits]))
+        // Written backwards into a stack buffer: the fraction without its trailing zeros, the
+        // point, the whole part, the sign; then appended once.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { buf in
+            var i = 32
+            if frac != 0 {
+                var digits = decimals
+                while frac % 10 == 0 { frac /= 10; digits -= 1 }
+                while digits > 0 { i -= 1; buf[i] = UInt8(truncatingIfNeeded: 48 + frac % 10); frac /= 10; digits -= 1 }
+                i -= 1; buf[i] = 0x2E
+            }
+            repeat { i -= 1; buf[i] = UInt8(truncatingIfNeeded: 48 + whole % 10); whole /= 10 } while whole > 0
+            if negative { i -= 1; buf[i] = 0x2D }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: buf[i..<32]))
         }
     }
 
-    /// Bytes that cannot appear raw inside a JSON string: control characters, `"` and `\`.
-    static let needsEscape: [Bool] = (0..<256).map { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }
+    /// Bytes that cannot appear raw inside a JSON string: control characters, `"` and `\`; and
+    /// (second half of the table) the same plus every non-ASCII byte.
+    static let needsEscape: [Bool] = (0..<512).map { $0 & 0xFF < 0x20 || $0 & 0xFF == 0x22 || $0 & 0xFF == 0x5C || $0 >= 0x180 }
 
     /// Appends `s` as a JSON string, escaping quotes, backslashes and control characters.
     @inline(__always) mutating func appendQuoted(_ s: String) {
@@ -201,15 +211,19 @@ public struct JSONWriter {
         bytes.append(0x22)
     }
 
-    /// Appends UTF-8 `utf8` escaped for the inside of a JSON string (no quotes).
-    mutating func appendEscaped(_ utf8: UnsafeBufferPointer<UInt8>) {
+    /// Appends UTF-8 `utf8` escaped for the inside of a JSON string (no quotes). With
+    /// `asciiOnly`, stops at the first non-ASCII byte and answers false (what was appended stays).
+    @discardableResult
+    mutating func appendEscaped(_ utf8: UnsafeBufferPointer<UInt8>, asciiOnly: Bool = false) -> Bool {
         Self.needsEscape.withUnsafeBufferPointer { table in
+            let table = UnsafeBufferPointer(rebasing: table[(asciiOnly ? 256 : 0)...])
             var runStart = 0
             var i = 0
             let n = utf8.count
             while i < n {
                 let c = utf8[i]
                 if !table[Int(c)] { i += 1; continue }
+                if c >= 0x80 { return false }
                 if i > runStart { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i])) }
                 runStart = i + 1
                 i += 1
@@ -227,6 +241,7 @@ public struct JSONWriter {
                 }
             }
             if n > runStart { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<n])) }
+            return true
         }
     }
 }

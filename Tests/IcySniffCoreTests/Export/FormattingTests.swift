@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+@testable import IcySniffCore
+
+/// The writers format numbers and timestamps straight into their byte buffers; these check that
+/// text against independent references.
+@Suite struct FormattingTests {
+    /// Reference: the decimal text of the rounded value, trailing zeros and point dropped.
+    static func referenceNumber(_ v: Double, decimals: Int) -> String {
+        var scale = 1.0
+        for _ in 0..<decimals { scale *= 10 }
+        let n = Int64((v * scale).rounded())
+        let s = Int64(scale)
+        var text = (n < 0 ? "-" : "") + String(n.magnitude / UInt64(s))
+        var frac = String(n.magnitude % UInt64(s))
+        guard decimals > 0, frac != "0" else { return text }
+        frac = String(repeating: "0", count: decimals - frac.count) + frac
+        while frac.hasSuffix("0") { frac.removeLast() }
+        text += "." + frac
+        return text
+    }
+
+    @Test func numbersMatchTheReference() {
+        var rng = SplitMix(state: 77)
+        var values: [Double] = [0, -0.0, 0.5, -0.5, 0.0004, -0.0004, 0.0005, 1, 10, 123.456, -123.456, 1e12, 4.2e15]
+        for _ in 0..<5000 {
+            let magnitude = pow(10, Double(Int(rng.next() % 16)) - 4)
+            let sign: Double = rng.next() % 3 == 0 ? -1 : 1
+            values.append(sign * magnitude * Double(rng.next() % 1_000_000) / 1_000_000)
+        }
+        for v in values {
+            for decimals in [0, 1, 3, 6, 9] where abs(v) * pow(10, Double(decimals)) < 9e18 {
+                var out: [UInt8] = []
+                JSONWriter.appendNumber(v, decimals: decimals, to: &out)
+                #expect(String(decoding: out, as: UTF8.self) == Self.referenceNumber(v, decimals: decimals), "\(v) with \(decimals)")
+            }
+        }
+        var out: [UInt8] = []
+        JSONWriter.appendNumber(.nan, decimals: 3, to: &out)
+        #expect(out == Array("null".utf8))
+    }
+
+    @Test func timestampsMatchGmtime() {
+        var rng = SplitMix(state: 1970)
+        for _ in 0..<5000 {
+            let seconds = Int64(rng.next() % 4_102_444_800)   // 1970 ... 2100
+            let nanos = Int64(rng.next() % 1_000_000_000)
+            let t = Timestamp(seconds: seconds, nanoseconds: nanos)
+            var time = time_t(seconds)
+            var parts = tm()
+            gmtime_r(&time, &parts)
+            let base = String(format: "%04d-%02d-%02dT%02d:%02d:%02d", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+                              parts.tm_hour, parts.tm_min, parts.tm_sec)
+            for digits in [0, 3, 6, 9] {
+                let fraction = digits == 0 ? "" : "." + String(String(format: "%09lld", nanos).prefix(digits))
+                #expect(t.iso8601(fractionDigits: digits) == base + fraction + "Z")
+            }
+        }
+    }
+}
