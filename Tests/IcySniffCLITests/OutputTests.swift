@@ -65,6 +65,39 @@ import Testing
     }
 }
 
+@Suite struct DelimitedOutputTests {
+    /// One exchange whose fields hold every character TSV and CSV must escape, and a non-ASCII
+    /// reason phrase.
+    func capture() throws -> String {
+        var pcap = PcapBuilder()
+        var c: UInt32 = 1000, s: UInt32 = 9000
+        pcap.tcp(clientIP, 40000, serverIP, 80, seq: c, ack: 0, flags: SYN); c += 1
+        pcap.tcp(serverIP, 80, clientIP, 40000, seq: s, ack: c, flags: SYN | ACK); s += 1
+        pcap.tcp(clientIP, 40000, serverIP, 80, seq: c, ack: s, flags: ACK)
+        let request = Array("GET /a\\b\"c,d HTTP/1.1\r\nHost: example.com\r\n\r\n".utf8)
+        pcap.tcp(clientIP, 40000, serverIP, 80, seq: c, ack: s, flags: PSH_ACK, payload: request[...]); c += UInt32(request.count)
+        let response = Array("HTTP/1.1 200 Tab\there caf\u{E9}\r\nContent-Type:  text/x,y ; charset=a\r\nContent-Length: 2\r\n\r\nok".utf8)
+        pcap.tcp(serverIP, 80, clientIP, 40000, seq: s, ack: c, flags: PSH_ACK, payload: response[...])
+        let file = CLI.temporaryDirectory().appendingPathComponent("escapes.pcap")
+        try pcap.write(to: file)
+        return file.path
+    }
+
+    @Test func tsvEscapesBackslashAndTab() throws {
+        let r = try CLI.run(["-r", try capture(), "--format", "tsv", "--fields", "path,reason,type,status,size,client", "--quiet"])
+        let rows = r.text.split(separator: "\n").map(String.init)
+        #expect(rows.count == 2)
+        #expect(rows.last == "/a\\\\b\"c,d\tTab\\there caf\u{E9}\ttext/x,y\t200\t2\t10.0.0.2:40000")
+    }
+
+    @Test func csvQuotesCellsWithCommasAndQuotes() throws {
+        let r = try CLI.run(["-r", try capture(), "--format", "csv", "--fields", "path,reason,type,status,size", "--quiet"])
+        let rows = r.text.split(separator: "\n").map(String.init)
+        #expect(rows.count == 2)
+        #expect(rows.last == "\"/a\\b\"\"c,d\",Tab\there caf\u{E9},\"text/x,y\",200,2")
+    }
+}
+
 @Suite struct SummaryLineTests {
     /// Anomalies with equal counts are listed by name, so the line does not change between runs
     /// (it once followed the per-process hash seed of a dictionary).

@@ -31,6 +31,7 @@ public final class TableWriter {
     private let color: Bool
     private let width: Int
     private var json = JSONWriter(indent: 0, capacity: 4096)
+    private var row: [UInt8] = []
 
     public init(format: TableFormat, output: OutputFile, options: ExportOptions, fields: [Field] = Field.defaultColumns) {
         self.format = format
@@ -50,8 +51,7 @@ public final class TableWriter {
         if !wroteHeader { if writesHeader { writeHeader() }; wroteHeader = true }
         switch format {
         case .ndjson: writeJSON(t)
-        case .tsv: output.write(fields.map { tsvEscape(value($0, t)) }.joined(separator: "\t") + "\n")
-        case .csv: output.write(fields.map { csvEscape(value($0, t)) }.joined(separator: ",") + "\n")
+        case .tsv, .csv: writeDelimited(t)
         case .table: output.write(tableRow(fields.map { value($0, t) }, status: t.response?.status ?? 0) + "\n")
         }
     }
@@ -125,14 +125,109 @@ public final class TableWriter {
         return parts.count == 2 ? String(parts[1].dropLast()) : s
     }
 
-    private func tsvEscape(_ s: String) -> String {
-        guard s.contains(where: { $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\\" }) else { return s }
-        return s.replacingAll("\\", "\\\\").replacingAll("\t", "\\t").replacingAll("\n", "\\n").replacingAll("\r", "\\r")
+    // MARK: TSV and CSV
+
+    /// One TSV or CSV row, written into a reused buffer: numbers, times and addresses directly,
+    /// header values from the header bytes, other text escaped byte by byte.
+    private func writeDelimited(_ t: Transaction) {
+        row.removeAll(keepingCapacity: true)
+        let separator: UInt8 = format == .tsv ? 0x09 : 0x2C
+        for (i, field) in fields.enumerated() {
+            if i > 0 { row.append(separator) }
+            appendCell(field, t)
+        }
+        row.append(0x0A)
+        output.write(row)
     }
 
-    private func csvEscape(_ s: String) -> String {
-        guard s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return s }
-        return "\"" + s.replacingAll("\"", "\"\"") + "\""
+    private func appendCell(_ field: Field, _ t: Transaction) {
+        let req = t.request, resp = t.response
+        switch field {
+        case .time: t.startTime.appendISO8601(to: &row, fractionDigits: 6)
+        case .client: appendEndpoint(t.connection.client)
+        case .server: appendEndpoint(t.connection.server)
+        case .depth: JSONWriter.appendInteger(Int64(t.depth), to: &row)
+        case .status:
+            guard let resp, !resp.isHTTP09 else { appendText(value(field, t)); return }
+            JSONWriter.appendInteger(Int64(resp.status), to: &row)
+        case .size, .requestSize, .encodedSize:
+            guard let m = field == .requestSize ? req : resp else { row.append(0x2D); return }
+            JSONWriter.appendInteger(Int64(clamping: field == .encodedSize ? m.bodyBytes : m.decodedBytes), to: &row)
+        case .duration: JSONWriter.appendNumber(t.timings.total, decimals: 3, to: &row)
+        case .send: JSONWriter.appendNumber(t.timings.send, decimals: 3, to: &row)
+        case .wait: JSONWriter.appendNumber(t.timings.wait, decimals: 3, to: &row)
+        case .receive: JSONWriter.appendNumber(t.timings.receive, decimals: 3, to: &row)
+        case .contentType:
+            guard let resp, let i = resp.headers.index(of: .contentType) else { row.append(0x2D); return }
+            let done = resp.headers.withValueBytes(at: i) { v -> Bool in
+                guard Cookies.isASCII(v) else { return false }
+                // The media type: the first non-empty part before a ';', spaces trimmed.
+                var start = 0
+                while start < v.count {
+                    var end = start
+                    while end < v.count && v[end] != 0x3B { end += 1 }
+                    if end > start {
+                        var lo = start, hi = end
+                        while lo < hi && v[lo] == 0x20 { lo += 1 }
+                        while hi > lo && v[hi - 1] == 0x20 { hi -= 1 }
+                        appendEscaped(UnsafeBufferPointer(rebasing: v[lo..<hi]))
+                        return true
+                    }
+                    start = end + 1
+                }
+                row.append(0x2D)
+                return true
+            }
+            if !done { appendText(value(field, t)) }
+        case .flags where format == .tsv:
+            var first = true
+            for w in t.allWeirds where w != .midstreamPickup {
+                if !first { row.append(0x2C) }
+                first = false
+                appendText(w.rawValue)
+            }
+            if first { row.append(0x2D) }
+        default: appendText(value(field, t))
+        }
+    }
+
+    private func appendEndpoint(_ e: Endpoint) {
+        if e.address.isIPv4 { e.address.appendText(to: &row) } else {
+            row.append(0x5B); e.address.appendText(to: &row); row.append(0x5D)
+        }
+        row.append(0x3A)
+        JSONWriter.appendInteger(Int64(e.port), to: &row)
+    }
+
+    private func appendText(_ s: String) {
+        var s = s
+        s.withUTF8 { appendEscaped($0) }
+    }
+
+    /// TSV: backslash, tab, LF and CR as `\\`, `\t`, `\n`, `\r`. CSV (RFC 4180): a cell with a
+    /// comma, quote, CR or LF is quoted, its quotes doubled.
+    private func appendEscaped(_ b: UnsafeBufferPointer<UInt8>) {
+        if format == .tsv {
+            var run = 0
+            for (i, c) in b.enumerated() where c == 0x5C || c == 0x09 || c == 0x0A || c == 0x0D {
+                row.append(contentsOf: UnsafeBufferPointer(rebasing: b[run..<i]))
+                row.append(0x5C)
+                row.append(c == 0x5C ? 0x5C : c == 0x09 ? 0x74 : c == 0x0A ? 0x6E : 0x72)
+                run = i + 1
+            }
+            row.append(contentsOf: UnsafeBufferPointer(rebasing: b[run...]))
+        } else {
+            guard b.contains(where: { $0 == 0x2C || $0 == 0x22 || $0 == 0x0A || $0 == 0x0D }) else {
+                row.append(contentsOf: b)
+                return
+            }
+            row.append(0x22)
+            for c in b {
+                row.append(c)
+                if c == 0x22 { row.append(0x22) }
+            }
+            row.append(0x22)
+        }
     }
 
     // MARK: table
