@@ -2,7 +2,11 @@
 /// JsonBuilder): no object graph, no Foundation. Commas are placed automatically.
 public struct JSONWriter {
     public var bytes: [UInt8] = []
-    private var needsComma: [Bool] = []
+    /// Open containers: `depth`, and for each whether it has items yet (a comma goes before the
+    /// next): a bit per level for the first 64, an array past that.
+    private var depth = 0
+    private var commaBits: UInt64 = 0
+    private var deepCommas: [Bool] = []
     private var afterKey = false
     /// Indentation step; 0 writes one line.
     public var indent: Int
@@ -16,8 +20,32 @@ public struct JSONWriter {
 
     public mutating func reset() {
         bytes.removeAll(keepingCapacity: true)
-        needsComma.removeAll(keepingCapacity: true)
+        depth = 0
+        commaBits = 0
+        deepCommas.removeAll(keepingCapacity: true)
         afterKey = false
+    }
+
+    @inline(__always) private var topHasItems: Bool {
+        depth <= 64 ? (commaBits >> UInt64(depth - 1)) & 1 == 1 : deepCommas[depth - 65]
+    }
+
+    @inline(__always) private mutating func markTopHasItems() {
+        if depth <= 64 { commaBits |= 1 << UInt64(depth - 1) } else { deepCommas[depth - 65] = true }
+    }
+
+    @inline(__always) private mutating func push() {
+        depth += 1
+        if depth <= 64 { commaBits &= ~(1 << UInt64(depth - 1)) } else { deepCommas.append(false) }
+    }
+
+    /// Closes the innermost container; answers whether it had items.
+    @inline(__always) private mutating func pop() -> Bool {
+        guard depth > 0 else { return false }
+        let had = topHasItems
+        if depth > 64 { deepCommas.removeLast() }
+        depth -= 1
+        return had
     }
 
     /// A newline and up to 64 spaces of indentation, sliced for each depth.
@@ -25,7 +53,7 @@ public struct JSONWriter {
 
     @inline(__always) private mutating func newline() {
         guard indent > 0 else { return }
-        var spaces = (needsComma.count + baseDepth) * indent
+        var spaces = (depth + baseDepth) * indent
         let line = Self.newlineAndSpaces
         bytes.append(contentsOf: UnsafeBufferPointer(start: line.utf8Start, count: 1 + min(spaces, 64)))
         spaces -= min(spaces, 64)
@@ -34,27 +62,52 @@ public struct JSONWriter {
 
     @inline(__always) private mutating func beforeValue() {
         if afterKey { afterKey = false; return }
-        if let last = needsComma.last {
-            if last { bytes.append(0x2C) }
-            needsComma[needsComma.count - 1] = true
+        if depth > 0 {
+            if topHasItems { bytes.append(0x2C) }
+            markTopHasItems()
             newline()
         }
     }
 
-    public mutating func beginObject() { beforeValue(); bytes.append(0x7B); needsComma.append(false) }
+    public mutating func beginObject() { beforeValue(); bytes.append(0x7B); push() }
     public mutating func endObject() { close(0x7D) }
-    public mutating func beginArray() { beforeValue(); bytes.append(0x5B); needsComma.append(false) }
+    public mutating func beginArray() { beforeValue(); bytes.append(0x5B); push() }
     public mutating func endArray() { close(0x5D) }
 
     private mutating func close(_ c: UInt8) {
-        let hadItems = needsComma.popLast() ?? false
-        if hadItems { newline() }
+        if pop() { newline() }
         bytes.append(c)
     }
 
     /// A key known when the program is written: copied as is (keys are plain ASCII, no escaping).
+    /// The comma, line break, indentation and key are put together on the stack and appended
+    /// once (a key is written for nearly every value, so this is the writer's hottest path).
     @inline(__always)
     public mutating func key(_ k: StaticString) {
+        let n = k.utf8CodeUnitCount
+        let pad = indent > 0 ? (depth + baseDepth) * indent : 0
+        guard !afterKey, k.hasPointerRepresentation, n + pad <= 200 else { slowKey(k); return }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 256) { buf in
+            let base = buf.baseAddress!
+            var i = 0
+            if depth > 0 {
+                if topHasItems { base[i] = 0x2C; i += 1 }
+                markTopHasItems()
+                if indent > 0 {
+                    base[i] = 0x0A; i += 1
+                    (base + i).initialize(repeating: 0x20, count: pad); i += pad
+                }
+            }
+            base[i] = 0x22; i += 1
+            (base + i).initialize(from: k.utf8Start, count: n); i += n
+            base[i] = 0x22; base[i + 1] = 0x3A; i += 2
+            if indent > 0 { base[i] = 0x20; i += 1 }
+            bytes.append(contentsOf: UnsafeBufferPointer(start: base, count: i))
+        }
+        afterKey = true
+    }
+
+    private mutating func slowKey(_ k: StaticString) {
         beforeValue()
         bytes.append(0x22)
         k.withUTF8Buffer { bytes.append(contentsOf: $0) }

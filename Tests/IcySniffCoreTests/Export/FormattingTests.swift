@@ -58,3 +58,33 @@ import Testing
         }
     }
 }
+
+extension FormattingTests {
+    /// Commas and indentation are tracked per level in a bit set for the first 64 levels and an
+    /// array past them; both must give valid JSON.
+    @Test(arguments: [0, 2]) func deepNestingStaysValidJSON(indent: Int) throws {
+        var w = JSONWriter(indent: indent)
+        for _ in 0..<100 { w.beginArray(); w.int(1); w.beginObject(); w.int("k", 2); w.key("next") ; w.beginArray() }
+        w.string("end")
+        for _ in 0..<100 { w.endArray(); w.endObject(); w.int(3); w.endArray() }
+        let parsed = try JSONSerialization.jsonObject(with: Data(w.bytes))
+        var node: Any = parsed
+        for _ in 0..<100 {
+            let array = try #require(node as? [Any])
+            #expect(array.count == 3)
+            let object = try #require(array[1] as? [String: Any])
+            #expect(object["k"] as? Int == 2)
+            let next = try #require(object["next"] as? [Any])
+            #expect(next.count == 1)
+            node = next[0]
+        }
+        #expect(node as? String == "end")
+    }
+
+    @Test func prettyLayout() {
+        var w = JSONWriter(indent: 2)
+        w.beginObject(); w.string("a", "x"); w.key("b"); w.beginArray(); w.int(1); w.int(2); w.endArray()
+        w.key("c"); w.beginObject(); w.endObject(); w.endObject()
+        #expect(String(decoding: w.bytes, as: UTF8.self) == "{\n  \"a\": \"x\",\n  \"b\": [\n    1,\n    2\n  ],\n  \"c\": {}\n}")
+    }
+}
