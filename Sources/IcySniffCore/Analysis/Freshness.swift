@@ -101,16 +101,24 @@ public final class CacheTracker {
         var key: [UInt8] = []
         key.reserveCapacity(128)
         var target = t.request?.targetString ?? "/"
+        // Bytes are appended whole and lower-cased in place (an element-wise lazy map was ~4x slower).
+        func appendLowered(_ b: UnsafeBufferPointer<UInt8>) {
+            let start = key.count
+            key.append(contentsOf: b)
+            key.withUnsafeMutableBufferPointer { k in
+                for i in start..<k.count { k[i] = lowerASCII(k[i]) }
+            }
+        }
         return target.withUTF8 { tb in
             if tb.count >= 7, zip(tb[0..<7], "http://".utf8).allSatisfy({ lowerASCII($0) == $1 }) {
-                key.append(contentsOf: tb.lazy.map(lowerASCII))
+                appendLowered(tb)
             } else {
                 key.append(contentsOf: "http://".utf8)
                 var host = t.host
                 host.withUTF8 { hb in
                     var n = hb.count
                     if n >= 3, hb[n - 3] == 0x3A, hb[n - 2] == 0x38, hb[n - 1] == 0x30 { n -= 3 }
-                    key.append(contentsOf: hb[0..<n].lazy.map(lowerASCII))
+                    appendLowered(UnsafeBufferPointer(rebasing: hb[0..<n]))
                 }
                 key.append(contentsOf: tb)
             }
