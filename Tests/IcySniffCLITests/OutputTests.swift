@@ -53,6 +53,47 @@ import Testing
         #expect(((json?["log"] as? [String: Any])?["entries"] as? [Any])?.count == 15)
     }
 
+    /// `-o` on something that is not a regular file (a FIFO here; /dev/null in real use) writes
+    /// into it: renaming a temporary file over it would replace the device with a plain file,
+    /// which is what `-o /dev/null` once did to /dev/null.
+    @Test func outputIntoAFIFOKeepsTheFIFO() throws {
+        let dir = CLI.temporaryDirectory()
+        let fifo = dir.appendingPathComponent("pipe").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let copy = dir.appendingPathComponent("copy.tsv")
+        let reader = Process()
+        reader.executableURL = URL(fileURLWithPath: "/bin/sh")
+        reader.arguments = ["-c", "cat \"$0\" > \"$1\"", fifo, copy.path]
+        try reader.run()
+        let r = try CLI.run(["-r", CLI.capture("wikipedia.pcap"), "--format", "tsv", "-o", fifo, "--quiet"])
+        reader.waitUntilExit()
+        #expect(r.status == 0)
+        var info = stat()
+        #expect(lstat(fifo, &info) == 0 && (info.st_mode & S_IFMT) == S_IFIFO, "still a FIFO")
+        let rows = try String(contentsOf: copy, encoding: .utf8).split(separator: "\n")
+        #expect(rows.count == 16, "header and 15 transactions came through the FIFO")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == ["copy.tsv", "pipe"])
+    }
+
+    /// Through a symbolic link the file it names is replaced (atomically) and the link stays; an
+    /// existing file keeps its permissions.
+    @Test func outputThroughASymlinkKeepsTheLinkAndTheMode() throws {
+        let dir = CLI.temporaryDirectory()
+        let real = dir.appendingPathComponent("real.har").path
+        let link = dir.appendingPathComponent("link.har").path
+        #expect(FileManager.default.createFile(atPath: real, contents: Data("old".utf8)))
+        #expect(chmod(real, 0o600) == 0)
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: real)
+        let r = try CLI.run(["-r", CLI.capture("wikipedia.pcap"), "--har", "-o", link, "--quiet"])
+        #expect(r.status == 0)
+        var info = stat()
+        #expect(lstat(link, &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK, "the link is still a link")
+        #expect(stat(real, &info) == 0 && info.st_mode & 0o777 == 0o600, "the file kept its mode")
+        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: real))) as? [String: Any]
+        #expect(((json?["log"] as? [String: Any])?["entries"] as? [Any])?.count == 15)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == ["link.har", "real.har"])
+    }
+
     @Test func secretsAreRedactedUnlessKept() throws {
         let r = try CLI.run(["-r", CLI.corpus("zeek/basic-auth-with-colon.pcap"), "--har", "--quiet"])
         #expect(r.text.contains("\"Authorization\""))

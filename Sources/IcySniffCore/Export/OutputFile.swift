@@ -44,20 +44,43 @@ public final class OutputFile {
         return buffer
     }
 
-    /// A file at `path`, written atomically.
+    /// A file at `path`. A regular file (new or existing, also behind a symbolic link) is written
+    /// atomically: under a temporary name in its directory, renamed into place by `commit()`, with
+    /// the existing file's permissions. Anything else that exists — a device such as `/dev/null`,
+    /// a FIFO, a socket — is written directly: renaming over it would replace it with a file.
     public init(path: String) throws(OutputError) {
+        inMemory = false
+        var target = path
+        var info = stat()
+        var mode: mode_t = 0o644
+        if stat(path, &info) == 0 {
+            if (info.st_mode & S_IFMT) != S_IFREG {
+                let f = open(path, O_WRONLY | O_CLOEXEC)
+                if f < 0 { throw OutputError(message: "cannot write '\(path)': \(String(cString: strerror(errno)))") }
+                fd = f
+                finalPath = path
+                temporaryPath = nil
+                buffer.reserveCapacity(1 << 16)
+                return
+            }
+            mode = info.st_mode & 0o7777
+            // Through a symbolic link: replace the file it names, not the link.
+            if let resolved = realpath(path, nil) {
+                target = String(cString: resolved)
+                free(resolved)
+            }
+        }
         let dir: String
-        if let slash = path.lastIndex(of: "/") { dir = String(path[..<slash]).isEmpty ? "/" : String(path[..<slash]) } else { dir = "." }
-        let base = path.split(separator: "/").last.map(String.init) ?? path
+        if let slash = target.lastIndex(of: "/") { dir = String(target[..<slash]).isEmpty ? "/" : String(target[..<slash]) } else { dir = "." }
+        let base = target.split(separator: "/").last.map(String.init) ?? target
         var template = Array("\(dir)/.\(base).XXXXXX".utf8CString)
         let f = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         if f < 0 {
             throw OutputError(message: "cannot write '\(path)': \(String(cString: strerror(errno)))")
         }
-        fchmod(f, 0o644)
+        fchmod(f, mode)
         fd = f
-        inMemory = false
-        finalPath = path
+        finalPath = target
         temporaryPath = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         buffer.reserveCapacity(1 << 16)
     }
@@ -66,6 +89,8 @@ public final class OutputFile {
         if !committed, let temporaryPath {
             close(fd)
             unlink(temporaryPath)
+        } else if temporaryPath == nil, finalPath != nil, !committed {
+            close(fd)
         }
     }
 
@@ -112,7 +137,13 @@ public final class OutputFile {
         if let failed {
             throw OutputError(message: "cannot write \(finalPath.map { "'\($0)'" } ?? name): \(failed)")
         }
-        guard let temporaryPath, let finalPath else { return }
+        guard let finalPath else { return }
+        guard let temporaryPath else {
+            // Written directly (a device or FIFO): nothing to move.
+            close(fd)
+            committed = true
+            return
+        }
         if fsync(fd) != 0 && errno != EINVAL {
             throw OutputError(message: "cannot write '\(finalPath)': \(String(cString: strerror(errno)))")
         }
