@@ -142,7 +142,7 @@ struct OutputOptions: ParsableArguments {
     @Option(name: .customLong("format"), help: ArgumentHelp("Output format: table, tsv, csv, ndjson or har. Default: table on a terminal, TSV otherwise.", valueName: "format"))
     var format: OutputFormat?
 
-    @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Write to a file (atomically: a temporary file, then renamed).", valueName: "file"))
+    @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Write to a file (atomically: a temporary file, then renamed; a device or FIFO such as /dev/null is written directly).", valueName: "file"))
     var outputPath: String?
 
     @Flag(name: .customLong("connections"), help: "List TCP connections (endpoints, handshake RTT, bytes, gaps, anomalies) instead of transactions.")
