@@ -168,7 +168,11 @@ final class TransactionAssembler: StreamHandler, HTTPParserDelegate {
             emit(t)
             head += 1
         }
-        if head > 64 && head * 2 > queue.count {
+        if head == queue.count {
+            // Everything emitted (the usual keep-alive case): let the transactions go now.
+            queue.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head > 64 && head * 2 > queue.count {
             queue.removeFirst(head)
             head = 0
         }
