@@ -86,7 +86,18 @@ public struct Endpoint: Hashable, Comparable, Sendable {
 
     /// `1.2.3.4:80` or `[::1]:80`.
     public var description: String {
-        address.isIPv4 ? "\(address.description):\(port)" : "[\(address.description)]:\(port)"
+        var out: [UInt8] = []
+        appendText(to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `1.2.3.4:80` or `[::1]:80`, appended to a byte buffer.
+    public func appendText(to out: inout [UInt8]) {
+        if address.isIPv4 { address.appendText(to: &out) } else {
+            out.append(0x5B); address.appendText(to: &out); out.append(0x5D)
+        }
+        out.append(0x3A)
+        JSONWriter.appendInteger(Int64(port), to: &out)
     }
 }
 

@@ -73,7 +73,7 @@ enum EntryEncoder {
     /// false (nothing written) when the value is not ASCII, which goes through `redact` instead.
     private static func writeRedactedCookieHeader(_ headers: HeaderFields, at i: Int, to w: inout JSONWriter) -> Bool {
         headers.withValueBytes(at: i) { v -> Bool in
-            guard Cookies.isASCII(v) else { return false }
+            guard isASCII(v) else { return false }
             w.composedString { w in
                 var first = true
                 Cookies.forEachRequestCookie(v) { name, value in
@@ -121,7 +121,7 @@ enum EntryEncoder {
         w.key("cookies"); w.beginArray()
         for i in headers.indices where headers.id(at: i) == .cookie {
             let done = headers.withValueBytes(at: i) { v -> Bool in
-                guard Cookies.isASCII(v) else { return false }
+                guard isASCII(v) else { return false }
                 Cookies.forEachRequestCookie(v) { name, value in
                     w.beginObject()
                     w.key("name"); w.string(bytes: name)
@@ -302,11 +302,6 @@ enum MimeType {
 }
 
 enum Cookies {
-    static func isASCII(_ v: UnsafeBufferPointer<UInt8>) -> Bool {
-        for c in v where c >= 0x80 { return false }
-        return true
-    }
-
     /// The cookie-pairs of a request Cookie value, as `parseRequest` splits them (parts between
     /// `;`, trimmed of spaces and tabs, empty ones skipped, the name up to the first `=`), as
     /// slices of `v` (ASCII).

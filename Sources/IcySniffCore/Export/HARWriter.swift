@@ -92,11 +92,7 @@ public final class HARWriter: TransactionSink {
         w.key("entries")
         w.beginArray()
         out.write(w.bytes)
-        let separator = Array((options.pretty ? ",\n      " : ",").utf8)
-        for (i, e) in index.enumerated() {
-            out.write(i == 0 ? Array((options.pretty ? "\n      " : "").utf8) : separator)
-            spill.withBytes(offset: e.offset, length: e.length) { out.write($0) }
-        }
+        writeSpilled(index.lazy.map { ($0.offset, $0.length) }, from: spill, to: out)
         if index.isEmpty {
             out.write(options.pretty ? Array("],\n    \"_connections\": ".utf8) : Array("],\"_connections\":".utf8))
         } else {
@@ -104,10 +100,7 @@ public final class HARWriter: TransactionSink {
         }
         connectionIndex.sort { $0.id < $1.id }
         out.write(Array("[".utf8))
-        for (i, c) in connectionIndex.enumerated() {
-            out.write(i == 0 ? Array((options.pretty ? "\n      " : "").utf8) : separator)
-            connectionSpill.withBytes(offset: c.offset, length: c.length) { out.write($0) }
-        }
+        writeSpilled(connectionIndex.lazy.map { ($0.offset, $0.length) }, from: connectionSpill, to: out)
         out.write(Array((options.pretty && !connectionIndex.isEmpty ? "\n    ]" : "]").utf8))
         if let comment {
             var cw = JSONWriter()
@@ -116,6 +109,19 @@ public final class HARWriter: TransactionSink {
             out.write(cw.bytes)
         }
         out.write(options.pretty ? Array("\n  }\n}\n".utf8) : Array("}}\n".utf8))
+    }
+}
+
+extension HARWriter {
+    /// The items of a top-level array (entries, connections), copied from where they were
+    /// spilled, one per line when pretty.
+    private func writeSpilled(_ records: some Sequence<(offset: Int, length: Int)>, from store: SpillStore, to out: OutputFile) {
+        let first = Array((options.pretty ? "\n      " : "").utf8)
+        let separator = Array((options.pretty ? ",\n      " : ",").utf8)
+        for (i, r) in records.enumerated() {
+            out.write(i == 0 ? first : separator)
+            store.withBytes(offset: r.offset, length: r.length) { out.write($0) }
+        }
     }
 }
 

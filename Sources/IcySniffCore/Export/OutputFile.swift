@@ -86,12 +86,11 @@ public final class OutputFile {
     }
 
     deinit {
-        if !committed, let temporaryPath {
-            close(fd)
-            unlink(temporaryPath)
-        } else if temporaryPath == nil, finalPath != nil, !committed {
-            close(fd)
-        }
+        // A file output not committed (an error or an interrupted run): close it, and drop the
+        // temporary file so nothing half-written is left.
+        guard finalPath != nil, !committed else { return }
+        close(fd)
+        if let temporaryPath { unlink(temporaryPath) }
     }
 
     public var isTerminal: Bool { !inMemory && isatty(fd) == 1 }

@@ -144,8 +144,8 @@ public final class TableWriter {
         let req = t.request, resp = t.response
         switch field {
         case .time: t.startTime.appendISO8601(to: &row, fractionDigits: 6)
-        case .client: appendEndpoint(t.connection.client)
-        case .server: appendEndpoint(t.connection.server)
+        case .client: t.connection.client.appendText(to: &row)
+        case .server: t.connection.server.appendText(to: &row)
         case .depth: JSONWriter.appendInteger(Int64(t.depth), to: &row)
         case .status:
             guard let resp, !resp.isHTTP09 else { appendText(value(field, t)); return }
@@ -160,7 +160,7 @@ public final class TableWriter {
         case .contentType:
             guard let resp, let i = resp.headers.index(of: .contentType) else { row.append(0x2D); return }
             let done = resp.headers.withValueBytes(at: i) { v -> Bool in
-                guard Cookies.isASCII(v) else { return false }
+                guard isASCII(v) else { return false }
                 // The media type: the first non-empty part before a ';', spaces trimmed.
                 var start = 0
                 while start < v.count {
@@ -189,14 +189,6 @@ public final class TableWriter {
             if first { row.append(0x2D) }
         default: appendText(value(field, t))
         }
-    }
-
-    private func appendEndpoint(_ e: Endpoint) {
-        if e.address.isIPv4 { e.address.appendText(to: &row) } else {
-            row.append(0x5B); e.address.appendText(to: &row); row.append(0x5D)
-        }
-        row.append(0x3A)
-        JSONWriter.appendInteger(Int64(e.port), to: &row)
     }
 
     private func appendText(_ s: String) {

@@ -17,9 +17,7 @@ extension String {
     }
 
     public init(wireBuffer buffer: UnsafeBufferPointer<UInt8>) {
-        var ascii = true
-        for b in buffer where b >= 0x80 { ascii = false; break }
-        if ascii {
+        if isASCII(buffer) {
             self = String(decoding: buffer, as: UTF8.self)
         } else if let s = String(validating: buffer, as: UTF8.self) {
             self = s

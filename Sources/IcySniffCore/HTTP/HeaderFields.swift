@@ -176,6 +176,12 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
 
 @inline(__always) func lowerASCII(_ c: UInt8) -> UInt8 { c &- 65 < 26 ? c | 0x20 : c }
 
+/// Whether every byte is ASCII (then the bytes are the same as the String they decode to).
+@inline(__always) func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    for b in bytes where b >= 0x80 { return false }
+    return true
+}
+
 /// The header fields the analysis and the outputs read, recognised once when a field is parsed.
 public enum FieldName: UInt8, Sendable, CaseIterable {
     case other
