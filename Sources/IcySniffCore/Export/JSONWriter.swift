@@ -48,24 +48,39 @@ public struct JSONWriter {
         return had
     }
 
-    /// A newline and up to 64 spaces of indentation, sliced for each depth.
-    private static let newlineAndSpaces: StaticString = "\n                                                                "
-
-    @inline(__always) private mutating func newline() {
-        guard indent > 0 else { return }
-        var spaces = (depth + baseDepth) * indent
-        let line = Self.newlineAndSpaces
-        bytes.append(contentsOf: UnsafeBufferPointer(start: line.utf8Start, count: 1 + min(spaces, 64)))
-        spaces -= min(spaces, 64)
-        while spaces > 0 { bytes.append(0x20); spaces -= 1 }
+    /// A line break and `pad` spaces at `base`; answers how many bytes that is.
+    @inline(__always) private static func lineBreak(at base: UnsafeMutablePointer<UInt8>, pad: Int) -> Int {
+        base[0] = 0x0A
+        (base + 1).initialize(repeating: 0x20, count: pad)
+        return 1 + pad
     }
 
-    @inline(__always) private mutating func beforeValue() {
-        if afterKey { afterKey = false; return }
-        if depth > 0 {
-            if topHasItems { bytes.append(0x2C) }
-            markTopHasItems()
-            newline()
+    /// What goes before a value: nothing right after its key; inside a container a comma after an
+    /// earlier item, then (indented output) a line break and the indentation; with `key`, the key
+    /// and its colon. Put together on the stack and appended once — this runs for every value
+    /// and key, so it is the writer's hottest path.
+    @inline(__always) private mutating func beforeValue(key k: StaticString? = nil) {
+        let separated = !afterKey && depth > 0
+        afterKey = k != nil
+        let comma = separated && topHasItems
+        if separated { markTopHasItems() }
+        let pad = separated && indent > 0 ? (depth + baseDepth) * indent : 0
+        guard separated || k != nil else { return }   // a value right after its key: nothing
+        (k ?? "").withUTF8Buffer { key in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: pad + key.count + 6) { buf in
+                let base = buf.baseAddress!
+                var i = 0
+                if comma { base[i] = 0x2C; i += 1 }
+                if separated && indent > 0 { i += Self.lineBreak(at: base + i, pad: pad) }
+                if k != nil {
+                    base[i] = 0x22; i += 1
+                    if let start = key.baseAddress { (base + i).initialize(from: start, count: key.count) }
+                    i += key.count
+                    base[i] = 0x22; base[i + 1] = 0x3A; i += 2
+                    if indent > 0 { base[i] = 0x20; i += 1 }
+                }
+                bytes.append(contentsOf: UnsafeBufferPointer(start: base, count: i))
+            }
         }
     }
 
@@ -74,48 +89,21 @@ public struct JSONWriter {
     public mutating func beginArray() { beforeValue(); bytes.append(0x5B); push() }
     public mutating func endArray() { close(0x5D) }
 
+    /// The closing bracket, on a line of its own when the container had items (indented output).
     private mutating func close(_ c: UInt8) {
-        if pop() { newline() }
-        bytes.append(c)
+        let onItsOwnLine = pop() && indent > 0
+        let pad = onItsOwnLine ? (depth + baseDepth) * indent : 0
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: pad + 2) { buf in
+            let base = buf.baseAddress!
+            let i = onItsOwnLine ? Self.lineBreak(at: base, pad: pad) : 0
+            base[i] = c
+            bytes.append(contentsOf: UnsafeBufferPointer(start: base, count: i + 1))
+        }
     }
 
     /// A key known when the program is written: copied as is (keys are plain ASCII, no escaping).
-    /// The comma, line break, indentation and key are put together on the stack and appended
-    /// once (a key is written for nearly every value, so this is the writer's hottest path).
     @inline(__always)
-    public mutating func key(_ k: StaticString) {
-        let n = k.utf8CodeUnitCount
-        let pad = indent > 0 ? (depth + baseDepth) * indent : 0
-        guard !afterKey, k.hasPointerRepresentation, n + pad <= 200 else { slowKey(k); return }
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 256) { buf in
-            let base = buf.baseAddress!
-            var i = 0
-            if depth > 0 {
-                if topHasItems { base[i] = 0x2C; i += 1 }
-                markTopHasItems()
-                if indent > 0 {
-                    base[i] = 0x0A; i += 1
-                    (base + i).initialize(repeating: 0x20, count: pad); i += pad
-                }
-            }
-            base[i] = 0x22; i += 1
-            (base + i).initialize(from: k.utf8Start, count: n); i += n
-            base[i] = 0x22; base[i + 1] = 0x3A; i += 2
-            if indent > 0 { base[i] = 0x20; i += 1 }
-            bytes.append(contentsOf: UnsafeBufferPointer(start: base, count: i))
-        }
-        afterKey = true
-    }
-
-    private mutating func slowKey(_ k: StaticString) {
-        beforeValue()
-        bytes.append(0x22)
-        k.withUTF8Buffer { bytes.append(contentsOf: $0) }
-        bytes.append(0x22)
-        bytes.append(0x3A)
-        if indent > 0 { bytes.append(0x20) }
-        afterKey = true
-    }
+    public mutating func key(_ k: StaticString) { beforeValue(key: k) }
 
     /// A key made at run time (escaped like any string).
     public mutating func key(text k: String) {
