@@ -31,9 +31,12 @@ let package = Package(
         .executableTarget(
             name: "icy-sniff",
             dependencies: [
-                "IcySniffCore",
+                "IcySniffCore", "CIcyShims",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            // The Swift runtime linked in (release builds): calls into it skip the PLT and start-up
+            // skips resolving its symbols (~4 ms per run, ~6% of a large capture's time; docs/BENCHMARK.md).
+            linkerSettings: [.unsafeFlags(["-static-stdlib", "-l_FoundationCollections", "-l_FoundationCShims", "-lswiftSynchronization"], .when(platforms: [.linux], configuration: .release))]
         ),
         .testTarget(name: "IcySniffCoreTests", dependencies: ["IcySniffCore", "CZlib"]),
         .testTarget(name: "IcySniffCLITests", dependencies: ["icy-sniff"]),

@@ -57,3 +57,16 @@ const char *icy_gzip_error(void *cookie) {
     if (!c) return NULL;
     return c->error[0] ? c->error : NULL;
 }
+
+#include <sched.h>
+#include <unistd.h>
+
+int icy_available_cpus(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0) return n;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}

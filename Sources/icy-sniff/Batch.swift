@@ -1,5 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Dispatch
-import Foundation
 import IcySniffCore
 
 /// The captures named on the command line: files as given, directories walked recursively and
@@ -17,27 +19,24 @@ struct CaptureList {
 
     static func expand(_ inputs: [String]) -> CaptureList {
         var list = CaptureList()
-        let fm = FileManager.default
         for input in inputs {
-            var isDirectory: ObjCBool = false
-            if input != "-", fm.fileExists(atPath: input, isDirectory: &isDirectory), isDirectory.boolValue {
+            if input != "-", FileSystem.kind(of: input) == .directory {
                 list.fromDirectory = true
-                guard let walker = fm.enumerator(atPath: input) else {
+                var unreadable: [String] = []
+                guard let entries = FileSystem.walk(input, unreadable: &unreadable) else {
                     list.problems.append("cannot read directory '\(input)'")
                     continue
                 }
+                for dir in unreadable { list.problems.append("cannot read directory '\(dir)'") }
                 var found: [String] = []
-                while let relative = walker.nextObject() as? String {
-                    let full = (input as NSString).appendingPathComponent(relative)
-                    var dir: ObjCBool = false
-                    guard fm.fileExists(atPath: full, isDirectory: &dir), !dir.boolValue else { continue }
-                    if CaptureFile.kind(of: full) != nil { found.append(relative) } else { list.skippedNonCaptures += 1 }
+                for relative in entries {
+                    if CaptureFile.kind(of: FileSystem.join(input, relative)) != nil { found.append(relative) } else { list.skippedNonCaptures += 1 }
                 }
                 for relative in found.sorted() {
-                    list.captures.append(Capture(path: (input as NSString).appendingPathComponent(relative), outputStem: stem(relative)))
+                    list.captures.append(Capture(path: FileSystem.join(input, relative), outputStem: stem(relative)))
                 }
             } else {
-                list.captures.append(Capture(path: input, outputStem: input == "-" ? "stdin" : stem((input as NSString).lastPathComponent)))
+                list.captures.append(Capture(path: input, outputStem: input == "-" ? "stdin" : stem(FileSystem.lastComponent(input))))
             }
         }
         // Two captures may map to one output name (a/x.pcap and b/x.pcap given as two inputs):
@@ -64,7 +63,7 @@ struct CaptureList {
 
 /// Progress shared between batch workers and the thread that draws the progress bar.
 final class BatchProgress: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private var current: [Int: Int64] = [:]
     private var finishedBytes: Int64 = 0
     private(set) var finished = 0
@@ -105,12 +104,12 @@ struct BatchRunner {
     }
 
     func run() -> Int32 {
-        let started = Date()
+        let started = monotonicSeconds()
         let format = self.format
         let outDir = frontend.output.outDir
         if let outDir {
-            do { try FileManager.default.createDirectory(atPath: outDir, withIntermediateDirectories: true) } catch {
-                Diagnostics.error("cannot create '\(outDir)': \(error.localizedDescription)")
+            do { try FileSystem.makeDirectories(outDir) } catch {
+                Diagnostics.error("cannot create '\(outDir)': \(error.message)")
                 return Frontend.Exit.outputFailed
             }
         }
@@ -126,11 +125,11 @@ struct BatchRunner {
         } else {
             merged = nil
         }
-        let jobs = max(1, min(frontend.output.jobs ?? ProcessInfo.processInfo.activeProcessorCount, captures.count))
+        let jobs = max(1, min(frontend.output.jobs ?? availableProcessors(), captures.count))
         let progress = BatchProgress()
         let results = ResultBox(count: captures.count)
         let next = IndexBox()
-        let totalBytes = captures.reduce(Int64(0)) { $0 + ((try? FileManager.default.attributesOfItem(atPath: $1.path)[.size] as? Int64) ?? 0) }
+        let totalBytes = captures.reduce(Int64(0)) { $0 + (FileSystem.size(of: $1.path) ?? 0) }
         let group = DispatchGroup()
         let frontend = self.frontend
         let captures = self.captures
@@ -149,7 +148,7 @@ struct BatchRunner {
         while group.wait(timeout: .now() + 0.25) == .timedOut {
             if showProgress { drawProgress(progress, total: captures.count, totalBytes: totalBytes, started: started) }
         }
-        if showProgress { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        if showProgress { Diagnostics.raw("\r\u{1B}[K") }
 
         var code = Frontend.Exit.ok
         var summary = RunStats()
@@ -182,50 +181,49 @@ struct BatchRunner {
             return Frontend.Exit.outputFailed
         }
         if !frontend.output.quiet {
-            let seconds = Date().timeIntervalSince(started)
+            let seconds = monotonicSeconds() - started
             var line = "icy-sniff: \(captures.count) captures (\(failures) failed, \(damaged) damaged"
             if upToDate > 0 { line += ", \(upToDate) up to date" }
             if skippedNonCaptures > 0 { line += ", \(skippedNonCaptures) other files skipped" }
-            line += "), \(summary.packets) packets, \(summary.transactions) HTTP transactions in \(String(format: "%.2f", seconds)) s"
+            line += "), \(summary.packets) packets, \(summary.transactions) HTTP transactions in \(seconds.fixed(2)) s"
             Diagnostics.info(line)
         }
         return code
     }
 
-    private func drawProgress(_ progress: BatchProgress, total: Int, totalBytes: Int64, started: Date) {
+    private func drawProgress(_ progress: BatchProgress, total: Int, totalBytes: Int64, started: Double) {
         let (done, bytes) = progress.snapshot
-        let elapsed = max(0.001, Date().timeIntervalSince(started))
+        let elapsed = max(0.001, monotonicSeconds() - started)
         let rate = Double(bytes) / elapsed
         let fraction = totalBytes > 0 ? min(1, Double(bytes) / Double(totalBytes)) : Double(done) / Double(max(1, total))
         let width = 24
         let filled = Int(fraction * Double(width))
         let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
         let left = rate > 0 && totalBytes > bytes ? Double(totalBytes - bytes) / rate : 0
-        let line = String(format: "\r[%@] %d/%d captures, %.1f/%.1f MB, %.1f MB/s, %.0f s left\u{1B}[K",
-                          bar, done, total, Double(bytes) / 1e6, Double(totalBytes) / 1e6, rate / 1e6, left)
-        FileHandle.standardError.write(Data(line.utf8))
+        let line = "\r[\(bar)] \(done)/\(total) captures, \((Double(bytes) / 1e6).fixed(1))/\((Double(totalBytes) / 1e6).fixed(1)) MB, "
+            + "\((rate / 1e6).fixed(1)) MB/s, \(left.fixed(0)) s left\u{1B}[K"
+        Diagnostics.raw(line)
     }
 
     /// Analyses one capture on the calling thread; everything it creates stays on that thread.
     static func analyse(_ capture: CaptureList.Capture, index: Int, frontend: Frontend, format: OutputFormat, fields: [Field],
                         merged: Bool, progress: BatchProgress) -> CaptureResult {
         var result = CaptureResult()
-        let size = (try? FileManager.default.attributesOfItem(atPath: capture.path)[.size] as? Int64) ?? 0
+        let size = FileSystem.size(of: capture.path) ?? 0
         defer { progress.finish(index, size: size) }
         var outputPath: String? = nil
         if let outDir = frontend.output.outDir {
             let ext: String
             switch format { case .har: ext = "har"; case .ndjson: ext = "ndjson"; case .csv: ext = "csv"; default: ext = "tsv" }
-            let path = (outDir as NSString).appendingPathComponent(capture.outputStem + "." + ext)
+            let path = FileSystem.join(outDir, capture.outputStem + "." + ext)
             outputPath = path
-            let fm = FileManager.default
             if !frontend.output.force,
-               let outDate = try? fm.attributesOfItem(atPath: path)[.modificationDate] as? Date,
-               let inDate = try? fm.attributesOfItem(atPath: capture.path)[.modificationDate] as? Date, outDate >= inDate {
+               let outTime = FileSystem.modificationTime(of: path),
+               let inTime = FileSystem.modificationTime(of: capture.path), outTime >= inTime {
                 result.status = .upToDate
                 return result
             }
-            try? fm.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try? FileSystem.makeDirectories(FileSystem.deletingLastComponent(path))
         }
         let source: PcapSource
         do { source = try PcapSource.open(path: capture.path, filter: frontend.input.filter) } catch {
@@ -283,7 +281,7 @@ struct BatchRunner {
 }
 
 final class ResultBox: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private var results: [CaptureResult]
     init(count: Int) { results = Array(repeating: CaptureResult(), count: count) }
     func set(_ i: Int, _ r: CaptureResult) { lock.withLock { results[i] = r } }
@@ -291,7 +289,7 @@ final class ResultBox: @unchecked Sendable {
 }
 
 final class IndexBox: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private var next = 0
     func take(below limit: Int) -> Int? {
         lock.withLock {

@@ -16,6 +16,11 @@ enum Diagnostics {
         write(message + "\n")
     }
 
+    /// Text as it is (progress lines).
+    static func raw(_ text: String) {
+        write(text)
+    }
+
     private static func write(_ s: String) {
         var text = s
         text.withUTF8 { buf in _ = Glibc.write(2, buf.baseAddress, buf.count) }

@@ -76,3 +76,22 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).sorted() == ["x-2.har", "x.har"])
     }
 }
+
+@Suite struct BatchWalkTests {
+    /// The directory walk (libc, no Foundation): a link to a capture is a capture; a link to a
+    /// directory, here one that loops back to the top, is neither walked nor counted.
+    @Test func linksToCapturesCountAndLinkedDirectoriesAreNotWalked() throws {
+        let root = CLI.temporaryDirectory().appendingPathComponent("walk")
+        let fm = FileManager.default
+        try fm.createDirectory(at: root.appendingPathComponent("deep/er"), withIntermediateDirectories: true)
+        try fm.copyItem(atPath: CLI.corpus("zeek/get.pcap"), toPath: root.appendingPathComponent("deep/er/get.pcap").path)
+        try fm.createSymbolicLink(atPath: root.appendingPathComponent("alias.pcap").path, withDestinationPath: "deep/er/get.pcap")
+        try fm.createSymbolicLink(atPath: root.appendingPathComponent("deep/loop").path, withDestinationPath: "..")
+        let out = root.deletingLastPathComponent().appendingPathComponent("walk-out/a/b")
+        let r = try CLI.run(["-r", root.path, "--out-dir", out.path, "-j", "2"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.contains("2 captures (0 failed, 0 damaged)"), "\(r.stderr)")
+        let made = fm.enumerator(atPath: out.path)!.allObjects.compactMap { $0 as? String }.filter { $0.hasSuffix(".har") }.sorted()
+        #expect(made == ["alias.har", "deep/er/get.har"])
+    }
+}

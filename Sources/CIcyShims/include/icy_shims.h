@@ -10,3 +10,7 @@ FILE *icy_gzip_fdopen(int fd, void **cookie);
 /// The zlib error seen by the stream whose cookie icy_gzip_fdopen returned, or NULL when there is
 /// none. Valid until the FILE* is closed.
 const char *icy_gzip_error(void *cookie);
+
+/// Processors this process may run on: the size of its CPU affinity mask (what `nproc` prints),
+/// or the online processors when the mask cannot be read. At least 1.
+int icy_available_cpus(void);

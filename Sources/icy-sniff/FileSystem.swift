@@ -1,0 +1,146 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CIcyShims
+
+/// The few file-system and process facts the command line needs, straight from libc: the tool
+/// links no Foundation (its runtime and ICU would be most of the binary and of the start-up time).
+enum FileSystem {
+    enum Kind { case missing, directory, file, other }
+
+    /// What `path` is, following symbolic links.
+    static func kind(of path: String) -> Kind {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return .missing }
+        switch st.st_mode & S_IFMT {
+        case S_IFDIR: return .directory
+        case S_IFREG: return .file
+        default: return .other
+        }
+    }
+
+    /// Size in bytes (following symbolic links), nil when it cannot be read.
+    static func size(of path: String) -> Int64? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return Int64(st.st_size)
+    }
+
+    /// Modification time in nanoseconds since the epoch (following symbolic links).
+    static func modificationTime(of path: String) -> Int64? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+    }
+
+    /// Every entry below `directory` that is not itself a directory, as paths relative to it.
+    /// Symbolic links are listed, never descended (a link to a directory is neither listed nor
+    /// walked, so a loop of links cannot trap the walk). Nil when `directory` cannot be read;
+    /// subdirectories that cannot be read are reported in `unreadable`.
+    static func walk(_ directory: String, unreadable: inout [String]) -> [String]? {
+        guard let top = opendir(directory) else { return nil }
+        var found: [String] = []
+        var pending: [(dir: OpaquePointer, relative: String)] = [(top, "")]
+        while let (dir, relative) = pending.popLast() {
+            defer { closedir(dir) }
+            var subdirectories: [String] = []
+            while let entry = readdir(dir) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                    String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+                }
+                if name == "." || name == ".." { continue }
+                let rel = relative.isEmpty ? name : relative + "/" + name
+                let full = join(directory, rel)
+                var st = stat()
+                guard lstat(full, &st) == 0 else { continue }
+                switch st.st_mode & S_IFMT {
+                case S_IFDIR: subdirectories.append(rel)
+                case S_IFLNK: if kind(of: full) != .directory { found.append(rel) }
+                default: found.append(rel)
+                }
+            }
+            for sub in subdirectories {
+                if let d = opendir(join(directory, sub)) { pending.append((d, sub)) } else { unreadable.append(join(directory, sub)) }
+            }
+        }
+        return found
+    }
+
+    /// Creates `path` and its missing parents (like `mkdir -p`). Throws the errno text.
+    static func makeDirectories(_ path: String) throws(FileSystemError) {
+        if path.isEmpty || kind(of: path) == .directory { return }
+        let parent = deletingLastComponent(path)
+        if parent != path && !parent.isEmpty { try makeDirectories(parent) }
+        if mkdir(path, 0o777) != 0 && errno != EEXIST { throw FileSystemError(errno: errno) }
+        if kind(of: path) != .directory { throw FileSystemError(errno: ENOTDIR) }
+    }
+
+    static func join(_ a: String, _ b: String) -> String {
+        if a.isEmpty { return b }
+        return a.hasSuffix("/") ? a + b : a + "/" + b
+    }
+
+    static func lastComponent(_ path: String) -> String {
+        var p = Substring(path)
+        while p.count > 1 && p.hasSuffix("/") { p = p.dropLast() }
+        guard let slash = p.lastIndex(of: "/"), p.count > 1 else { return String(p) }
+        return String(p[p.index(after: slash)...])
+    }
+
+    static func deletingLastComponent(_ path: String) -> String {
+        var p = Substring(path)
+        while p.count > 1 && p.hasSuffix("/") { p = p.dropLast() }
+        guard let slash = p.lastIndex(of: "/") else { return "" }
+        if slash == p.startIndex { return "/" }
+        return String(p[..<slash])
+    }
+}
+
+struct FileSystemError: Error {
+    let errno: Int32
+    var message: String { String(cString: strerror(errno)) }
+}
+
+/// Processors this process may run on (its affinity mask, as `nproc` counts them).
+func availableProcessors() -> Int { Int(icy_available_cpus()) }
+
+/// Seconds on the monotonic clock (for elapsed times).
+func monotonicSeconds() -> Double {
+    var t = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &t)
+    return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+}
+
+/// A pthread mutex for the batch runner's shared state.
+final class Lock: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    init() { pthread_mutex_init(mutex, nil) }
+    deinit { pthread_mutex_destroy(mutex); mutex.deallocate() }
+    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+}
+
+extension Double {
+    /// Fixed-point text with `decimals` digits after the point (no locale, no Foundation).
+    func fixed(_ decimals: Int) -> String {
+        guard isFinite else { return "\(self)" }
+        var scale = 1.0
+        for _ in 0..<decimals { scale *= 10 }
+        let negative = self < 0
+        let scaled = (abs(self) * scale).rounded()
+        guard scaled < 9e18 else { return "\(self)" }
+        let n = Int64(scaled)
+        let whole = n / Int64(scale), frac = n % Int64(scale)
+        var s = (negative && n != 0 ? "-" : "") + String(whole)
+        if decimals > 0 {
+            let f = String(frac)
+            s += "." + String(repeating: "0", count: decimals - f.count) + f
+        }
+        return s
+    }
+}
