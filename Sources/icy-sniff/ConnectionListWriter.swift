@@ -23,7 +23,7 @@ final class ConnectionListWriter: ExportSink {
         switch format {
         case .ndjson, .har:
             for s in summaries {
-                var w = JSONWriter(indent: 0)
+                let w = JSONWriter(indent: 0)
                 w.beginObject()
                 w.string("id", "C\(s.id)")
                 w.string("start", s.start.iso8601(fractionDigits: 6))
@@ -38,7 +38,8 @@ final class ConnectionListWriter: ExportSink {
                 w.string("history", s.history)
                 w.key("anomalies"); w.beginArray(); for (k, _) in s.weirds { w.string(k.rawValue) }; w.endArray()
                 w.endObject()
-                output.write(w.bytes + [0x0A])
+                w.append(0x0A)
+                output.write(w.buffer)
             }
         case .tsv, .csv, .table:
             let sep = format == .csv ? "," : (format == .tsv ? "\t" : "  ")
@@ -71,8 +72,8 @@ final class ConnectionListWriter: ExportSink {
 
 extension String {
     init(format3 value: Double) {
-        var w = JSONWriter()
+        let w = JSONWriter()
         w.number(value)
-        self = String(decoding: w.bytes, as: UTF8.self)
+        self = w.text
     }
 }

@@ -124,7 +124,7 @@ let benchmarks: @Sendable () -> Void = {
 
     // JSON writer: one NDJSON-like record of 40 fields (strings, integers, decimals, null).
     Benchmark("json writer 40-field record") { benchmark in
-        var w = JSONWriter()
+        let w = JSONWriter()
         for i in benchmark.scaledIterations {
             w.reset()
             w.beginObject()
@@ -139,7 +139,7 @@ let benchmarks: @Sendable () -> Void = {
             w.optionalString("location", nil)
             w.string("user_agent", "Mozilla/5.0 (\"quoted\") \\ tab\there")
             w.endObject()
-            blackHole(w.bytes.count)
+            blackHole(w.count)
         }
     }
 }

@@ -1,12 +1,47 @@
 /// Cache-Control directives (RFC 9111 §5.2): a comma-separated list where commas inside a
 /// quoted-string do not split; names are case-insensitive; arguments are tokens or quoted-strings.
+///
+/// Only the directives the freshness model reads are kept, read straight from the header bytes:
+/// a response costs no allocation here however many directives it has.
 struct CacheControl {
-    /// Directives in order: (lower-cased name, argument without quotes).
-    var directives: [(name: String, argument: String?)] = []
+    struct Known: OptionSet {
+        let rawValue: UInt8
+        static let noCache = Known(rawValue: 1)
+        static let noStore = Known(rawValue: 2)
+        static let mustRevalidate = Known(rawValue: 4)
+        static let isPublic = Known(rawValue: 8)
+        static let isPrivate = Known(rawValue: 16)
+        static let maxAge = Known(rawValue: 32)
+    }
+
+    private(set) var known: Known = []
+    /// The first max-age's argument as delta-seconds (nil when absent or not a valid number).
+    private(set) var maxAgeSeconds: Int64? = nil
+
+    init() {}
+
+    /// The directives of every Cache-Control line of `headers`. One line is read from its bytes;
+    /// several are combined first (a quoted-string may run from one line into the next).
+    init(_ headers: HeaderFields) {
+        self.init()
+        var first: Int? = nil
+        for i in headers.indices where headers.id(at: i) == .cacheControl {
+            if first != nil { self = CacheControl(headers.combined(.cacheControl)); return }
+            first = i
+        }
+        guard let first else { return }
+        headers.withValueBytes(at: first) { parse($0) }
+    }
 
     init(_ value: String?) {
-        guard let value else { return }
-        let b = Array(value.utf8)
+        self.init()
+        guard var value else { return }
+        value.withUTF8 { parse($0) }
+    }
+
+    func has(_ directive: Known) -> Bool { known.contains(directive) }
+
+    private mutating func parse(_ b: UnsafeBufferPointer<UInt8>) {
         var i = 0
         // Elements split at commas outside quoted-strings (RFC 9110 §5.6.1, §5.6.4).
         while i <= b.count {
@@ -25,56 +60,76 @@ struct CacheControl {
                 j += 1
             }
             let end = min(j, b.count)
-            addDirective(b[i..<end])
+            addDirective(UnsafeBufferPointer(rebasing: b[i..<end]))
             i = end + 1
         }
     }
 
-    private mutating func addDirective(_ element: ArraySlice<UInt8>) {
-        var e = element
-        while let f = e.first, f == 0x20 || f == 0x09 { e = e.dropFirst() }
-        while let l = e.last, l == 0x20 || l == 0x09 { e = e.dropLast() }
-        if e.isEmpty { return }
-        guard let eq = e.firstIndex(of: 0x3D) else {
-            directives.append((String(decoding: e.map(lowerASCII), as: UTF8.self), nil))
-            return
+    @inline(__always) private static func isWS(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 }
+
+    private mutating func addDirective(_ element: UnsafeBufferPointer<UInt8>) {
+        var lo = 0, hi = element.count
+        while lo < hi && Self.isWS(element[lo]) { lo += 1 }
+        while hi > lo && Self.isWS(element[hi - 1]) { hi -= 1 }
+        if lo == hi { return }
+        var eq = lo
+        while eq < hi && element[eq] != 0x3D { eq += 1 }
+        var nameEnd = eq
+        while nameEnd > lo && Self.isWS(element[nameEnd - 1]) { nameEnd -= 1 }
+        guard let directive = Self.directive(UnsafeBufferPointer(rebasing: element[lo..<nameEnd])) else { return }
+        if directive == .maxAge && !known.contains(.maxAge) {
+            var a = eq + 1
+            while a < hi && Self.isWS(element[a]) { a += 1 }
+            maxAgeSeconds = eq < hi ? Self.deltaSeconds(argument: UnsafeBufferPointer(rebasing: element[a..<hi])) : nil
         }
-        var name = e[e.startIndex..<eq]
-        while let l = name.last, l == 0x20 || l == 0x09 { name = name.dropLast() }
-        var arg = e[(eq + 1)...]
-        while let f = arg.first, f == 0x20 || f == 0x09 { arg = arg.dropFirst() }
-        var argument: [UInt8]
-        if arg.count >= 2, arg.first == 0x22, arg.last == 0x22 {
-            argument = []
-            var k = arg.startIndex + 1
-            while k < arg.endIndex - 1 {
-                if arg[k] == 0x5C, k + 1 < arg.endIndex - 1 { k += 1 }
-                argument.append(arg[k])
-                k += 1
-            }
-        } else {
-            argument = Array(arg)
-        }
-        directives.append((String(decoding: name.map(lowerASCII), as: UTF8.self),
-                           String(wireBytes: argument)))
+        known.insert(directive)
     }
 
-    func has(_ name: String) -> Bool { directives.contains { $0.name == name } }
+    /// Which known directive `name` is (ASCII case-insensitive), nil for the others.
+    private static func directive(_ name: UnsafeBufferPointer<UInt8>) -> Known? {
+        func equals(_ s: StaticString) -> Bool {
+            guard name.count == s.utf8CodeUnitCount else { return false }
+            for k in 0..<name.count where lowerASCII(name[k]) != s.utf8Start[k] { return false }
+            return true
+        }
+        switch name.count {
+        case 6: return equals("public") ? .isPublic : nil
+        case 7: return equals("max-age") ? .maxAge : equals("private") ? .isPrivate : nil
+        case 8: return equals("no-cache") ? .noCache : equals("no-store") ? .noStore : nil
+        case 15: return equals("must-revalidate") ? .mustRevalidate : nil
+        default: return nil
+        }
+    }
 
-    /// The first occurrence's argument (`nil` when absent; `.some(nil)` when present without one).
-    func argument(_ name: String) -> String?? {
-        for d in directives where d.name == name { return .some(d.argument) }
-        return nil
+    /// delta-seconds of an argument, a token or a quoted-string (quotes and escapes removed).
+    private static func deltaSeconds(argument a: UnsafeBufferPointer<UInt8>) -> Int64? {
+        guard a.count >= 2, a[0] == 0x22, a[a.count - 1] == 0x22 else { return deltaSeconds(a) }
+        // A quoted number: drop the quotes and the backslash of each quoted-pair.
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: a.count) { out in
+            var n = 0
+            var k = 1
+            while k < a.count - 1 {
+                if a[k] == 0x5C, k + 1 < a.count - 1 { k += 1 }
+                out[n] = a[k]; n += 1
+                k += 1
+            }
+            return deltaSeconds(UnsafeBufferPointer(rebasing: out[0..<n]))
+        }
     }
 
     /// delta-seconds (RFC 9111 §1.2.2): 1*DIGIT, capped at 2^31. nil when invalid.
-    static func deltaSeconds(_ s: String?) -> Int64? {
-        guard let s, !s.isEmpty, s.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+    static func deltaSeconds(_ b: UnsafeBufferPointer<UInt8>) -> Int64? {
+        guard !b.isEmpty else { return nil }
         var v: Int64 = 0
-        for b in s.utf8 {
-            v = v * 10 + Int64(b - 0x30)
-            if v > 2_147_483_648 { return 2_147_483_648 }
+        for c in b {
+            guard c >= 0x30 && c <= 0x39 else { return nil }
+            if v < 2_147_483_648 { v = min(v * 10 + Int64(c - 0x30), 2_147_483_648) }
         }
         return v
+    }
+
+    static func deltaSeconds(_ s: String?) -> Int64? {
+        guard var s else { return nil }
+        return s.withUTF8 { deltaSeconds($0) }
     }
 }

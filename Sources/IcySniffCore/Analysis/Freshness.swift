@@ -61,7 +61,12 @@ public final class CacheTracker {
     public init() {}
 
     /// Status codes heuristically cacheable (RFC 9110 §15.1).
-    static let heuristicStatuses: Set<Int> = [200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501]
+    static func heuristicallyCacheable(_ status: Int) -> Bool {
+        switch status {
+        case 200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501: return true
+        default: return false
+        }
+    }
 
     /// Assesses `t` and records it for later requests. Call in order of request start.
     @discardableResult
@@ -71,9 +76,10 @@ public final class CacheTracker {
         let request = t.request
         let requestTime = request?.firstByte ?? response.firstByte
         let method = request?.method ?? ""
-        let url = Self.cacheKey(t)
+        guard method == "GET" else { t.cache = a; return a }
+        let url = cacheKey(t)
         // §4: an earlier stored, fresh, matching response makes this GET avoidable.
-        if method == "GET", let candidates = stored[url] {
+        if let candidates = stored[url] {
             for s in candidates.reversed() where s.responseTime <= requestTime {
                 guard !s.vary.contains("*") else { continue }
                 let matches = zip(s.vary, s.varyValues).allSatisfy { name, value in request?.headers.combined(name) == value }
@@ -85,7 +91,7 @@ public final class CacheTracker {
                 }
             }
         }
-        if method == "GET", a.storable, !a.noCache, let freshFor = a.freshFor {
+        if a.storable, !a.noCache, let freshFor = a.freshFor {
             let vary = (response.headers.combined(.vary) ?? "").split(separator: ",")
                 .map { $0.trimmingASCIIWhitespace().lowercased() }.filter { !$0.isEmpty }
             let values = vary.map { request?.headers.combined($0) }
@@ -97,34 +103,43 @@ public final class CacheTracker {
     }
 
     /// The URL a cache keys on: scheme, host (lower-cased, default port dropped), path and query.
-    static func cacheKey(_ t: Transaction) -> String {
-        var key: [UInt8] = []
-        key.reserveCapacity(128)
-        var target = t.request?.targetString ?? "/"
-        // Bytes are appended whole and lower-cased in place (an element-wise lazy map was ~4x slower).
+    /// Assembled in a reused buffer; one String is made, for the dictionary.
+    func cacheKey(_ t: Transaction) -> String {
+        let key = keyScratch
+        key.removeAll()
+        /// Bytes appended whole, then lower-cased in place.
         func appendLowered(_ b: UnsafeBufferPointer<UInt8>) {
             let start = key.count
-            key.append(contentsOf: b)
-            key.withUnsafeMutableBufferPointer { k in
-                for i in start..<k.count { k[i] = lowerASCII(k[i]) }
-            }
+            key.append(b)
+            for i in start..<key.count { key.base[i] = lowerASCII(key.base[i]) }
         }
-        return target.withUTF8 { tb in
-            if tb.count >= 7, zip(tb[0..<7], "http://".utf8).allSatisfy({ lowerASCII($0) == $1 }) {
+        func build(_ tb: UnsafeBufferPointer<UInt8>) -> String {
+            let scheme: StaticString = "http://"
+            var absolute = tb.count >= 7
+            if absolute { for k in 0..<7 where lowerASCII(tb[k]) != scheme.utf8Start[k] { absolute = false; break } }
+            if absolute {
                 appendLowered(tb)
             } else {
-                key.append(contentsOf: "http://".utf8)
+                key.append(scheme)
                 var host = t.host
                 host.withUTF8 { hb in
                     var n = hb.count
                     if n >= 3, hb[n - 3] == 0x3A, hb[n - 2] == 0x38, hb[n - 1] == 0x30 { n -= 3 }
                     appendLowered(UnsafeBufferPointer(rebasing: hb[0..<n]))
                 }
-                key.append(contentsOf: tb)
+                key.append(tb)
             }
-            return String(decoding: key, as: UTF8.self)
+            return key.text
         }
+        // An ASCII target is used as it is; others through their wire text, so two different
+        // byte strings never meet in one key.
+        if let request = t.request, request.target.withUnsafeBufferPointer({ isASCII($0) }) {
+            return request.target.withUnsafeBufferPointer { build($0) }
+        }
+        var target = t.request?.targetString ?? "/"
+        return target.withUTF8 { build($0) }
     }
+    private let keyScratch = ByteBuffer(capacity: 256)
 
     /// The per-response part: storable, lifetime, age, validators (no history needed).
     static func assessResponse(_ t: Transaction) -> CacheAssessment {
@@ -132,7 +147,7 @@ public final class CacheTracker {
         guard let response = t.response else { return a }
         let request = t.request
         let headers = response.headers
-        let cc = CacheControl(headers.combined(.cacheControl))
+        let cc = CacheControl(headers)
         let method = request?.method ?? ""
         let status = response.status
         let responseTime = response.firstByte
@@ -143,27 +158,27 @@ public final class CacheTracker {
             if let secs = headers.httpDate(.date, now: responseTime) { return Double(secs) }
             return responseTime.secondsSinceEpoch
         }()
-        let ageValue = Double(CacheControl.deltaSeconds(headers.first(.age)) ?? 0)
+        let ageValue = Double(headers.index(of: .age).flatMap { headers.withValueBytes(at: $0) { CacheControl.deltaSeconds($0) } } ?? 0)
 
         // §4.2.3: age = max(apparent_age, corrected_age_value).
         let apparent = max(0, responseTime.secondsSinceEpoch - dateValue)
         let delay = responseTime.seconds(since: requestTime)
         a.age = max(apparent, ageValue + delay)
 
-        a.mustRevalidate = cc.has("no-cache") || cc.has("must-revalidate")
-        a.noCache = cc.has("no-cache")
-        a.noStore = cc.has("no-store")
+        a.mustRevalidate = cc.has(.noCache) || cc.has(.mustRevalidate)
+        a.noCache = cc.has(.noCache)
+        a.noStore = cc.has(.noStore)
         a.etag = headers.first(.etag)
         a.lastModified = headers.first(.lastModified)
         a.conditional = request.map { $0.headers.contains(.ifNoneMatch) || $0.headers.contains(.ifModifiedSince) } ?? false
         a.notModified = status == 304
 
         // §3: storable by a private cache.
-        let hasMaxAge = cc.has("max-age")
+        let hasMaxAge = cc.has(.maxAge)
         let hasExpires = headers.contains(.expires)
-        let explicit = hasMaxAge || hasExpires || cc.has("public") || cc.has("private")
-        a.storable = (method == "GET" || method == "HEAD") && !cc.has("no-store")
-            && (heuristicStatuses.contains(status) || explicit)
+        let explicit = hasMaxAge || hasExpires || cc.has(.isPublic) || cc.has(.isPrivate)
+        a.storable = (method == "GET" || method == "HEAD") && !cc.has(.noStore)
+            && (heuristicallyCacheable(status) || explicit)
         guard a.storable else {
             a.freshnessLifetime = nil
             a.lifetimeSource = "none"
@@ -172,15 +187,14 @@ public final class CacheTracker {
         // §4.2.1: max-age, then Expires, then heuristics.
         var lifetime: Double = 0
         if hasMaxAge {
-            let arg = cc.argument("max-age") ?? nil
-            lifetime = Double(CacheControl.deltaSeconds(arg) ?? 0)
+            lifetime = Double(cc.maxAgeSeconds ?? 0)
             a.lifetimeSource = "max-age"
         } else if hasExpires {
             if let expires = headers.httpDate(.expires, now: responseTime) {
                 lifetime = max(0, Double(expires) - dateValue)
             }
             a.lifetimeSource = "expires"
-        } else if heuristicStatuses.contains(status) || cc.has("public") || cc.has("private"),
+        } else if heuristicallyCacheable(status) || cc.has(.isPublic) || cc.has(.isPrivate),
                   a.lastModified != nil, let modified = headers.httpDate(.lastModified, now: responseTime) {
             // §4.2.2: 10% of the time since Last-Modified.
             lifetime = (max(0, dateValue - Double(modified)) * 0.1)

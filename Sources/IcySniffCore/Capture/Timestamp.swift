@@ -44,14 +44,17 @@ public struct Timestamp: Comparable, Hashable, Sendable {
     /// ISO 8601 in UTC with `fractionDigits` (0...9) digits after the second:
     /// `2009-03-17T11:04:27.123Z`.
     public func iso8601(fractionDigits: Int = 3) -> String {
-        var out = [UInt8]()
-        out.reserveCapacity(32)
-        appendISO8601(to: &out, fractionDigits: fractionDigits)
-        return String(decoding: out, as: UTF8.self)
+        String(unsafeUninitializedCapacity: 32) { writeISO8601(to: $0.baseAddress!, fractionDigits: fractionDigits) }
     }
 
     /// Appends the ISO 8601 form to a byte buffer (used by the streaming writers).
-    public func appendISO8601(to out: inout [UInt8], fractionDigits: Int = 3) {
+    public func appendISO8601(to out: ByteBuffer, fractionDigits: Int = 3) {
+        out.commit(writeISO8601(to: out.reserve(32), fractionDigits: fractionDigits))
+    }
+
+    /// The ISO 8601 form at `buf` (room for 32 bytes; it takes at most 30); answers its length.
+    @inline(__always)
+    func writeISO8601(to buf: UnsafeMutablePointer<UInt8>, fractionDigits: Int) -> Int {
         var secs = nanoseconds / 1_000_000_000
         var nanos = nanoseconds % 1_000_000_000
         if nanos < 0 { nanos += 1_000_000_000; secs -= 1 }
@@ -60,8 +63,7 @@ public struct Timestamp: Comparable, Hashable, Sendable {
         if rem < 0 { rem += 86_400; days -= 1 }
         let (y, m, d) = Timestamp.civil(fromDays: days)
         let digits = max(0, min(9, fractionDigits))
-        // Formatted in a stack buffer and appended once.
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { buf in
+        do {
             var n = 0
             /// The lowest `width` decimal digits of |value|.
             func put(_ value: Int64, _ width: Int) {
@@ -84,7 +86,7 @@ public struct Timestamp: Comparable, Hashable, Sendable {
                 put(scaled, digits)
             }
             char(0x5A)
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: buf[0..<n]))
+            return n
         }
     }
 

@@ -21,10 +21,7 @@ public struct IPAddress: Hashable, Comparable, Sendable {
     /// Dotted quad for IPv4, RFC 5952 text for IPv6.
     public var description: String {
         if isIPv4 {
-            var out: [UInt8] = []
-            out.reserveCapacity(15)
-            appendIPv4(to: &out)
-            return String(decoding: out, as: UTF8.self)
+            return String(unsafeUninitializedCapacity: 15) { writeIPv4(to: $0.baseAddress!) }
         }
         var groups = [UInt16]()
         for shift in stride(from: 48, through: 0, by: -16) { groups.append(UInt16(truncatingIfNeeded: high >> UInt64(shift))) }
@@ -57,19 +54,27 @@ public struct IPAddress: Hashable, Comparable, Sendable {
 
 extension IPAddress {
     /// The address as text, appended to `out` (IPv4 without making a String).
-    public func appendText(to out: inout [UInt8]) {
-        if isIPv4 { appendIPv4(to: &out) } else { out.append(contentsOf: description.utf8) }
+    public func appendText(to out: ByteBuffer) {
+        if isIPv4 { appendIPv4(to: out) } else { out.append(description) }
     }
 
-    @inline(__always) func appendIPv4(to out: inout [UInt8]) {
+    /// At most 15 bytes, written after one capacity check.
+    @inline(__always) func appendIPv4(to out: ByteBuffer) {
+        out.commit(writeIPv4(to: out.reserve(15)))
+    }
+
+    /// The dotted quad at `p` (room for 15 bytes); answers its length.
+    @inline(__always) func writeIPv4(to p: UnsafeMutablePointer<UInt8>) -> Int {
         let v = UInt32(truncatingIfNeeded: low)
+        var n = 0
         for shift in stride(from: UInt32(24), through: 0, by: -8) {
             let octet = UInt8(truncatingIfNeeded: v >> shift)
-            if octet >= 100 { out.append(48 + octet / 100) }
-            if octet >= 10 { out.append(48 + (octet / 10) % 10) }
-            out.append(48 + octet % 10)
-            if shift != 0 { out.append(0x2E) }
+            if octet >= 100 { p[n] = 48 + octet / 100; n += 1 }
+            if octet >= 10 { p[n] = 48 + (octet / 10) % 10; n += 1 }
+            p[n] = 48 + octet % 10; n += 1
+            if shift != 0 { p[n] = 0x2E; n += 1 }
         }
+        return n
     }
 }
 
@@ -86,18 +91,18 @@ public struct Endpoint: Hashable, Comparable, Sendable {
 
     /// `1.2.3.4:80` or `[::1]:80`.
     public var description: String {
-        var out: [UInt8] = []
-        appendText(to: &out)
-        return String(decoding: out, as: UTF8.self)
+        let out = ByteBuffer(capacity: 64)
+        appendText(to: out)
+        return out.text
     }
 
     /// `1.2.3.4:80` or `[::1]:80`, appended to a byte buffer.
-    public func appendText(to out: inout [UInt8]) {
-        if address.isIPv4 { address.appendText(to: &out) } else {
-            out.append(0x5B); address.appendText(to: &out); out.append(0x5D)
+    public func appendText(to out: ByteBuffer) {
+        if address.isIPv4 { address.appendText(to: out) } else {
+            out.append(0x5B); address.appendText(to: out); out.append(0x5D)
         }
         out.append(0x3A)
-        JSONWriter.appendInteger(Int64(port), to: &out)
+        JSONWriter.appendInteger(Int64(port), to: out)
     }
 }
 

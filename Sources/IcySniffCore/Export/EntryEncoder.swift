@@ -3,15 +3,15 @@ enum EntryEncoder {
     /// A secret replaced by its length, so sizes still add up: `[redacted 32 bytes]`.
     static func redacted(_ value: some StringProtocol) -> String { "[redacted \(value.utf8.count) bytes]" }
 
-    static func writeEntry(_ t: Transaction, pageref: String?, to w: inout JSONWriter, options: ExportOptions) {
+    static func writeEntry(_ t: Transaction, pageref: String?, to w: JSONWriter, options: ExportOptions) {
         let timings = t.timings
         w.beginObject()
         if let pageref { w.string("pageref", pageref) }
         w.string("startedDateTime", timings.start.iso8601(fractionDigits: 3))
         w.number("time", timings.total)
-        writeRequest(t, to: &w, options: options)
-        writeResponse(t, to: &w, options: options)
-        writeCache(t, to: &w)
+        writeRequest(t, to: w, options: options)
+        writeResponse(t, to: w, options: options)
+        writeCache(t, to: w)
         w.key("timings"); w.beginObject()
         w.number("blocked", timings.blocked)
         w.number("dns", timings.dns)
@@ -46,19 +46,19 @@ enum EntryEncoder {
             }
             w.endArray()
         }
-        if let c = t.cache { writeCacheCustom(c, to: &w) }
+        if let c = t.cache { writeCacheCustom(c, to: w) }
         if !flags.isEmpty { w.string("comment", flags.map(\.rawValue).joined(separator: " ")) }
         w.endObject()
     }
 
-    static func writeHeaders(_ headers: HeaderFields, to w: inout JSONWriter, options: ExportOptions) {
+    static func writeHeaders(_ headers: HeaderFields, to w: JSONWriter, options: ExportOptions) {
         w.key("headers"); w.beginArray()
         for i in headers.indices {
             w.beginObject()
             w.key("name"); w.fieldText(headers, at: i, name: true)
             if !options.keepSecrets && headers.id(at: i).isSecret {
                 w.key("value")
-                if headers.id(at: i) != .cookie || !writeRedactedCookieHeader(headers, at: i, to: &w) {
+                if headers.id(at: i) != .cookie || !writeRedactedCookieHeader(headers, at: i, to: w) {
                     w.string(redact(header: headers[i], options: options))
                 }
             } else {
@@ -71,17 +71,17 @@ enum EntryEncoder {
 
     /// The Cookie field `i` redacted (`a=[redacted 3 bytes]; b=…`), written from the header bytes;
     /// false (nothing written) when the value is not ASCII, which goes through `redact` instead.
-    private static func writeRedactedCookieHeader(_ headers: HeaderFields, at i: Int, to w: inout JSONWriter) -> Bool {
+    private static func writeRedactedCookieHeader(_ headers: HeaderFields, at i: Int, to w: JSONWriter) -> Bool {
         headers.withValueBytes(at: i) { v -> Bool in
             guard isASCII(v) else { return false }
             w.composedString { w in
                 var first = true
                 Cookies.forEachRequestCookie(v) { name, value in
-                    if !first { w.bytes.append(0x3B); w.bytes.append(0x20) }
+                    if !first { w.append(0x3B, 0x20) }
                     first = false
                     w.appendEscaped(name)
-                    w.bytes.append(0x3D)
-                    appendRedacted(count: value.count, to: &w.bytes)
+                    w.append(0x3D)
+                    appendRedacted(count: value.count, to: w)
                 }
             }
             return true
@@ -89,10 +89,10 @@ enum EntryEncoder {
     }
 
     /// `[redacted N bytes]`, the text `redacted(_:)` makes, appended without a String.
-    static func appendRedacted(count: Int, to out: inout [UInt8]) {
-        out.append(contentsOf: "[redacted ".utf8)
-        JSONWriter.appendInteger(Int64(count), to: &out)
-        out.append(contentsOf: " bytes]".utf8)
+    static func appendRedacted(count: Int, to out: ByteBuffer) {
+        out.append("[redacted ")
+        JSONWriter.appendInteger(Int64(count), to: out)
+        out.append(" bytes]")
     }
 
     /// Secret values are replaced, keeping their length visible: `[redacted 32 bytes]`; for cookies
@@ -117,7 +117,7 @@ enum EntryEncoder {
     }
 
     /// `request.cookies`: from the header bytes when ASCII; otherwise through the wire-text String.
-    static func writeRequestCookies(_ headers: HeaderFields, to w: inout JSONWriter, options: ExportOptions) {
+    static func writeRequestCookies(_ headers: HeaderFields, to w: JSONWriter, options: ExportOptions) {
         w.key("cookies"); w.beginArray()
         for i in headers.indices where headers.id(at: i) == .cookie {
             let done = headers.withValueBytes(at: i) { v -> Bool in
@@ -127,7 +127,7 @@ enum EntryEncoder {
                     w.key("name"); w.string(bytes: name)
                     w.key("value")
                     if options.keepSecrets { w.string(bytes: value) } else {
-                        w.composedString { appendRedacted(count: value.count, to: &$0.bytes) }
+                        w.composedString { appendRedacted(count: value.count, to: $0) }
                     }
                     w.endObject()
                 }
@@ -141,7 +141,7 @@ enum EntryEncoder {
         w.endArray()
     }
 
-    static func writeRequest(_ t: Transaction, to w: inout JSONWriter, options: ExportOptions) {
+    static func writeRequest(_ t: Transaction, to w: JSONWriter, options: ExportOptions) {
         w.key("request"); w.beginObject()
         guard let r = t.request else {
             w.string("method", "")
@@ -159,8 +159,8 @@ enum EntryEncoder {
         w.string("method", r.method)
         w.string("url", redactURL(t.url, options: options))
         w.string("httpVersion", r.versionText)
-        writeRequestCookies(r.headers, to: &w, options: options)
-        writeHeaders(r.headers, to: &w, options: options)
+        writeRequestCookies(r.headers, to: w, options: options)
+        writeHeaders(r.headers, to: w, options: options)
         w.key("queryString"); w.beginArray()
         for (name, value) in Query.parse(r.targetString) {
             w.beginObject()
@@ -191,7 +191,7 @@ enum EntryEncoder {
         w.endObject()
     }
 
-    static func writeResponse(_ t: Transaction, to w: inout JSONWriter, options: ExportOptions) {
+    static func writeResponse(_ t: Transaction, to w: JSONWriter, options: ExportOptions) {
         w.key("response"); w.beginObject()
         guard let r = t.response else {
             w.int("status", 0)
@@ -223,7 +223,7 @@ enum EntryEncoder {
             w.endObject()
         }
         w.endArray()
-        writeHeaders(r.headers, to: &w, options: options)
+        writeHeaders(r.headers, to: w, options: options)
         w.key("content"); w.beginObject()
         w.int("size", r.decodedBytes)
         if r.wasDecoded && r.decodedBytes >= r.bodyBytes { w.int("compression", r.decodedBytes - r.bodyBytes) }
@@ -245,7 +245,7 @@ enum EntryEncoder {
         w.endObject()
     }
 
-    static func writeCache(_ t: Transaction, to w: inout JSONWriter) {
+    static func writeCache(_ t: Transaction, to w: JSONWriter) {
         w.key("cache"); w.beginObject()
         if let c = t.cache, c.storable, let expires = c.expires {
             w.key("afterRequest"); w.beginObject()
@@ -258,7 +258,7 @@ enum EntryEncoder {
         w.endObject()
     }
 
-    static func writeCacheCustom(_ c: CacheAssessment, to w: inout JSONWriter) {
+    static func writeCacheCustom(_ c: CacheAssessment, to w: JSONWriter) {
         w.key("_cache"); w.beginObject()
         w.bool("storable", c.storable)
         w.optionalNumber("freshnessLifetime", c.freshnessLifetime)

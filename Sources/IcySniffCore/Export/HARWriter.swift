@@ -38,7 +38,7 @@ public final class HARWriter: TransactionSink {
     private var usedConnections: Set<UInt64> = []
     private let tracker = CacheTracker()
     private var pages = PageGrouper()
-    private var entry: JSONWriter
+    private let entry: JSONWriter
 
     public init(options: ExportOptions = ExportOptions()) {
         self.options = options
@@ -51,18 +51,18 @@ public final class HARWriter: TransactionSink {
         let pageref = pages.assign(transaction)
         usedConnections.insert(transaction.connection.id)
         entry.reset()
-        EntryEncoder.writeEntry(transaction, pageref: pageref, to: &entry, options: options)
-        let offset = spill.append(entry.bytes)
-        index.append(IndexEntry(start: transaction.startTime, sequence: transaction.sequence, offset: offset, length: entry.bytes.count))
+        EntryEncoder.writeEntry(transaction, pageref: pageref, to: entry, options: options)
+        let offset = spill.append(entry.buffer)
+        index.append(IndexEntry(start: transaction.startTime, sequence: transaction.sequence, offset: offset, length: entry.count))
     }
 
     public func connectionFinished(_ connection: Connection) {
         guard connection.clientHalf.bytes > 0 || connection.serverHalf.bytes > 0,
               usedConnections.remove(connection.id) != nil else { return }
         entry.reset()
-        ConnectionSummary(connection).write(to: &entry)
-        let offset = connectionSpill.append(entry.bytes)
-        connectionIndex.append(ConnectionRecord(id: connection.id, offset: offset, length: entry.bytes.count))
+        ConnectionSummary(connection).write(to: entry)
+        let offset = connectionSpill.append(entry.buffer)
+        connectionIndex.append(ConnectionRecord(id: connection.id, offset: offset, length: entry.count))
     }
 
     public var count: Int { index.count }
@@ -70,7 +70,7 @@ public final class HARWriter: TransactionSink {
     /// Writes the whole document.
     public func write(to out: OutputFile, comment: String? = nil) {
         index.sort { ($0.start, $0.sequence) < ($1.start, $1.sequence) }
-        var w = JSONWriter(indent: options.pretty ? 2 : 0, capacity: 1 << 16)
+        let w = JSONWriter(indent: options.pretty ? 2 : 0, capacity: 1 << 16)
         w.beginObject()
         w.key("log")
         w.beginObject()
@@ -91,7 +91,7 @@ public final class HARWriter: TransactionSink {
         w.endArray()
         w.key("entries")
         w.beginArray()
-        out.write(w.bytes)
+        out.write(w.buffer)
         writeSpilled(index.lazy.map { ($0.offset, $0.length) }, from: spill, to: out)
         if index.isEmpty {
             out.write(options.pretty ? Array("],\n    \"_connections\": ".utf8) : Array("],\"_connections\":".utf8))
@@ -103,10 +103,10 @@ public final class HARWriter: TransactionSink {
         writeSpilled(connectionIndex.lazy.map { ($0.offset, $0.length) }, from: connectionSpill, to: out)
         out.write(Array((options.pretty && !connectionIndex.isEmpty ? "\n    ]" : "]").utf8))
         if let comment {
-            var cw = JSONWriter()
+            let cw = JSONWriter()
             cw.string(comment)
             out.write(Array((options.pretty ? ",\n    \"comment\": " : ",\"comment\":").utf8))
-            out.write(cw.bytes)
+            out.write(cw.buffer)
         }
         out.write(options.pretty ? Array("\n  }\n}\n".utf8) : Array("}}\n".utf8))
     }
@@ -159,7 +159,7 @@ public struct ConnectionSummary: Sendable {
         weirds = c.weirds.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
-    func write(to w: inout JSONWriter) {
+    func write(to w: JSONWriter) {
         w.beginObject()
         w.string("id", "C\(id)")
         w.string("client", client.description)

@@ -39,9 +39,9 @@ public enum ReportWriter {
         line()
         line("Slowest by wait (server time):")
         for (l, wait) in r.slowestByWait.prefix(maxLines) {
-            var w: [UInt8] = []
-            JSONWriter.appendNumber(wait, decimals: 1, to: &w)
-            line("  \(String(decoding: w, as: UTF8.self)) ms  \(l.method) \(l.url) → \(l.status)")
+            let w = ByteBuffer(capacity: 64)
+            JSONWriter.appendNumber(wait, decimals: 1, to: w)
+            line("  \(w.text) ms  \(l.method) \(l.url) → \(l.status)")
         }
         line(r.errorsByHost.isEmpty ? "Errors by host: none" : "Errors by host:")
         for e in r.errorsByHost.prefix(maxLines) { line("  \(e.host): \(e.count) × \(e.status)") }
@@ -49,7 +49,7 @@ public enum ReportWriter {
     }
 
     public static func json(_ reports: [Report]) -> [UInt8] {
-        var w = JSONWriter(indent: 2)
+        let w = JSONWriter(indent: 2)
         w.beginArray()
         for r in reports {
             w.beginObject()
@@ -102,7 +102,7 @@ public enum ReportWriter {
             w.endObject()
         }
         w.endArray()
-        w.bytes.append(0x0A)
-        return w.bytes
+        w.append(0x0A)
+        return w.array
     }
 }

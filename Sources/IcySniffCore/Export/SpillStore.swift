@@ -15,7 +15,7 @@ final class SpillStore {
     deinit { if let file { fclose(file) } }
 
     /// Appends and returns the offset of the first byte.
-    func append(_ bytes: [UInt8]) -> Int {
+    func append(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
         // Spill before the buffer would grow past its limit (growing would double its capacity).
         if memory.count + bytes.count > memoryLimit && !memory.isEmpty { spill() }
         if memory.capacity < memoryLimit { memory.reserveCapacity(memoryLimit) }

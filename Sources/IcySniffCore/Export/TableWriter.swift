@@ -30,8 +30,8 @@ public final class TableWriter {
     public var writesHeader = true
     private let color: Bool
     private let width: Int
-    private var json = JSONWriter(indent: 0, capacity: 4096)
-    private var row: [UInt8] = []
+    private let json = JSONWriter(indent: 0, capacity: 4096)
+    private let row = ByteBuffer(capacity: 4096)
 
     public init(format: TableFormat, output: OutputFile, options: ExportOptions, fields: [Field] = Field.defaultColumns) {
         self.format = format
@@ -114,9 +114,9 @@ public final class TableWriter {
     }
 
     private func ms(_ v: Double) -> String {
-        var out: [UInt8] = []
-        JSONWriter.appendNumber(v, decimals: format == .table ? 1 : 3, to: &out)
-        return String(decoding: out, as: UTF8.self)
+        let out = ByteBuffer(capacity: 64)
+        JSONWriter.appendNumber(v, decimals: format == .table ? 1 : 3, to: out)
+        return out.text
     }
 
     private func clock(_ t: Timestamp) -> String {
@@ -130,33 +130,33 @@ public final class TableWriter {
     /// One TSV or CSV row, written into a reused buffer: numbers, times and addresses directly,
     /// header values from the header bytes, other text escaped byte by byte.
     private func writeDelimited(_ t: Transaction) {
-        row.removeAll(keepingCapacity: true)
+        row.removeAll()
         let separator: UInt8 = format == .tsv ? 0x09 : 0x2C
         for (i, field) in fields.enumerated() {
             if i > 0 { row.append(separator) }
             appendCell(field, t)
         }
         row.append(0x0A)
-        output.write(row)
+        output.write(row.buffer)
     }
 
     private func appendCell(_ field: Field, _ t: Transaction) {
         let req = t.request, resp = t.response
         switch field {
-        case .time: t.startTime.appendISO8601(to: &row, fractionDigits: 6)
-        case .client: t.connection.client.appendText(to: &row)
-        case .server: t.connection.server.appendText(to: &row)
-        case .depth: JSONWriter.appendInteger(Int64(t.depth), to: &row)
+        case .time: t.startTime.appendISO8601(to: row, fractionDigits: 6)
+        case .client: t.connection.client.appendText(to: row)
+        case .server: t.connection.server.appendText(to: row)
+        case .depth: JSONWriter.appendInteger(Int64(t.depth), to: row)
         case .status:
             guard let resp, !resp.isHTTP09 else { appendText(value(field, t)); return }
-            JSONWriter.appendInteger(Int64(resp.status), to: &row)
+            JSONWriter.appendInteger(Int64(resp.status), to: row)
         case .size, .requestSize, .encodedSize:
             guard let m = field == .requestSize ? req : resp else { row.append(0x2D); return }
-            JSONWriter.appendInteger(Int64(clamping: field == .encodedSize ? m.bodyBytes : m.decodedBytes), to: &row)
-        case .duration: JSONWriter.appendNumber(t.timings.total, decimals: 3, to: &row)
-        case .send: JSONWriter.appendNumber(t.timings.send, decimals: 3, to: &row)
-        case .wait: JSONWriter.appendNumber(t.timings.wait, decimals: 3, to: &row)
-        case .receive: JSONWriter.appendNumber(t.timings.receive, decimals: 3, to: &row)
+            JSONWriter.appendInteger(Int64(clamping: field == .encodedSize ? m.bodyBytes : m.decodedBytes), to: row)
+        case .duration: JSONWriter.appendNumber(t.timings.total, decimals: 3, to: row)
+        case .send: JSONWriter.appendNumber(t.timings.send, decimals: 3, to: row)
+        case .wait: JSONWriter.appendNumber(t.timings.wait, decimals: 3, to: row)
+        case .receive: JSONWriter.appendNumber(t.timings.receive, decimals: 3, to: row)
         case .contentType:
             guard let resp, let i = resp.headers.index(of: .contentType) else { row.append(0x2D); return }
             let done = resp.headers.withValueBytes(at: i) { v -> Bool in
@@ -202,15 +202,15 @@ public final class TableWriter {
         if format == .tsv {
             var run = 0
             for (i, c) in b.enumerated() where c == 0x5C || c == 0x09 || c == 0x0A || c == 0x0D {
-                row.append(contentsOf: UnsafeBufferPointer(rebasing: b[run..<i]))
+                row.append(UnsafeBufferPointer(rebasing: b[run..<i]))
                 row.append(0x5C)
                 row.append(c == 0x5C ? 0x5C : c == 0x09 ? 0x74 : c == 0x0A ? 0x6E : 0x72)
                 run = i + 1
             }
-            row.append(contentsOf: UnsafeBufferPointer(rebasing: b[run...]))
+            row.append(UnsafeBufferPointer(rebasing: b[run...]))
         } else {
             guard b.contains(where: { $0 == 0x2C || $0 == 0x22 || $0 == 0x0A || $0 == 0x0D }) else {
-                row.append(contentsOf: b)
+                row.append(b)
                 return
             }
             row.append(0x22)
@@ -280,9 +280,9 @@ public final class TableWriter {
 
     private func writeJSON(_ t: Transaction) {
         json.reset()
-        NDJSONEncoder.write(t, to: &json, options: options)
-        json.bytes.append(0x0A)
-        output.write(json.bytes)
+        NDJSONEncoder.write(t, to: json, options: options)
+        json.append(0x0A)
+        output.write(json.buffer)
     }
 }
 
@@ -317,16 +317,16 @@ extension Substring {
 
 /// One transaction as a flat JSON object (docs/NDJSON.md lists the fields).
 enum NDJSONEncoder {
-    static func write(_ t: Transaction, to w: inout JSONWriter, options: ExportOptions) {
+    static func write(_ t: Transaction, to w: JSONWriter, options: ExportOptions) {
         let req = t.request, resp = t.response
         w.beginObject()
-        w.plainString("ts") { t.startTime.appendISO8601(to: &$0, fractionDigits: 6) }
+        w.plainString("ts") { t.startTime.appendISO8601(to: $0, fractionDigits: 6) }
         if !t.captureName.isEmpty { w.string("capture", t.captureName) }
-        w.plainString("connection") { $0.append(0x43); JSONWriter.appendInteger(Int64(clamping: t.connection.id), to: &$0) }
+        w.plainString("connection") { $0.append(0x43); JSONWriter.appendInteger(Int64(clamping: t.connection.id), to: $0) }
         w.int("depth", t.depth)
-        w.plainString("client_ip") { t.connection.client.address.appendText(to: &$0) }
+        w.plainString("client_ip") { t.connection.client.address.appendText(to: $0) }
         w.int("client_port", t.connection.client.port)
-        w.plainString("server_ip") { t.connection.server.address.appendText(to: &$0) }
+        w.plainString("server_ip") { t.connection.server.address.appendText(to: $0) }
         w.int("server_port", t.connection.server.port)
         w.optionalString("method", req?.method)
         w.string("host", t.host)

@@ -62,9 +62,19 @@ import Testing
 
     @Test func rfc9111_5_2_cacheControlParsing() {
         let cc = CacheControl(#"Max-Age = "600" , , community="max-age=1, no-store", PRIVATE"#)
-        #expect(cc.argument("max-age") == .some("600"))
-        #expect(!cc.has("no-store"))
-        #expect(cc.has("private"))
+        #expect(cc.maxAgeSeconds == 600)
+        #expect(cc.has(.maxAge))
+        #expect(!cc.has(.noStore))
+        #expect(cc.has(.isPrivate))
+        #expect(!cc.has(.isPublic) && !cc.has(.noCache) && !cc.has(.mustRevalidate))
+        // Only the first max-age counts; several Cache-Control lines read as one list.
+        let lines: HeaderFields = [HTTPHeader(name: "Cache-Control", value: "max-age=5, No-Cache"),
+                                   HTTPHeader(name: "cache-control", value: "max-age=9, must-revalidate")]
+        let both = CacheControl(lines)
+        #expect(both.maxAgeSeconds == 5 && both.has(.noCache) && both.has(.mustRevalidate))
+        let single: HeaderFields = [HTTPHeader(name: "Cache-Control", value: #"max-age="7", public"#)]
+        #expect(CacheControl(single).maxAgeSeconds == 7 && CacheControl(single).has(.isPublic))
+        #expect(CacheControl("max-age").has(.maxAge) && CacheControl("max-age").maxAgeSeconds == nil)
         #expect(CacheControl.deltaSeconds("99999999999") == 2_147_483_648)
         #expect(CacheControl.deltaSeconds("-1") == nil)
         #expect(CacheControl.deltaSeconds("3600.5") == nil)

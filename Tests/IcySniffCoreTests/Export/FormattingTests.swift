@@ -30,14 +30,14 @@ import Testing
         }
         for v in values {
             for decimals in [0, 1, 3, 6, 9] where abs(v) * pow(10, Double(decimals)) < 9e18 {
-                var out: [UInt8] = []
-                JSONWriter.appendNumber(v, decimals: decimals, to: &out)
-                #expect(String(decoding: out, as: UTF8.self) == Self.referenceNumber(v, decimals: decimals), "\(v) with \(decimals)")
+                let out = ByteBuffer()
+                JSONWriter.appendNumber(v, decimals: decimals, to: out)
+                #expect(out.text == Self.referenceNumber(v, decimals: decimals), "\(v) with \(decimals)")
             }
         }
-        var out: [UInt8] = []
-        JSONWriter.appendNumber(.nan, decimals: 3, to: &out)
-        #expect(out == Array("null".utf8))
+        let out = ByteBuffer()
+        JSONWriter.appendNumber(.nan, decimals: 3, to: out)
+        #expect(out.array == Array("null".utf8))
     }
 
     @Test func timestampsMatchGmtime() {
@@ -63,11 +63,11 @@ extension FormattingTests {
     /// Commas and indentation are tracked per level in a bit set for the first 64 levels and an
     /// array past them; both must give valid JSON.
     @Test(arguments: [0, 2]) func deepNestingStaysValidJSON(indent: Int) throws {
-        var w = JSONWriter(indent: indent)
+        let w = JSONWriter(indent: indent)
         for _ in 0..<100 { w.beginArray(); w.int(1); w.beginObject(); w.int("k", 2); w.key("next") ; w.beginArray() }
         w.string("end")
         for _ in 0..<100 { w.endArray(); w.endObject(); w.int(3); w.endArray() }
-        let parsed = try JSONSerialization.jsonObject(with: Data(w.bytes))
+        let parsed = try JSONSerialization.jsonObject(with: Data(w.array))
         var node: Any = parsed
         for _ in 0..<100 {
             let array = try #require(node as? [Any])
@@ -82,9 +82,9 @@ extension FormattingTests {
     }
 
     @Test func prettyLayout() {
-        var w = JSONWriter(indent: 2)
+        let w = JSONWriter(indent: 2)
         w.beginObject(); w.string("a", "x"); w.key("b"); w.beginArray(); w.int(1); w.int(2); w.endArray()
         w.key("c"); w.beginObject(); w.endObject(); w.endObject()
-        #expect(String(decoding: w.bytes, as: UTF8.self) == "{\n  \"a\": \"x\",\n  \"b\": [\n    1,\n    2\n  ],\n  \"c\": {}\n}")
+        #expect(w.text == "{\n  \"a\": \"x\",\n  \"b\": [\n    1,\n    2\n  ],\n  \"c\": {}\n}")
     }
 }

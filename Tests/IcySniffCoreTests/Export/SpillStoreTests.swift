@@ -13,7 +13,7 @@ import Testing
             // Mostly small records, a few past the memory limit, one past the 1 MiB window.
             let length = k == 300 ? (3 << 19) : (k % 97 == 0 ? memoryLimit + 17 : Int(rng.next() % 3000))
             let bytes = (0..<length).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
-            records.append((store.append(bytes), bytes))
+            records.append((bytes.withUnsafeBufferPointer { store.append($0) }, bytes))
         }
         // Sequential (the common case: nearly sorted), then shuffled, then backwards.
         var order = Array(records.indices)

@@ -1,0 +1,119 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A growable byte buffer over raw memory, for the text the outputs produce (JSON, TSV rows).
+///
+/// An append is one capacity check and a copy: no uniqueness check, no generic `Sequence` path
+/// (`Array.append(contentsOf:)` costs about 90 instructions per call, and the writers make tens of
+/// appends per transaction). A reference type on purpose: writers are long-lived and reused, and
+/// handing one to a helper must not copy it.
+public class ByteBuffer {
+    public final private(set) var base: UnsafeMutablePointer<UInt8>
+    public final private(set) var count = 0
+    public final private(set) var capacity: Int
+
+    public init(capacity: Int = 4096) {
+        self.capacity = max(capacity, 64)
+        base = .allocate(capacity: self.capacity)
+    }
+
+    deinit { base.deallocate() }
+
+    /// Makes room for `n` more bytes; answers where they go.
+    @inline(__always) final func reserve(_ n: Int) -> UnsafeMutablePointer<UInt8> {
+        if count + n > capacity { grow(to: count + n) }
+        return base + count
+    }
+
+    /// Counts `n` bytes written at the pointer `reserve` returned.
+    @inline(__always) final func commit(_ n: Int) { count += n }
+
+    @inline(never) private final func grow(to needed: Int) {
+        var newCapacity = capacity * 2
+        while newCapacity < needed { newCapacity *= 2 }
+        let newBase = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
+        newBase.update(from: base, count: count)
+        base.deallocate()
+        base = newBase
+        capacity = newCapacity
+    }
+
+    @inline(__always) public final func append(_ byte: UInt8) {
+        if count == capacity { grow(to: count + 1) }
+        base[count] = byte
+        count += 1
+    }
+
+    @inline(__always) public final func append(_ a: UInt8, _ b: UInt8) {
+        let p = reserve(2)
+        p[0] = a; p[1] = b
+        count += 2
+    }
+
+    @inline(__always) public final func append(_ bytes: UnsafeRawPointer, count n: Int) {
+        guard n > 0 else { return }
+        let p = reserve(n)
+        memcpy(p, bytes, n)
+        count += n
+    }
+
+    @inline(__always) public final func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        if let b = bytes.baseAddress { append(UnsafeRawPointer(b), count: bytes.count) }
+    }
+
+    @inline(__always) public final func append(_ bytes: UnsafeRawBufferPointer) {
+        if let b = bytes.baseAddress { append(b, count: bytes.count) }
+    }
+
+    @inline(__always) public final func append(_ s: StaticString) {
+        append(UnsafeRawPointer(s.utf8Start), count: s.utf8CodeUnitCount)
+    }
+
+    public final func append(_ bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { append($0) }
+    }
+
+    public final func append(_ s: String) {
+        var s = s
+        s.withUTF8 { append($0) }
+    }
+
+    public final func append(_ other: ByteBuffer) {
+        append(UnsafeRawPointer(other.base), count: other.count)
+    }
+
+    /// `n` copies of `byte` (indentation).
+    @inline(__always) public final func append(repeating byte: UInt8, count n: Int) {
+        guard n > 0 else { return }
+        let p = reserve(n)
+        p.initialize(repeating: byte, count: n)
+        count += n
+    }
+
+    /// Forgets everything after the first `n` bytes.
+    @inline(__always) public final func truncate(to n: Int) {
+        precondition(n >= 0 && n <= count)
+        count = n
+    }
+
+    public final func removeAll() { count = 0 }
+
+    public final var isEmpty: Bool { count == 0 }
+
+    public final subscript(i: Int) -> UInt8 {
+        get { precondition(i >= 0 && i < count); return base[i] }
+        set { precondition(i >= 0 && i < count); base[i] = newValue }
+    }
+
+    /// The bytes written so far, valid until the next append.
+    @inline(__always) public final var buffer: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
+
+    /// A copy of the bytes (tests, small documents).
+    public final var array: [UInt8] { Array(buffer) }
+
+    /// The bytes as text (UTF-8).
+    public final var text: String { String(decoding: buffer, as: UTF8.self) }
+}
