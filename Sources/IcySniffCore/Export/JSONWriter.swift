@@ -48,37 +48,42 @@ public final class JSONWriter: ByteBuffer {
         return had
     }
 
+    /// Spaces for indentation, copied instead of filled byte by byte.
+    private static let spaces: StaticString = "                                                                                                                                "
+
     /// A line break and `pad` spaces at `base`; answers how many bytes that is.
     @inline(__always) private static func lineBreak(at base: UnsafeMutablePointer<UInt8>, pad: Int) -> Int {
         base[0] = 0x0A
-        if pad > 0 { (base + 1).initialize(repeating: 0x20, count: pad) }
+        if pad <= spaces.utf8CodeUnitCount {
+            (base + 1).update(from: spaces.utf8Start, count: pad)
+        } else {
+            (base + 1).initialize(repeating: 0x20, count: pad)
+        }
         return 1 + pad
     }
 
-    /// What goes before a value: nothing right after its key; inside a container a comma after an
-    /// earlier item, then (indented output) a line break and the indentation; with `key`, the key
-    /// and its colon. Written straight into the buffer after one capacity check — this runs for
-    /// every value and key, so it is the writer's hottest path.
-    @inline(__always) private func beforeValue(key k: StaticString? = nil) {
-        let separated = !afterKey && depth > 0
-        afterKey = k != nil
-        let comma = separated && topHasItems
-        if separated { markTopHasItems() }
-        let pad = separated && indent > 0 ? (depth + baseDepth) * indent : 0
-        guard separated || k != nil else { return }   // a value right after its key: nothing
-        let keyCount = k?.utf8CodeUnitCount ?? 0
-        let out = reserve(pad + keyCount + 6)
-        var i = 0
-        if comma { out[i] = 0x2C; i += 1 }
-        if separated && indent > 0 { i += Self.lineBreak(at: out + i, pad: pad) }
-        if let k {
-            out[i] = 0x22; i += 1
-            (out + i).initialize(from: k.utf8Start, count: keyCount)
-            i += keyCount
-            out[i] = 0x22; out[i + 1] = 0x3A; i += 2
-            if indent > 0 { out[i] = 0x20; i += 1 }
+    /// What goes between items of a container: a comma after an earlier item, then (indented
+    /// output) a line break and the indentation. Written straight into the buffer after one
+    /// capacity check — this runs for every key and every array item, the writer's hottest path.
+    @inline(__always) private func separator() {
+        let comma = topHasItems
+        markTopHasItems()
+        if indent == 0 {
+            if comma { append(0x2C) }
+            return
         }
+        let pad = (depth + baseDepth) * indent
+        let out = reserve(pad + 2)
+        var i = 0
+        if comma { out[0] = 0x2C; i = 1 }
+        i += Self.lineBreak(at: out + i, pad: pad)
         commit(i)
+    }
+
+    /// What goes before a value: nothing right after its key, else the separator inside a container.
+    @inline(__always) private func beforeValue() {
+        if afterKey { afterKey = false; return }
+        if depth > 0 { separator() }
     }
 
     public func beginObject() { beforeValue(); append(0x7B); push() }
@@ -89,16 +94,29 @@ public final class JSONWriter: ByteBuffer {
     /// The closing bracket, on a line of its own when the container had items (indented output).
     private func close(_ c: UInt8) {
         let onItsOwnLine = pop() && indent > 0
-        let pad = onItsOwnLine ? (depth + baseDepth) * indent : 0
+        guard onItsOwnLine else { append(c); return }
+        let pad = (depth + baseDepth) * indent
         let out = reserve(pad + 2)
-        let i = onItsOwnLine ? Self.lineBreak(at: out, pad: pad) : 0
+        let i = Self.lineBreak(at: out, pad: pad)
         out[i] = c
         commit(i + 1)
     }
 
     /// A key known when the program is written: copied as is (keys are plain ASCII, no escaping).
     @inline(__always)
-    public func key(_ k: StaticString) { beforeValue(key: k) }
+    public func key(_ k: StaticString) {
+        if depth > 0 && !afterKey { separator() }
+        let n = k.utf8CodeUnitCount
+        let out = reserve(n + 4)
+        out[0] = 0x22
+        (out + 1).update(from: k.utf8Start, count: n)
+        out[n + 1] = 0x22
+        out[n + 2] = 0x3A
+        var i = n + 3
+        if indent > 0 { out[i] = 0x20; i += 1 }
+        commit(i)
+        afterKey = true
+    }
 
     /// A key made at run time (escaped like any string).
     public func key(text k: String) {
