@@ -227,15 +227,13 @@ public enum FieldName: UInt8, Sendable, CaseIterable {
         }
     }
 
-    /// Known names grouped by length, lower-cased.
-    private static let byLength: [[(name: [UInt8], id: FieldName)]] = {
-        var table = [[(name: [UInt8], id: FieldName)]](repeating: [], count: 32)
-        for id in FieldName.allCases where id != .other {
-            let lower = Array(id.canonical.lowercased().utf8)
-            table[lower.count].append((lower, id))
-        }
-        return table
-    }()
+    /// Whether `name` is `lower` (already lower-case ASCII), ignoring ASCII case.
+    @inline(__always) private static func equals(_ name: UnsafeBufferPointer<UInt8>, _ lower: StaticString) -> Bool {
+        guard name.count == lower.utf8CodeUnitCount else { return false }
+        let l = lower.utf8Start
+        for k in 0..<name.count where lowerASCII(name[k]) != l[k] { return false }
+        return true
+    }
 
     init(_ name: ArraySlice<UInt8>) {
         self = name.withUnsafeBufferPointer { FieldName(buffer: $0) }
@@ -246,13 +244,39 @@ public enum FieldName: UInt8, Sendable, CaseIterable {
         self = n.withUTF8 { FieldName(buffer: $0) }
     }
 
+    /// Recognised by length and first letter, then one comparison (no table, no allocation):
+    /// this runs for every header line of every message.
     init(buffer name: UnsafeBufferPointer<UInt8>) {
-        guard name.count < FieldName.byLength.count else { self = .other; return }
-        outer: for candidate in FieldName.byLength[name.count] {
-            for k in 0..<name.count where lowerASCII(name[k]) != candidate.name[k] { continue outer }
-            self = candidate.id
-            return
+        guard name.count >= 3 else { self = .other; return }
+        let candidate: (lower: StaticString, id: FieldName)
+        switch (name.count, lowerASCII(name[0])) {
+        case (3, 0x61): candidate = ("age", .age)
+        case (4, 0x64): candidate = ("date", .date)
+        case (4, 0x65): candidate = ("etag", .etag)
+        case (4, 0x68): candidate = ("host", .host)
+        case (4, 0x76): candidate = ("vary", .vary)
+        case (6, 0x63): candidate = ("cookie", .cookie)
+        case (6, 0x65): candidate = ("expect", .expect)
+        case (6, 0x70): candidate = ("pragma", .pragma)
+        case (7, 0x65): candidate = ("expires", .expires)
+        case (7, 0x72): candidate = ("referer", .referer)
+        case (7, 0x75): candidate = ("upgrade", .upgrade)
+        case (8, 0x6C): candidate = ("location", .location)
+        case (10, 0x63): candidate = ("connection", .connection)
+        case (10, 0x73): candidate = ("set-cookie", .setCookie)
+        case (10, 0x75): candidate = ("user-agent", .userAgent)
+        case (12, 0x63): candidate = ("content-type", .contentType)
+        case (13, 0x61): candidate = ("authorization", .authorization)
+        case (13, 0x63): candidate = ("cache-control", .cacheControl)
+        case (13, 0x69): candidate = ("if-none-match", .ifNoneMatch)
+        case (13, 0x6C): candidate = ("last-modified", .lastModified)
+        case (14, 0x63): candidate = ("content-length", .contentLength)
+        case (16, 0x63): candidate = ("content-encoding", .contentEncoding)
+        case (17, 0x69): candidate = ("if-modified-since", .ifModifiedSince)
+        case (17, 0x74): candidate = ("transfer-encoding", .transferEncoding)
+        case (19, 0x70): candidate = ("proxy-authorization", .proxyAuthorization)
+        default: self = .other; return
         }
-        self = .other
+        self = Self.equals(name, candidate.lower) ? candidate.id : .other
     }
 }
