@@ -19,6 +19,11 @@ struct BodyFraming {
         }
         let headers = m.headers
         let hasLength = headers.contains(.contentLength)
+        if isJustChunked(headers) {
+            // The usual Transfer-Encoding: one line saying `chunked` (read from its bytes).
+            if hasLength { weirds.append(.contentLengthAndChunked); weirds.append(.smugglingSuspected) }
+            return BodyFraming(kind: .chunked, weirds: weirds)
+        }
         if let te = headers.combined(.transferEncoding) {
             let codings = te.split(separator: ",").map { $0.trimmingASCIIWhitespace().lowercased() }.filter { !$0.isEmpty }
             if hasLength {
@@ -84,5 +89,24 @@ struct BodyFraming {
         }
         if m.kind == .request { return BodyFraming(kind: .none, weirds: weirds) }
         return BodyFraming(kind: .untilClose, weirds: weirds)
+    }
+
+    /// Exactly one Transfer-Encoding line, whose value is `chunked` (any case, optional whitespace).
+    private static func isJustChunked(_ headers: HeaderFields) -> Bool {
+        var line: Int? = nil
+        for i in headers.indices where headers.id(at: i) == .transferEncoding {
+            if line != nil { return false }
+            line = i
+        }
+        guard let line else { return false }
+        return headers.withValueBytes(at: line) { v in
+            var lo = 0, hi = v.count
+            while lo < hi && (v[lo] == 0x20 || v[lo] == 0x09) { lo += 1 }
+            while hi > lo && (v[hi - 1] == 0x20 || v[hi - 1] == 0x09) { hi -= 1 }
+            let chunked: StaticString = "chunked"
+            guard hi - lo == chunked.utf8CodeUnitCount else { return false }
+            for k in 0..<(hi - lo) where lowerASCII(v[lo + k]) != chunked.utf8Start[k] { return false }
+            return true
+        }
     }
 }

@@ -157,6 +157,30 @@ import Testing
             "POST / HTTP/1.1 body=0 -> - [chunk_size_overflow,request_incomplete,request_smuggling_suspected,request_without_response]",
             "GET /after HTTP/1.1 body=0 -> - [pipelined_request,request_without_response]",
         ]),
+        Case(name: "RFC 9112 §6.1 Transfer-Encoding names are case-insensitive; chunked must be last", transcript: """
+        >>>
+        POST /a HTTP/1.1
+        Host: target
+        Transfer-Encoding:  CHUNKED\t
+
+        3
+        abc
+        0
+
+        POST /b HTTP/1.1
+        Host: target
+        Transfer-Encoding: chunked
+        Transfer-Encoding: gzip
+
+        GET /c HTTP/1.1
+        Host: target
+
+
+        """, expected: [
+            "POST /a HTTP/1.1 body=3 -> - [request_without_response]",
+            "POST /b HTTP/1.1 body=0 -> - [pipelined_request,request_without_response,unknown_transfer_encoding]",
+            "GET /c HTTP/1.1 body=0 -> - [pipelined_request,request_without_response]",
+        ]),
         Case(name: "RFC 9112 §5.2 obs-fold continues a field value", transcript: """
         >>>
         POST / HTTP/1.1
