@@ -65,33 +65,23 @@ struct CacheControl {
         }
     }
 
-    @inline(__always) private static func isWS(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 }
-
     private mutating func addDirective(_ element: UnsafeBufferPointer<UInt8>) {
-        var lo = 0, hi = element.count
-        while lo < hi && Self.isWS(element[lo]) { lo += 1 }
-        while hi > lo && Self.isWS(element[hi - 1]) { hi -= 1 }
-        if lo == hi { return }
-        var eq = lo
-        while eq < hi && element[eq] != 0x3D { eq += 1 }
-        var nameEnd = eq
-        while nameEnd > lo && Self.isWS(element[nameEnd - 1]) { nameEnd -= 1 }
-        guard let directive = Self.directive(UnsafeBufferPointer(rebasing: element[lo..<nameEnd])) else { return }
+        let e = trimmingOWS(element, 0, element.count)
+        if e.isEmpty { return }
+        var eq = e.lowerBound
+        while eq < e.upperBound && element[eq] != 0x3D { eq += 1 }
+        let name = trimmingOWS(element, e.lowerBound, eq)
+        guard let directive = Self.directive(UnsafeBufferPointer(rebasing: element[name])) else { return }
         if directive == .maxAge && !known.contains(.maxAge) {
-            var a = eq + 1
-            while a < hi && Self.isWS(element[a]) { a += 1 }
-            maxAgeSeconds = eq < hi ? Self.deltaSeconds(argument: UnsafeBufferPointer(rebasing: element[a..<hi])) : nil
+            let argument = eq < e.upperBound ? trimmingOWS(element, eq + 1, e.upperBound) : nil
+            maxAgeSeconds = argument.flatMap { Self.deltaSeconds(argument: UnsafeBufferPointer(rebasing: element[$0])) }
         }
         known.insert(directive)
     }
 
     /// Which known directive `name` is (ASCII case-insensitive), nil for the others.
     private static func directive(_ name: UnsafeBufferPointer<UInt8>) -> Known? {
-        func equals(_ s: StaticString) -> Bool {
-            guard name.count == s.utf8CodeUnitCount else { return false }
-            for k in 0..<name.count where lowerASCII(name[k]) != s.utf8Start[k] { return false }
-            return true
-        }
+        func equals(_ s: StaticString) -> Bool { equalsIgnoringCase(name, s) }
         switch name.count {
         case 6: return equals("public") ? .isPublic : nil
         case 7: return equals("max-age") ? .maxAge : equals("private") ? .isPrivate : nil

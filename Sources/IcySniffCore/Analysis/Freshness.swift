@@ -75,10 +75,17 @@ public final class CacheTracker {
         var a = Self.assessResponse(t)
         let request = t.request
         let requestTime = request?.firstByte ?? response.firstByte
-        let method = request?.method ?? ""
-        guard method == "GET" else { t.cache = a; return a }
+        // Only GETs are looked up and stored (§4: a GET is what a stored response can answer).
+        if request?.method == "GET" { lookUpAndStore(t, response: response, requestTime: requestTime, &a) }
+        t.cache = a
+        return a
+    }
+
+    /// §4: an earlier stored, fresh, matching response makes this GET avoidable; a storable,
+    /// fresh response is stored for the requests after it.
+    private func lookUpAndStore(_ t: Transaction, response: HTTPMessage, requestTime: Timestamp, _ a: inout CacheAssessment) {
+        let request = t.request
         let url = cacheKey(t)
-        // §4: an earlier stored, fresh, matching response makes this GET avoidable.
         if let candidates = stored[url] {
             for s in candidates.reversed() where s.responseTime <= requestTime {
                 guard !s.vary.contains("*") else { continue }
@@ -98,8 +105,6 @@ public final class CacheTracker {
             stored[url, default: []].append(Stored(sequence: t.sequence, responseTime: a.responseTime,
                                                    freshFor: freshFor, vary: vary, varyValues: values))
         }
-        t.cache = a
-        return a
     }
 
     /// The URL a cache keys on: scheme, host (lower-cased, default port dropped), path and query.
@@ -114,13 +119,10 @@ public final class CacheTracker {
             for i in start..<key.count { key.base[i] = lowerASCII(key.base[i]) }
         }
         func build(_ tb: UnsafeBufferPointer<UInt8>) -> String {
-            let scheme: StaticString = "http://"
-            var absolute = tb.count >= 7
-            if absolute { for k in 0..<7 where lowerASCII(tb[k]) != scheme.utf8Start[k] { absolute = false; break } }
-            if absolute {
+            if hasPrefixIgnoringCase(tb, "http://") {
                 appendLowered(tb)
             } else {
-                key.append(scheme)
+                key.append("http://")
                 var host = t.host
                 host.withUTF8 { hb in
                     var n = hb.count

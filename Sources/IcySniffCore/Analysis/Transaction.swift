@@ -103,14 +103,7 @@ public final class Transaction {
     private func computeURL() -> String {
         guard let request else { return "http://\(host)/" }
         var target = request.targetString
-        let absolute = target.withUTF8 { t in
-            func hasPrefix(_ p: StaticString) -> Bool {
-                guard t.count >= p.utf8CodeUnitCount else { return false }
-                for k in 0..<p.utf8CodeUnitCount where lowerASCII(t[k]) != p.utf8Start[k] { return false }
-                return true
-            }
-            return hasPrefix("http://") || hasPrefix("https://")
-        }
+        let absolute = target.withUTF8 { hasPrefixIgnoringCase($0, "http://") || hasPrefixIgnoringCase($0, "https://") }
         if absolute { return URLText.sanitize(target) }
         if request.method == "CONNECT" { return "https://\(URLText.sanitize(target))" }
         var out: [UInt8] = []

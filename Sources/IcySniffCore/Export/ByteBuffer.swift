@@ -64,10 +64,6 @@ public class ByteBuffer {
         if let b = bytes.baseAddress { append(UnsafeRawPointer(b), count: bytes.count) }
     }
 
-    @inline(__always) public final func append(_ bytes: UnsafeRawBufferPointer) {
-        if let b = bytes.baseAddress { append(b, count: bytes.count) }
-    }
-
     @inline(__always) public final func append(_ s: StaticString) {
         append(UnsafeRawPointer(s.utf8Start), count: s.utf8CodeUnitCount)
     }
@@ -81,18 +77,6 @@ public class ByteBuffer {
         s.withUTF8 { append($0) }
     }
 
-    public final func append(_ other: ByteBuffer) {
-        append(UnsafeRawPointer(other.base), count: other.count)
-    }
-
-    /// `n` copies of `byte` (indentation).
-    @inline(__always) public final func append(repeating byte: UInt8, count n: Int) {
-        guard n > 0 else { return }
-        let p = reserve(n)
-        p.initialize(repeating: byte, count: n)
-        count += n
-    }
-
     /// Forgets everything after the first `n` bytes.
     @inline(__always) public final func truncate(to n: Int) {
         precondition(n >= 0 && n <= count)
@@ -102,11 +86,6 @@ public class ByteBuffer {
     public final func removeAll() { count = 0 }
 
     public final var isEmpty: Bool { count == 0 }
-
-    public final subscript(i: Int) -> UInt8 {
-        get { precondition(i >= 0 && i < count); return base[i] }
-        set { precondition(i >= 0 && i < count); base[i] = newValue }
-    }
 
     /// The bytes written so far, valid until the next append.
     @inline(__always) public final var buffer: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }

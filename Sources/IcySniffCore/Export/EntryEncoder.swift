@@ -313,9 +313,8 @@ enum Cookies {
         while i <= n {
             var end = i
             while end < n && v[end] != 0x3B { end += 1 }
-            var s = i, e = end
-            while s < e && (v[s] == 0x20 || v[s] == 0x09) { s += 1 }
-            while e > s && (v[e - 1] == 0x20 || v[e - 1] == 0x09) { e -= 1 }
+            let cookie = trimmingOWS(v, i, end)
+            let s = cookie.lowerBound, e = cookie.upperBound
             if s < e {
                 var eq = s
                 while eq < e && v[eq] != 0x3D { eq += 1 }

@@ -52,12 +52,10 @@ struct BodyFraming {
                         // One comma-separated element, trimmed of whitespace.
                         var end = k
                         while end < line.count && line[end] != 0x2C { end += 1 }
-                        var lo = k, hi = end
-                        while lo < hi && (line[lo] == 0x20 || line[lo] == 0x09) { lo += 1 }
-                        while hi > lo && (line[hi - 1] == 0x20 || line[hi - 1] == 0x09) { hi -= 1 }
+                        let digits = trimmingOWS(line, k, end)
                         var v: UInt64 = 0
-                        var ok = hi > lo
-                        for j in lo..<hi {
+                        var ok = !digits.isEmpty
+                        for j in digits {
                             let c = line[j]
                             guard isDigit(c) else { ok = false; break }
                             let (times10, o1) = v.multipliedReportingOverflow(by: 10)
@@ -100,13 +98,7 @@ struct BodyFraming {
         }
         guard let line else { return false }
         return headers.withValueBytes(at: line) { v in
-            var lo = 0, hi = v.count
-            while lo < hi && (v[lo] == 0x20 || v[lo] == 0x09) { lo += 1 }
-            while hi > lo && (v[hi - 1] == 0x20 || v[hi - 1] == 0x09) { hi -= 1 }
-            let chunked: StaticString = "chunked"
-            guard hi - lo == chunked.utf8CodeUnitCount else { return false }
-            for k in 0..<(hi - lo) where lowerASCII(v[lo + k]) != chunked.utf8Start[k] { return false }
-            return true
+            equalsIgnoringCase(UnsafeBufferPointer(rebasing: v[trimmingOWS(v, 0, v.count)]), "chunked")
         }
     }
 }

@@ -347,14 +347,7 @@ public final class HTTPStreamParser {
             let count = p.count
             var i = 0
             var first = !trailers
-            @inline(__always) func isWS(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 }
-            /// `lo..<hi` without optional whitespace at either end.
-            @inline(__always) func trimmed(_ lo: Int, _ hi: Int) -> Range<Int> {
-                var lo = lo, hi = hi
-                while lo < hi && isWS(p[lo]) { lo += 1 }
-                while hi > lo && isWS(p[hi - 1]) { hi -= 1 }
-                return lo..<hi
-            }
+            @inline(__always) func trimmed(_ lo: Int, _ hi: Int) -> Range<Int> { trimmingOWS(p, lo, hi) }
             while i < count {
                 var end = i
                 if let base = p.baseAddress, let found = memchr(base + i, 0x0A, count - i) {
@@ -368,7 +361,7 @@ public final class HTTPStreamParser {
                 i = end + 1
                 if first { first = false; continue }
                 if contentEnd == lineStart { break }
-                if isWS(p[lineStart]) {
+                if isOWS(p[lineStart]) {
                     // obs-fold (RFC 9112 §5.2): the line continues the previous field's value.
                     notes.append(.obsoleteLineFolding)
                     fields.continueLast(with: buffer[trimmed(lineStart, contentEnd)])

@@ -176,6 +176,31 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
 
 @inline(__always) func lowerASCII(_ c: UInt8) -> UInt8 { c &- 65 < 26 ? c | 0x20 : c }
 
+/// Optional whitespace (RFC 9110 §5.6.3): space or horizontal tab.
+@inline(__always) func isOWS(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 }
+
+/// `lo..<hi` of `b` without optional whitespace at either end.
+@inline(__always) func trimmingOWS(_ b: UnsafeBufferPointer<UInt8>, _ lo: Int, _ hi: Int) -> Range<Int> {
+    var lo = lo, hi = hi
+    while lo < hi && isOWS(b[lo]) { lo += 1 }
+    while hi > lo && isOWS(b[hi - 1]) { hi -= 1 }
+    return lo..<hi
+}
+
+/// Whether `b` starts with `lower` (lower-case ASCII), ignoring ASCII case.
+@inline(__always) func hasPrefixIgnoringCase(_ b: UnsafeBufferPointer<UInt8>, _ lower: StaticString) -> Bool {
+    let n = lower.utf8CodeUnitCount
+    guard b.count >= n else { return false }
+    let l = lower.utf8Start
+    for k in 0..<n where lowerASCII(b[k]) != l[k] { return false }
+    return true
+}
+
+/// Whether `b` is `lower` (lower-case ASCII), ignoring ASCII case.
+@inline(__always) func equalsIgnoringCase(_ b: UnsafeBufferPointer<UInt8>, _ lower: StaticString) -> Bool {
+    b.count == lower.utf8CodeUnitCount && hasPrefixIgnoringCase(b, lower)
+}
+
 /// Whether every byte is ASCII (then the bytes are the same as the String they decode to).
 @inline(__always) func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
     for b in bytes where b >= 0x80 { return false }
@@ -227,14 +252,6 @@ public enum FieldName: UInt8, Sendable, CaseIterable {
         }
     }
 
-    /// Whether `name` is `lower` (already lower-case ASCII), ignoring ASCII case.
-    @inline(__always) private static func equals(_ name: UnsafeBufferPointer<UInt8>, _ lower: StaticString) -> Bool {
-        guard name.count == lower.utf8CodeUnitCount else { return false }
-        let l = lower.utf8Start
-        for k in 0..<name.count where lowerASCII(name[k]) != l[k] { return false }
-        return true
-    }
-
     init(_ name: ArraySlice<UInt8>) {
         self = name.withUnsafeBufferPointer { FieldName(buffer: $0) }
     }
@@ -277,6 +294,6 @@ public enum FieldName: UInt8, Sendable, CaseIterable {
         case (19, 0x70): candidate = ("proxy-authorization", .proxyAuthorization)
         default: self = .other; return
         }
-        self = Self.equals(name, candidate.lower) ? candidate.id : .other
+        self = equalsIgnoringCase(name, candidate.lower) ? candidate.id : .other
     }
 }
