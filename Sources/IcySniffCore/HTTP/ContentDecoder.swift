@@ -17,6 +17,11 @@ import CDeflate
 /// body that grows past the limit, or any case libdeflate does not settle exactly (several gzip
 /// members, trailing bytes, a truncated or corrupt stream, output larger than `wholeOutputLimit`)
 /// is replayed through the streaming decoder, so results never depend on the path taken.
+///
+/// A decoder made with `keepsOutput: false` only counts (`decodedCount`); its fast path then
+/// inflates into a per-thread buffer and remembers the decoded size of bodies it inflated, so a
+/// byte-for-byte identical body (compared in full) seen again is not inflated again — see
+/// `InflateMemo`.
 public final class ContentDecoder {
     /// Compressed bytes held for the whole-body fast path, per message.
     public static let wholeBodyLimit = 256 << 10
@@ -41,12 +46,16 @@ public final class ContentDecoder {
     public private(set) var capped = false
     private(set) var produced: UInt64 = 0
     let maxOutput: UInt64
+    /// False: the caller only needs the decoded size; `output` closures are not called.
+    let keepsOutput: Bool
     private var scratch: [UnsafeMutableRawBufferPointer] = []
 
     /// `encodings` as listed in Content-Encoding (applied in that order, so decoded in reverse).
     /// Returns nil when no decoding is needed; throws the first unsupported coding.
     /// `wholeBody: false` always streams (output as input arrives, nothing held).
-    public init?(encodings: [String], maxOutput: UInt64, wholeBody: Bool = true) throws(UnsupportedCoding) {
+    /// `keepsOutput: false` only counts decoded bytes (`decodedCount`) and never calls `output`.
+    public init?(encodings: [String], maxOutput: UInt64, wholeBody: Bool = true,
+                 keepsOutput: Bool = true) throws(UnsupportedCoding) {
         let meaningful = encodings.filter { !$0.isEmpty && $0.lowercased() != "identity" }
         if meaningful.isEmpty { return nil }
         var stages: [Stage] = []
@@ -56,11 +65,16 @@ public final class ContentDecoder {
         }
         self.stages = stages
         self.maxOutput = maxOutput
+        self.keepsOutput = keepsOutput
         if wholeBody, stages.count == 1, stages[0].coding == .gzip || stages[0].coding == .deflate { held = [] }
     }
 
+    /// Decoded bytes so far (up to `maxOutput`).
+    public var decodedCount: UInt64 { produced }
     /// The body was decoded by the whole-body fast path (for tests and counters).
     public private(set) var decodedWhole = false
+    /// The fast path took the size from the memo of identical bodies (for tests).
+    public private(set) var decodedFromMemo = false
     /// Compressed input held for the fast path (nil: streaming).
     private var held: [UInt8]? = nil
 
@@ -94,12 +108,20 @@ public final class ContentDecoder {
         guard let h = held else { return !failed }
         held = nil
         guard !h.isEmpty, !failed else { return !failed }
-        let done = h.withUnsafeBytes { input in
-            Self.inflateWhole(input, maxOutput: maxOutput) { out in
+        let whole = h.withUnsafeBytes { input in
+            Self.inflateWhole(input, maxOutput: maxOutput, countOnly: !keepsOutput) { out in
                 run(stage: stages.count, input: out, output: output)
             }
         }
-        if done { stages[0].markEnded(); decodedWhole = true } else { h.withUnsafeBytes { stream($0, output: output) } }
+        if let whole {
+            stages[0].markEnded()
+            decodedWhole = true
+            decodedFromMemo = whole.remembered
+            // Output of the fast path is at most maxOutput: nothing to cap.
+            if !keepsOutput { produced = UInt64(whole.size) }
+        } else {
+            h.withUnsafeBytes { stream($0, output: output) }
+        }
         return !failed
     }
 
@@ -116,21 +138,20 @@ public final class ContentDecoder {
         run(stage: 0, input: input, output: output)
     }
 
-    /// libdeflate's decompressor (about 10 KiB, zeroed on allocation) is made once per thread and
-    /// reused: batch runs analyse captures on several threads at once.
-    private static let decompressorKey: pthread_key_t = {
+    /// The fast path's per-thread state (batch runs analyse captures on several threads at once).
+    private static let contextKey: pthread_key_t = {
         var key = pthread_key_t()
         pthread_key_create(&key) { p in
-            if let p { libdeflate_free_decompressor(OpaquePointer(p)) }
+            if let p { Unmanaged<InflateContext>.fromOpaque(p).release() }
         }
         return key
     }()
 
-    private static func threadDecompressor() -> OpaquePointer? {
-        if let p = pthread_getspecific(decompressorKey) { return OpaquePointer(p) }
-        guard let d = libdeflate_alloc_decompressor() else { return nil }
-        pthread_setspecific(decompressorKey, UnsafeRawPointer(d))
-        return d
+    private static func threadContext() -> InflateContext? {
+        if let p = pthread_getspecific(contextKey) { return Unmanaged<InflateContext>.fromOpaque(p).takeUnretainedValue() }
+        guard let context = InflateContext() else { return nil }
+        pthread_setspecific(contextKey, Unmanaged.passRetained(context).toOpaque())
+        return context
     }
 
     /// RFC 1950 §2.2: CM = 8 (deflate) and the first two bytes, read big-endian, a multiple of 31.
@@ -138,18 +159,24 @@ public final class ContentDecoder {
         cmf & 0x0f == 8 && (UInt16(cmf) << 8 | UInt16(flg)) % 31 == 0
     }
 
-    /// One libdeflate call over a whole single-member gzip or zlib stream. True when it decoded
-    /// exactly all of `input` (output handed to `emit`); false leaves everything to the streaming
-    /// decoder. Raw deflate has no checksum, and libdeflate accepts some raw streams zlib rejects
-    /// as invalid (found by the differential fuzz target: a fixed-Huffman block with an invalid
-    /// literal/length code), so only CRC-32 (gzip) or Adler-32 (zlib) guarded streams come here.
-    static func inflateWhole(_ input: UnsafeRawBufferPointer, maxOutput: UInt64,
-                             emit: (UnsafeRawBufferPointer) -> Void) -> Bool {
-        guard input.count >= 2, let inBase = input.baseAddress else { return false }
+    /// One libdeflate call over a whole single-member gzip or zlib stream. Returns the decoded size
+    /// when it decoded exactly all of `input` (output handed to `emit`, unless `countOnly`); nil
+    /// leaves everything to the streaming decoder. Raw deflate has no checksum, and libdeflate
+    /// accepts some raw streams zlib rejects as invalid (found by the differential fuzz target: a
+    /// fixed-Huffman block with an invalid literal/length code), so only CRC-32 (gzip) or Adler-32
+    /// (zlib) guarded streams come here. `countOnly` inflates into the thread's reused buffer and
+    /// goes through the memo: `remembered` says the size came from an identical earlier body.
+    static func inflateWhole(_ input: UnsafeRawBufferPointer, maxOutput: UInt64, countOnly: Bool = false,
+                             emit: (UnsafeRawBufferPointer) -> Void) -> (size: Int, remembered: Bool)? {
+        guard input.count >= 2, let inBase = input.baseAddress else { return nil }
         let b0 = input[0], b1 = input[1]
         let gzip = b0 == 0x1f && b1 == 0x8b
-        guard gzip || isZlibHeader(b0, b1) else { return false }
+        guard gzip || isZlibHeader(b0, b1) else { return nil }
         let limit = Int(min(UInt64(wholeOutputLimit), maxOutput))
+        guard let context = Self.threadContext() else { return nil }
+        if countOnly, let size = context.memo.decodedSize(of: input), size <= limit {
+            return (size, true)
+        }
         var capacity: Int
         if gzip, input.count >= 18 {
             // ISIZE, the last four bytes: the size mod 2^32 of a single member (a hint only).
@@ -159,23 +186,28 @@ public final class ContentDecoder {
         } else {
             capacity = max(input.count * 4, 64 << 10)
         }
-        guard let d = Self.threadDecompressor() else { return false }
+        let d = context.decompressor
         while capacity <= limit {
-            let out = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 16)
-            defer { out.deallocate() }
+            let out = countOnly ? context.buffer(atLeast: capacity)
+                                : UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 16)
+            defer { if !countOnly { out.deallocate() } }
             var inUsed = 0, outUsed = 0
             let rc = gzip
                 ? libdeflate_gzip_decompress_ex(d, inBase, input.count, out.baseAddress, capacity, &inUsed, &outUsed)
                 : libdeflate_zlib_decompress_ex(d, inBase, input.count, out.baseAddress, capacity, &inUsed, &outUsed)
             if rc == LIBDEFLATE_SUCCESS {
-                guard inUsed == input.count else { return false }
-                if outUsed > 0 { emit(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(out)[0..<outUsed])) }
-                return true
+                guard inUsed == input.count else { return nil }
+                if countOnly {
+                    context.memo.remember(input, decodedSize: outUsed)
+                } else if outUsed > 0 {
+                    emit(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(out)[0..<outUsed]))
+                }
+                return (outUsed, false)
             }
-            guard rc == LIBDEFLATE_INSUFFICIENT_SPACE, capacity < limit else { return false }
+            guard rc == LIBDEFLATE_INSUFFICIENT_SPACE, capacity < limit else { return nil }
             capacity = min(limit, capacity * 4)
         }
-        return false
+        return nil
     }
 
     private func run(stage index: Int, input: UnsafeRawBufferPointer, output: (UnsafeRawBufferPointer) -> Void) {
@@ -186,7 +218,7 @@ public final class ContentDecoder {
                 capped = true
             }
             produced += UInt64(block.count)
-            if block.count > 0 { output(block) }
+            if block.count > 0 && keepsOutput { output(block) }
             return
         }
         let stage = stages[index]
@@ -201,6 +233,83 @@ public final class ContentDecoder {
 
     /// Whether every stage reached the end of its stream.
     var finishedCleanly: Bool { !failed && stages.allSatisfy { $0.ended } }
+}
+
+/// Per-thread state of the whole-body fast path: libdeflate's decompressor (about 10 KiB, zeroed
+/// on allocation, so made once), the output buffer of count-only decoding, and the memo.
+final class InflateContext {
+    let decompressor: OpaquePointer
+    private var scratch = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+    var memo = InflateMemo()
+
+    init?() {
+        guard let d = libdeflate_alloc_decompressor() else { return nil }
+        decompressor = d
+    }
+
+    deinit {
+        libdeflate_free_decompressor(decompressor)
+        scratch.deallocate()
+    }
+
+    /// A buffer of at least `count` bytes, valid until the next call (kept between bodies, so the
+    /// large ones do not cost a fresh mapping each).
+    func buffer(atLeast count: Int) -> UnsafeMutableRawBufferPointer {
+        if scratch.count < count {
+            scratch.deallocate()
+            scratch = .allocate(byteCount: max(count, 64 << 10), alignment: 16)
+        }
+        return UnsafeMutableRawBufferPointer(rebasing: scratch[0..<count])
+    }
+}
+
+/// Decoded sizes of compressed bodies already inflated by this thread, keyed by their bytes.
+///
+/// Apps fetch the same resource again and again (polling an API, re-downloading what should have
+/// come from the cache), and a server sends the same compressed bytes each time. Inflating them is
+/// deterministic, so a body whose bytes equal — compared in full, not by hash — a remembered one
+/// has the same decoded size and the same outcome (only successful inflations are remembered).
+/// Direct-mapped by length and the last eight bytes (gzip's CRC-32 and size of the decoded data,
+/// zlib's Adler-32): a collision only costs an inflate. At most `byteBudget` bytes are held.
+struct InflateMemo {
+    static let slotCount = 1024
+    static let byteBudget = 8 << 20
+
+    private struct Entry {
+        var input: [UInt8]
+        var decodedSize: Int
+    }
+
+    private var slots: [Entry?] = []
+    private var heldBytes = 0
+    private(set) var hits = 0
+
+    private static func slot(of input: UnsafeRawBufferPointer) -> Int {
+        var tail: UInt64 = 0
+        let n = min(8, input.count)
+        withUnsafeMutableBytes(of: &tail) { t in
+            t.copyMemory(from: UnsafeRawBufferPointer(rebasing: input[(input.count - n)...]))
+        }
+        let h = (tail ^ UInt64(truncatingIfNeeded: input.count) &* 0x9E37_79B9_7F4A_7C15) &* 0xBF58_476D_1CE4_E5B9
+        return Int(truncatingIfNeeded: h >> 54) & (slotCount - 1)
+    }
+
+    mutating func decodedSize(of input: UnsafeRawBufferPointer) -> Int? {
+        guard !slots.isEmpty, let entry = slots[Self.slot(of: input)], entry.input.count == input.count else { return nil }
+        let same = entry.input.withUnsafeBytes { memcmp($0.baseAddress!, input.baseAddress!, input.count) == 0 }
+        guard same else { return nil }
+        hits += 1
+        return entry.decodedSize
+    }
+
+    mutating func remember(_ input: UnsafeRawBufferPointer, decodedSize: Int) {
+        if slots.isEmpty { slots = Array(repeating: nil, count: Self.slotCount) }
+        let i = Self.slot(of: input)
+        let replaced = slots[i]?.input.count ?? 0
+        guard heldBytes - replaced + input.count <= Self.byteBudget else { return }
+        heldBytes += input.count - replaced
+        slots[i] = Entry(input: Array(input), decodedSize: decodedSize)
+    }
 }
 
 /// One decoding stage with its C state.

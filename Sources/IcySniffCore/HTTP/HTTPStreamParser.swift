@@ -612,7 +612,8 @@ public final class HTTPStreamParser {
         let tokens = encoding.split(separator: ",").map { $0.trimmingASCIIWhitespace() }
         m.contentEncodings = tokens
         do {
-            m.decoder = try ContentDecoder(encodings: tokens, maxOutput: options.maxDecodedBytes)
+            m.decoder = try ContentDecoder(encodings: tokens, maxOutput: options.maxDecodedBytes,
+                                           keepsOutput: options.keepBodies)
         } catch {
             m.note(.unsupportedContentEncoding)
         }
@@ -627,7 +628,6 @@ public final class HTTPStreamParser {
             let keep = options.keepBodies
             let cap = options.maxBodyBytes
             let ok = decoder.feed(data) { out in
-                m.decodedBytes &+= UInt64(out.count)
                 if keep { Self.keep(out, in: m, cap: cap) }
             }
             decoderStatus(decoder, ok: ok, m)
@@ -642,7 +642,6 @@ public final class HTTPStreamParser {
         let keep = options.keepBodies
         let cap = options.maxBodyBytes
         let ok = decoder.finish { out in
-            m.decodedBytes &+= UInt64(out.count)
             if keep { Self.keep(out, in: m, cap: cap) }
         }
         decoderStatus(decoder, ok: ok, m)
@@ -650,6 +649,7 @@ public final class HTTPStreamParser {
 
     @inline(__always)
     private func decoderStatus(_ decoder: ContentDecoder, ok: Bool, _ m: HTTPMessage) {
+        m.decodedBytes = decoder.decodedCount
         if decoder.capped && !m.decodeCapped { m.decodeCapped = true; m.note(.bodyDecodeCapped) }
         if !ok { m.decodeFailed = true; m.note(.bodyDecodeFailed) }
     }

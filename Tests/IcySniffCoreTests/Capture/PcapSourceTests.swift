@@ -7,7 +7,7 @@ import Testing
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("icy-sniff-tests-\(UUID().uuidString)")
         try! FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let path = dir.appendingPathComponent(name).path
-        FileManager.default.createFile(atPath: path, contents: Data(bytes))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
         return path
     }
 

@@ -81,8 +81,10 @@ import Testing
                 for input in variants {
                     for cap in [UInt64(1 << 30), UInt64(plain.count / 2 + 1)] {
                         var results: [([UInt8], Bool, Bool)] = []
-                        for whole in [true, false] {
-                            let d = try #require(try ContentDecoder(encodings: [coding], maxOutput: cap, wholeBody: whole))
+                        var counts: [UInt64] = []
+                        for (whole, keeps) in [(true, true), (false, true), (true, false)] {
+                            let d = try #require(try ContentDecoder(encodings: [coding], maxOutput: cap, wholeBody: whole,
+                                                                    keepsOutput: keeps))
                             var out: [UInt8] = []
                             var i = 0
                             let step = 1 + Int(rng.next() % 3000)
@@ -92,12 +94,18 @@ import Testing
                                 i = end
                             }
                             d.finish { out.append(contentsOf: $0) }
-                            if d.decodedWhole { fast += 1 }
-                            results.append((out, d.failed, d.capped))
+                            if d.decodedWhole && keeps { fast += 1 }
+                            if !keeps { #expect(out.isEmpty, "a counting decoder hands out no bytes") }
+                            results.append((keeps ? out : results[0].0, d.failed, d.capped))
+                            counts.append(d.decodedCount)
                         }
-                        #expect(results[0].0 == results[1].0, "round \(round) \(coding) \(windowBits): output differs")
-                        #expect(results[0].1 == results[1].1 && results[0].2 == results[1].2,
-                                "round \(round) \(coding) \(windowBits): failed/capped differ")
+                        for r in 1..<3 {
+                            #expect(results[0].0 == results[r].0, "round \(round) \(coding) \(windowBits): output differs")
+                            #expect(results[0].1 == results[r].1 && results[0].2 == results[r].2,
+                                    "round \(round) \(coding) \(windowBits): failed/capped differ (\(r))")
+                        }
+                        #expect(counts[0] == UInt64(results[0].0.count) && counts[1] == counts[0] && counts[2] == counts[0],
+                                "round \(round) \(coding) \(windowBits): decoded counts \(counts)")
                         checked += 1
                     }
                 }
@@ -105,6 +113,37 @@ import Testing
         }
         #expect(checked == 60 * 4 * 5 * 2)
         #expect(fast >= checked / 20, "the fast path is taken for well-formed bodies (\(fast) of \(checked))")
+    }
+
+    /// A counting decoder inflates a body it has seen byte for byte before only once (the memo), and
+    /// the memo never answers for different bytes: a copy with one byte changed in the middle (same
+    /// length, same gzip trailer) is inflated, and fails its CRC, as without the memo.
+    @Test func identicalBodiesAreInflatedOnceAndOnlyIdenticalOnes() throws {
+        var rng = SplitMix(state: 0x1c7_5eed)
+        var plain = Array("memo test \(rng.next()) \(rng.next())\n".utf8)
+        for _ in 0..<3000 { plain += Array(["alpha", "beta", "{\"k\":", "\n"][Int(rng.next() % 4)].utf8) }
+        let body = zlibCompress(plain, windowBits: 31)
+        func count(_ input: [UInt8]) throws -> ContentDecoder {
+            let d = try #require(try ContentDecoder(encodings: ["gzip"], maxOutput: 1 << 30, keepsOutput: false))
+            input.withUnsafeBytes { _ = d.feed($0) { _ in Issue.record("a counting decoder called output") } }
+            d.finish { _ in Issue.record("a counting decoder called output") }
+            return d
+        }
+        let first = try count(body)
+        #expect(!first.decodedFromMemo && first.decodedWhole && first.decodedCount == UInt64(plain.count))
+        let again = try count(body)
+        #expect(again.decodedFromMemo, "the second identical body comes from the memo")
+        #expect(again.decodedCount == UInt64(plain.count) && !again.failed)
+        var changed = body
+        changed[body.count / 2] ^= 0x01
+        let other = try count(changed)
+        #expect(!other.decodedFromMemo)
+        #expect(other.failed, "a changed byte breaks the CRC, memo or not")
+        // The memo gives exactly what inflating gives, cap included: a cap below the size streams.
+        let capped = try #require(try ContentDecoder(encodings: ["gzip"], maxOutput: 100, keepsOutput: false))
+        body.withUnsafeBytes { _ = capped.feed($0) { _ in } }
+        capped.finish { _ in }
+        #expect(!capped.decodedFromMemo && capped.capped && capped.decodedCount == 100)
     }
 
     /// Regression (FuzzContentDecoder, session 2): raw deflate that zlib rejects ("invalid
