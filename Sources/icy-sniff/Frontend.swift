@@ -93,7 +93,10 @@ struct Frontend {
             sink = TabularSink(writer: writer, filter: filter)
         }
 
-        let pipeline = Pipeline(sink: sink, options: pipelineOptions)
+        // Files: the export stage runs on a second core, beside reading, reassembly and parsing.
+        let exportThread = live == nil && !output.connections && availableProcessors() > 1 ? ExportThread(sink: sink) : nil
+        defer { exportThread?.finish() }
+        let pipeline = Pipeline(sink: exportThread ?? sink, options: pipelineOptions)
         var code = Exit.ok
         var comments: [String] = []
         var analysed = 0
@@ -140,6 +143,7 @@ struct Frontend {
         // written (an empty capture, by contrast, gives a valid empty output).
         if analysed == 0 && live == nil && code != Exit.ok && !input.read.isEmpty { return code }
         pipeline.finish()
+        exportThread?.finish()
         do {
             try sink.finish(comment: comments.isEmpty ? nil : comments.joined(separator: "; "))
             try out.commit()

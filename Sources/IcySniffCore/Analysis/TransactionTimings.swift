@@ -13,7 +13,7 @@ public struct TransactionTimings: Sendable {
 
     /// Sum of the non-negative phases (HAR's entry.time).
     public var total: Double {
-        [blocked, dns, connect, send, wait, receive].reduce(0) { $0 + max(0, $1) }
+        max(0, blocked) + max(0, dns) + max(0, connect) + max(0, send) + max(0, wait) + max(0, receive)
     }
 
     /// - connect: first SYN to the client's ACK of the SYN-ACK, first request of a connection only;

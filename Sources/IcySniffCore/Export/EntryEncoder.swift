@@ -7,7 +7,7 @@ enum EntryEncoder {
         let timings = t.timings
         w.beginObject()
         if let pageref { w.string("pageref", pageref) }
-        w.string("startedDateTime", timings.start.iso8601(fractionDigits: 3))
+        w.plainString("startedDateTime") { timings.start.appendISO8601(to: $0, fractionDigits: 3) }
         w.number("time", timings.total)
         writeRequest(t, to: w, options: options)
         writeResponse(t, to: w, options: options)
@@ -23,9 +23,12 @@ enum EntryEncoder {
         w.endObject()
         // serverIPAddress is left out: the HAR 1.2 schema declares it as oneOf(ipv4, ipv6), which
         // validators without format checking reject for every address. The custom field carries it.
-        w.string("_serverIPAddress", t.connection.server.address.description)
-        w.string("connection", t.connection.label)
-        w.string("_clientIPAddress", t.connection.client.address.description)
+        w.plainString("_serverIPAddress") { t.connection.server.address.appendText(to: $0) }
+        w.plainString("connection") { out in
+            out.append(0x43)
+            JSONWriter.appendInteger(Int64(clamping: t.connection.id), to: out)
+        }
+        w.plainString("_clientIPAddress") { t.connection.client.address.appendText(to: $0) }
         w.int("_clientPort", t.connection.client.port)
         w.int("_serverPort", t.connection.server.port)
         w.int("_depth", t.depth)
@@ -171,9 +174,9 @@ enum EntryEncoder {
         w.endArray()
         if r.bodyBytes > 0 || r.headers.contains(.contentType) && (r.contentLength ?? 0) > 0 {
             w.key("postData"); w.beginObject()
-            let mime = r.headers.first(.contentType) ?? ""
-            w.string("mimeType", mime)
+            w.headerValue("mimeType", r.headers, .contentType, absent: .empty)
             if options.includeBodies, let body = r.body {
+                let mime = r.headers.first(.contentType) ?? ""
                 let text = String(wireBytes: body)
                 w.string("text", text)
                 if mime.lowercased().hasPrefix("application/x-www-form-urlencoded") {
@@ -227,9 +230,9 @@ enum EntryEncoder {
         w.key("content"); w.beginObject()
         w.int("size", r.decodedBytes)
         if r.wasDecoded && r.decodedBytes >= r.bodyBytes { w.int("compression", r.decodedBytes - r.bodyBytes) }
-        let mime = r.headers.first(.contentType) ?? ""
-        w.string("mimeType", mime)
+        w.headerValue("mimeType", r.headers, .contentType, absent: .empty)
         if options.includeBodies, let body = r.body {
+            let mime = r.headers.first(.contentType) ?? ""
             if MimeType.isText(mime), let text = String(validating: body, as: UTF8.self) {
                 w.string("text", text)
             } else {
@@ -239,7 +242,7 @@ enum EntryEncoder {
             if r.bodyTruncated { w.string("comment", "body cut at the in-memory cap; size is exact") }
         }
         w.endObject()
-        w.string("redirectURL", r.headers.first(.location) ?? "")
+        w.headerValue("redirectURL", r.headers, .location, absent: .empty)
         w.int("headersSize", r.headersComplete ? r.headersSize : -1)
         w.int("bodySize", r.bodyBytes)
         w.endObject()
@@ -249,8 +252,8 @@ enum EntryEncoder {
         w.key("cache"); w.beginObject()
         if let c = t.cache, c.storable, let expires = c.expires {
             w.key("afterRequest"); w.beginObject()
-            w.string("expires", expires.iso8601(fractionDigits: 3))
-            w.string("lastAccess", c.responseTime.iso8601(fractionDigits: 3))
+            w.plainString("expires") { expires.appendISO8601(to: $0, fractionDigits: 3) }
+            w.plainString("lastAccess") { c.responseTime.appendISO8601(to: $0, fractionDigits: 3) }
             w.string("eTag", c.etag ?? "")
             w.int("hitCount", 0)
             w.endObject()
@@ -276,9 +279,7 @@ enum EntryEncoder {
 
     static func redactURL(_ url: String, options: ExportOptions) -> String {
         guard !options.keepSecrets else { return url }
-        var u = url
-        let hasQuery = u.withUTF8 { b in b.withMemoryRebound(to: UInt8.self) { p in p.contains(0x3F) } }
-        guard hasQuery, let q = url.firstIndex(of: "?") else { return url }
+        guard let q = url.utf8.firstIndex(of: 0x3F) else { return url }
         let query = url[url.index(after: q)...]
         var changed = false
         let parts = query.split(separator: "&", omittingEmptySubsequences: false).map { part -> String in
@@ -362,9 +363,10 @@ enum Cookies {
 
 enum Query {
     static func parse(_ target: String) -> [(String, String)] {
-        guard let q = target.firstIndex(of: "?") else { return [] }
+        // Searched in the UTF-8 view: a Character search walks grapheme clusters.
+        guard let q = target.utf8.firstIndex(of: 0x3F) else { return [] }
         var query = target[target.index(after: q)...]
-        if let hash = query.firstIndex(of: "#") { query = query[..<hash] }
+        if let hash = query.utf8.firstIndex(of: 0x23) { query = query[..<hash] }
         return parseForm(String(query))
     }
 

@@ -180,11 +180,17 @@ public final class JSONWriter: ByteBuffer {
         append(0x22)
     }
 
-    /// The first `id` field of `headers` as a string, or null when absent (or no message). ASCII
-    /// values are copied from the header buffer; others go through the wire-text decoding.
-    public func headerValue(_ k: StaticString, _ headers: HeaderFields?, _ id: FieldName) {
+    /// What `headerValue` writes for a field that is not there.
+    public enum Absent { case null, empty }
+
+    /// The first `id` field of `headers` as a string, or null (or "") when absent (or no message).
+    /// ASCII values are copied from the header buffer; others go through the wire-text decoding.
+    public func headerValue(_ k: StaticString, _ headers: HeaderFields?, _ id: FieldName, absent: Absent = .null) {
         key(k)
-        guard let headers, let i = headers.index(of: id) else { null(); return }
+        guard let headers, let i = headers.index(of: id) else {
+            if absent == .null { null() } else { beforeValue(); append(0x22, 0x22) }
+            return
+        }
         fieldText(headers, at: i, name: false)
     }
 

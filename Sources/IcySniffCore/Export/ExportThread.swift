@@ -1,0 +1,113 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs a sink on a thread of its own, so the export stage (cache judgement, encoding, writing)
+/// overlaps with reading, reassembly and parsing — as Zeek runs each log writer in a thread of
+/// its own.
+///
+/// Input: the `TransactionSink` calls of the pipeline, on the pipeline's thread. Output: the same
+/// calls, in the same order, on the export thread. They are handed over in batches through a
+/// bounded queue: when the writer falls behind, the pipeline waits, so memory stays flat. The
+/// pipeline never touches a transaction once it is emitted, nor a connection once it is finished,
+/// so handing them over moves their ownership; nothing else is shared.
+///
+/// Call `finish()` before using the sink again on the calling thread (its final `write`): it waits
+/// until every call was made and stops the thread. Not for live captures, whose rows must appear
+/// as they happen, not a batch later.
+public final class ExportThread: TransactionSink {
+    private enum Item {
+        case transaction(Transaction)
+        case connection(Connection)
+    }
+
+    private let sink: TransactionSink
+    /// Filled by the pipeline's thread only.
+    private var batch: [Item] = []
+    private static let batchSize = 128
+    /// Batches waiting for the export thread (guarded by `mutex`); at most `maxQueued`.
+    private var queue: [[Item]] = []
+    private static let maxQueued = 8
+    private var closing = false
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var thread: pthread_t? = nil
+
+    /// Starts the thread; nil when it cannot be started (the caller then uses the sink directly).
+    public init?(sink: TransactionSink) {
+        self.sink = sink
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(changed, nil)
+        batch.reserveCapacity(Self.batchSize)
+        let context = Unmanaged.passRetained(self).toOpaque()
+        var t = pthread_t()
+        let rc = pthread_create(&t, nil, { context in
+            Unmanaged<ExportThread>.fromOpaque(context!).takeRetainedValue().drain()
+            return nil
+        }, context)
+        guard rc == 0 else {
+            Unmanaged<ExportThread>.fromOpaque(context).release()
+            return nil
+        }
+        thread = t
+    }
+
+    deinit {
+        pthread_cond_destroy(changed)
+        pthread_mutex_destroy(mutex)
+        changed.deallocate()
+        mutex.deallocate()
+    }
+
+    public func consume(_ transaction: Transaction) { add(.transaction(transaction)) }
+    public func connectionFinished(_ connection: Connection) { add(.connection(connection)) }
+
+    @inline(__always) private func add(_ item: Item) {
+        batch.append(item)
+        if batch.count >= Self.batchSize { handOver() }
+    }
+
+    private func handOver() {
+        guard !batch.isEmpty else { return }
+        pthread_mutex_lock(mutex)
+        while queue.count >= Self.maxQueued { pthread_cond_wait(changed, mutex) }
+        queue.append(batch)
+        pthread_cond_broadcast(changed)
+        pthread_mutex_unlock(mutex)
+        batch = []
+        batch.reserveCapacity(Self.batchSize)
+    }
+
+    /// Hands over what is left, waits until the sink has consumed everything, stops the thread.
+    public func finish() {
+        guard let t = thread else { return }
+        handOver()
+        pthread_mutex_lock(mutex)
+        closing = true
+        pthread_cond_broadcast(changed)
+        pthread_mutex_unlock(mutex)
+        pthread_join(t, nil)
+        thread = nil
+    }
+
+    /// The export thread: takes batches in order until `finish`.
+    private func drain() {
+        while true {
+            pthread_mutex_lock(mutex)
+            while queue.isEmpty && !closing { pthread_cond_wait(changed, mutex) }
+            if queue.isEmpty {
+                pthread_mutex_unlock(mutex)
+                return
+            }
+            let next = queue.removeFirst()
+            pthread_cond_broadcast(changed)
+            pthread_mutex_unlock(mutex)
+            for item in next {
+                switch item {
+                case .transaction(let t): sink.consume(t)
+                case .connection(let c): sink.connectionFinished(c)
+                }
+            }
+        }
+    }
+}
