@@ -279,7 +279,7 @@ enum EntryEncoder {
 
     static func redactURL(_ url: String, options: ExportOptions) -> String {
         guard !options.keepSecrets else { return url }
-        guard let q = url.utf8.firstIndex(of: 0x3F) else { return url }
+        guard let q = url.firstIndex(ofByte: 0x3F) else { return url }
         let query = url[url.index(after: q)...]
         var changed = false
         let parts = query.split(separator: "&", omittingEmptySubsequences: false).map { part -> String in
@@ -363,10 +363,9 @@ enum Cookies {
 
 enum Query {
     static func parse(_ target: String) -> [(String, String)] {
-        // Searched in the UTF-8 view: a Character search walks grapheme clusters.
-        guard let q = target.utf8.firstIndex(of: 0x3F) else { return [] }
+        guard let q = target.firstIndex(ofByte: 0x3F) else { return [] }
         var query = target[target.index(after: q)...]
-        if let hash = query.utf8.firstIndex(of: 0x23) { query = query[..<hash] }
+        if let hash = query.firstIndex(ofByte: 0x23) { query = query[..<hash] }
         return parseForm(String(query))
     }
 

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The header (or trailer) section of one message: every field line in order, name case kept,
 /// repeats kept, stored as one byte buffer plus a small index (like NIO's HTTPHeaders over a
 /// buffer, Zeek's header name ids). Strings are made only when asked for, so a message costs two
@@ -295,5 +299,22 @@ public enum FieldName: UInt8, Sendable, CaseIterable {
         default: self = .other; return
         }
         self = equalsIgnoringCase(name, candidate.lower) ? candidate.id : .other
+    }
+}
+
+extension StringProtocol {
+    /// The index of the first `byte` of the UTF-8 text, found with memchr (a Character search
+    /// walks grapheme clusters, and the UTF-8 view's generic search is not much faster).
+    func firstIndex(ofByte byte: UInt8) -> Index? {
+        let offset: Int?
+        if let found = utf8.withContiguousStorageIfAvailable({ p -> Int? in
+            guard let base = p.baseAddress, let hit = memchr(base, Int32(byte), p.count) else { return nil }
+            return UnsafeRawPointer(hit) - UnsafeRawPointer(base)
+        }) {
+            offset = found
+        } else {
+            offset = utf8.firstIndex(of: byte).map { utf8.distance(from: utf8.startIndex, to: $0) }
+        }
+        return offset.map { utf8.index(utf8.startIndex, offsetBy: $0) }
     }
 }

@@ -1,0 +1,64 @@
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+@testable import IcySniffCore
+
+/// The export thread hands every sink call over, in the pipeline's order, on another thread; and
+/// what the sink makes of them is what it makes without the thread.
+@Suite struct ExportThreadTests {
+    /// Records the calls it gets, and on which thread.
+    final class RecordingSink: TransactionSink {
+        var log: [String] = []
+        var threads: Set<UInt> = []
+        let har = HARWriter()
+        func consume(_ t: Transaction) {
+            threads.insert(UInt(pthread_self()))
+            log.append("T\(t.sequence) C\(t.connection.id) d\(t.depth) \(t.request?.method ?? "-") \(t.response?.status ?? 0)")
+            har.consume(t)
+        }
+        func connectionFinished(_ c: Connection) {
+            threads.insert(UInt(pthread_self()))
+            log.append("end C\(c.id) \(c.packets)")
+            har.connectionFinished(c)
+        }
+        func harText() -> String {
+            let out = OutputFile(memory: true)
+            har.write(to: out)
+            return String(decoding: out.takeBytes(), as: UTF8.self)
+        }
+    }
+
+    func run(_ path: String, threaded: Bool) throws -> RecordingSink {
+        let sink = RecordingSink()
+        let thread = threaded ? ExportThread(sink: sink) : nil
+        if threaded { #expect(thread != nil, "the export thread starts") }
+        let pipeline = Pipeline(sink: thread ?? sink)
+        let source = try PcapSource.open(path: path)
+        _ = pipeline.run(source)
+        pipeline.finish()
+        thread?.finish()
+        return sink
+    }
+
+    @Test(arguments: ["zeek/1000-requests-one-dropped-response.pcap.gz", "pcap2har/out-of-order.pcap"])
+    func sameCallsInTheSameOrderOnAnotherThread(_ capture: String) throws {
+        let path = Paths.corpusFile(capture)
+        let direct = try run(path, threaded: false)
+        let threaded = try run(path, threaded: true)
+        #expect(direct.log.count > 250, "a capture with many transactions (\(direct.log.count) calls)")
+        #expect(threaded.log == direct.log)
+        #expect(threaded.harText() == direct.harText())
+        #expect(direct.threads == [UInt(pthread_self())])
+        #expect(threaded.threads.count == 1 && !threaded.threads.contains(UInt(pthread_self())),
+                "every call was made on the export thread")
+    }
+
+    @Test func finishWithNothingHandedOverAndTwice() throws {
+        let sink = RecordingSink()
+        let thread = try #require(ExportThread(sink: sink))
+        thread.finish()
+        thread.finish()
+        #expect(sink.log.isEmpty)
+    }
+}
