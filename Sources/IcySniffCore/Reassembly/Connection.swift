@@ -41,6 +41,8 @@ public final class Connection {
     public let id: UInt64
     public let endpoints: (Endpoint, Endpoint)
     public let halves: (HalfStream, HalfStream)
+    /// `halves` again, unretained, for the per-packet path (see `withHalves`).
+    private let unretainedHalves: (Unmanaged<HalfStream>, Unmanaged<HalfStream>)
     public var clientSide: Int? = nil
     /// How the client was recognised: "syn", "content" or "port".
     public var clientSideEvidence: String = ""
@@ -61,11 +63,21 @@ public final class Connection {
         self.id = id
         self.endpoints = (first, second)
         self.halves = (HalfStream(), HalfStream())
+        self.unretainedHalves = (Unmanaged.passUnretained(halves.0), Unmanaged.passUnretained(halves.1))
         self.firstSeen = timestamp
         self.lastSeen = timestamp
     }
 
     @inline(__always) public func half(_ side: Int) -> HalfStream { side == 0 ? halves.0 : halves.1 }
+
+    /// Calls `body` with the half of `side` and the other one, without retaining them: choosing
+    /// one of two references makes a retained copy (two atomic operations each, for every packet),
+    /// and the connection holds both for as long as it lives.
+    @inline(__always)
+    func withHalves<R>(_ side: Int, _ body: (_ half: HalfStream, _ other: HalfStream) -> R) -> R {
+        let (mine, theirs) = side == 0 ? unretainedHalves : (unretainedHalves.1, unretainedHalves.0)
+        return mine._withUnsafeGuaranteedRef { half in theirs._withUnsafeGuaranteedRef { other in body(half, other) } }
+    }
     @inline(__always) public func endpoint(_ side: Int) -> Endpoint { side == 0 ? endpoints.0 : endpoints.1 }
 
     @inline(__always) func side(of source: Endpoint) -> Int { source == endpoints.0 ? 0 : 1 }

@@ -29,8 +29,9 @@ public final class ConnectionTable<Handler: StreamHandler> {
     private var flows: [ConnectionKey: Flow] = [:]
     /// The flow of the previous segment: packets of one connection come in runs (a window of
     /// data, its ACKs), and a key compare is much cheaper than hashing the 4-tuple.
+    /// Unretained: `flows` holds it, and `finish` clears this before the flow leaves `flows`.
     private var recentKey: ConnectionKey? = nil
-    private var recentFlow: Flow? = nil
+    private var recentFlow: Unmanaged<Flow>? = nil
     private let makeHandler: (Connection) -> Handler
     private var nextID: UInt64 = 1
     public var limits: ReassemblyLimits
@@ -49,8 +50,14 @@ public final class ConnectionTable<Handler: StreamHandler> {
     public func ingest(_ segment: TCPSegment) {
         let key = ConnectionKey(segment.source, segment.destination)
         let flags = segment.flags
-        var flow = recentKey == key ? recentFlow : flows[key]
         let isSYN = flags.contains(.syn)
+        // The usual packet: the connection of the one before, no new SYN. Processed with the flow
+        // unretained (`flows` holds it; only `finish`, as process's last step, lets it go).
+        if recentKey == key, let recent = recentFlow, !isSYN || flags.contains(.ack) {
+            recent._withUnsafeGuaranteedRef { process(segment, flow: $0, key: key) }
+            return
+        }
+        var flow = flows[key]
         if let existing = flow, isSYN, !flags.contains(.ack) {
             let c = existing.connection
             let s = c.side(of: segment.source)
@@ -75,19 +82,23 @@ public final class ConnectionTable<Handler: StreamHandler> {
         }
         guard let flow else { return }
         recentKey = key
-        recentFlow = flow
+        recentFlow = Unmanaged.passUnretained(flow)
         process(segment, flow: flow, key: key)
     }
 
     @inline(__always)
     private func process(_ segment: TCPSegment, flow: Flow, key: ConnectionKey) {
         let c = flow.connection
+        let side = c.side(of: segment.source)
+        c.withHalves(side) { half, other in process(segment, flow: flow, key: key, side: side, half: half, other: other) }
+    }
+
+    @inline(__always)
+    private func process(_ segment: TCPSegment, flow: Flow, key: ConnectionKey, side: Int, half: HalfStream, other: HalfStream) {
+        let c = flow.connection
         let ts = segment.timestamp
         c.lastSeen = ts
         c.packets &+= 1
-        let side = c.side(of: segment.source)
-        let half = c.half(side)
-        let other = c.half(1 - side)
         let flags = segment.flags
         half.segments &+= 1
 
@@ -125,7 +136,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
         if half.started && (payloadCount > 0 || segment.missingPayload > 0) {
             // Data in a SYN (TCP Fast Open) starts after the SYN's own sequence number.
             let seq = flags.contains(.syn) ? segment.sequence &+ 1 : segment.sequence
-            receive(seq: seq, payload: segment.payload, missing: segment.missingPayload, side: side, flow: flow, timestamp: ts)
+            receive(seq: seq, payload: segment.payload, missing: segment.missingPayload, side: side, half: half, flow: flow, timestamp: ts)
         }
 
         // The peer acknowledged bytes beyond a hole we hold data after: the hole was never captured.
@@ -156,8 +167,8 @@ public final class ConnectionTable<Handler: StreamHandler> {
 
     /// Handles the payload of one segment at `seq`.
     @inline(__always)
-    private func receive(seq: UInt32, payload: UnsafeRawBufferPointer, missing: Int, side: Int, flow: Flow, timestamp: Timestamp) {
-        let half = flow.connection.half(side)
+    private func receive(seq: UInt32, payload: UnsafeRawBufferPointer, missing: Int, side: Int, half: HalfStream,
+                         flow: Flow, timestamp: Timestamp) {
         if half.closed {
             if payload.count > 0 && half.offset(of: seq) >= Int64(half.nextOffset) { flow.connection.note(.dataAfterClose) }
             return
@@ -306,8 +317,8 @@ public final class ConnectionTable<Handler: StreamHandler> {
         c.finishedAt = timestamp
         flow.handler?.finished(c, at: timestamp)
         onFinished?(c)
-        flows[key] = nil
         if recentKey == key { recentKey = nil; recentFlow = nil }
+        flows[key] = nil
     }
 
     private func evictIdle(now: Timestamp, keep: Int) {
