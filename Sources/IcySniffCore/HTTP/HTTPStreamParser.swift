@@ -56,7 +56,6 @@ public final class HTTPStreamParser {
     private var headOffset: UInt64 = 0
     private var headTime: Timestamp = .zero
     private var lastTime: Timestamp = .zero
-    private var skippingOversizedHead = false
     private(set) var message: HTTPMessage? = nil
     public private(set) var tunnelBytes: UInt64 = 0
     public private(set) var tunnelStart: Timestamp? = nil
@@ -94,7 +93,6 @@ public final class HTTPStreamParser {
                 headTime = ts
                 buffer.removeAll(keepingCapacity: buffer.capacity <= 64 * 1024)
                 lineStart = 0
-                skippingOversizedHead = false
                 state = .head
             case .head:
                 i = consumeHead(bytes, from: i, at: ts)
@@ -200,26 +198,40 @@ public final class HTTPStreamParser {
     private func consumeHead(_ bytes: UnsafeRawBufferPointer, from start: Int, at ts: Timestamp) -> Int {
         var i = start
         let n = bytes.count
+        // Lines are found in the chunk and copied into `buffer` in one run, when the start line or
+        // the whole head is to be read, or at the end of the chunk: `bytes[pending..<i]` belongs
+        // to the head but is not in `buffer` yet, so the head so far is `buffer.count + i - pending`
+        // bytes long.
+        var pending = start
+        @inline(__always) func flush() {
+            if i > pending { buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[pending..<i])) }
+            pending = i
+        }
         while i < n {
             let base = bytes.baseAddress! + i
             guard let found = memchr(base, 0x0A, n - i) else {
-                append(bytes, from: i, to: n)
+                i = n
+                flush()
                 checkHeadSize(at: ts)
                 return n
             }
             let lf = i + (UnsafeRawPointer(found) - UnsafeRawPointer(base))
-            append(bytes, from: i, to: lf + 1)
             i = lf + 1
-            if buffer.count > options.maxHeaderBytes {
+            var headCount = buffer.count + (i - pending)
+            if headCount > options.maxHeaderBytes {
+                flush()
                 checkHeadSize(at: ts)
                 if case .head = state {} else { return i }
+                headCount = buffer.count
             }
-            let lineEnd = buffer.count - 1           // index of LF
+            let lineEnd = headCount - 1           // index of LF in the head
             var contentEnd = lineEnd
-            if contentEnd > lineStart && buffer[contentEnd - 1] == 0x0D { contentEnd -= 1 }
+            // The byte before the LF: in the chunk, or at the end of `buffer` (a line cut between chunks).
+            if contentEnd > lineStart && (lf > pending ? bytes[lf - 1] : buffer[contentEnd - 1]) == 0x0D { contentEnd -= 1 }
             else { message?.note(.bareLFLineEnding) }
             if lineStart == 0 {
                 // The start line decides what this is.
+                flush()
                 if !startLine(buffer[0..<contentEnd], at: ts) { return i }
                 if let m = message, m.kind == .request, m.isHTTP09 {
                     if i < n {
@@ -238,22 +250,14 @@ public final class HTTPStreamParser {
                     return i
                 }
             } else if contentEnd == lineStart {
+                flush()
                 completeHead(at: ts)
                 return i
             }
-            lineStart = buffer.count
+            lineStart = headCount
         }
+        flush()
         return i
-    }
-
-    @inline(__always)
-    private func append(_ bytes: UnsafeRawBufferPointer, from: Int, to: Int) {
-        guard to > from else { return }
-        if skippingOversizedHead {
-            // Keep only the current line's start to find the end of the head.
-            return
-        }
-        buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[from..<to]))
     }
 
     private func checkHeadSize(at ts: Timestamp) {
