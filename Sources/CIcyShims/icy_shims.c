@@ -8,7 +8,10 @@
 typedef struct {
     gzFile gz;
     char error[256];
+    char *stdio_buffer;   /* the FILE's buffer: glibc ignores setvbuf's size without one */
 } icy_gz_cookie;
+
+#define ICY_STDIO_BUFFER (256 * 1024)
 
 static ssize_t icy_gz_read(void *cookie, char *buf, size_t size) {
     icy_gz_cookie *c = (icy_gz_cookie *)cookie;
@@ -34,6 +37,7 @@ static ssize_t icy_gz_read(void *cookie, char *buf, size_t size) {
 static int icy_gz_close(void *cookie) {
     icy_gz_cookie *c = (icy_gz_cookie *)cookie;
     int rc = gzclose(c->gz);
+    free(c->stdio_buffer);
     free(c);
     return rc == Z_OK ? 0 : EOF;
 }
@@ -47,7 +51,11 @@ FILE *icy_gzip_fdopen(int fd, void **cookie) {
     cookie_io_functions_t io = { .read = icy_gz_read, .write = NULL, .seek = NULL, .close = icy_gz_close };
     FILE *f = fopencookie(c, "rb", io);
     if (!f) { gzclose(c->gz); free(c); return NULL; }
-    setvbuf(f, NULL, _IOFBF, 256 * 1024);
+    c->stdio_buffer = malloc(ICY_STDIO_BUFFER);
+    if (c->stdio_buffer && setvbuf(f, c->stdio_buffer, _IOFBF, ICY_STDIO_BUFFER) != 0) {
+        free(c->stdio_buffer);
+        c->stdio_buffer = NULL;
+    }
     if (cookie) *cookie = c;
     return f;
 }
