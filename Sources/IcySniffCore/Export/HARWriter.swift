@@ -28,7 +28,7 @@ public struct ExportOptions: Sendable {
 public final class HARWriter: TransactionSink {
     private struct IndexEntry { var start: Timestamp; var sequence: UInt64; var offset: Int; var length: Int }
     private var index: [IndexEntry] = []
-    private let spill = SpillStore()
+    private let spill: SpillStore
     /// `log._connections`: each connection that carried a transaction is serialised when it
     /// finishes (after its last transaction) and spilled like the entries, sorted by id at the end.
     private struct ConnectionRecord { var id: UInt64; var offset: Int; var length: Int }
@@ -40,7 +40,13 @@ public final class HARWriter: TransactionSink {
     private var pages = PageGrouper()
     private let entry: JSONWriter
 
-    public init(options: ExportOptions = ExportOptions()) {
+    public convenience init(options: ExportOptions = ExportOptions()) {
+        self.init(options: options, spill: SpillStore())
+    }
+
+    /// `spill`: where the entries go until the end (tests give one with a file of their own).
+    init(options: ExportOptions, spill: SpillStore) {
+        self.spill = spill
         self.options = options
         entry = JSONWriter(indent: options.pretty ? 2 : 0, capacity: 1 << 14)
         entry.baseDepth = 3
@@ -92,16 +98,16 @@ public final class HARWriter: TransactionSink {
         w.key("entries")
         w.beginArray()
         out.write(w.buffer)
-        writeSpilled(index.lazy.map { ($0.offset, $0.length) }, from: spill, to: out)
-        if index.isEmpty {
+        let entriesWritten = writeSpilled(index.lazy.map { ($0.offset, $0.length) }, from: spill, to: out)
+        if entriesWritten == 0 {
             out.write(options.pretty ? Array("],\n    \"_connections\": ".utf8) : Array("],\"_connections\":".utf8))
         } else {
             out.write(options.pretty ? Array("\n    ],\n    \"_connections\": ".utf8) : Array("],\"_connections\":".utf8))
         }
         connectionIndex.sort { $0.id < $1.id }
         out.write(Array("[".utf8))
-        writeSpilled(connectionIndex.lazy.map { ($0.offset, $0.length) }, from: connectionSpill, to: out)
-        out.write(Array((options.pretty && !connectionIndex.isEmpty ? "\n    ]" : "]").utf8))
+        let connectionsWritten = writeSpilled(connectionIndex.lazy.map { ($0.offset, $0.length) }, from: connectionSpill, to: out)
+        out.write(Array((options.pretty && connectionsWritten > 0 ? "\n    ]" : "]").utf8))
         if let comment {
             let cw = JSONWriter()
             cw.string(comment)
@@ -109,19 +115,32 @@ public final class HARWriter: TransactionSink {
             out.write(cw.buffer)
         }
         out.write(options.pretty ? Array("\n  }\n}\n".utf8) : Array("}}\n".utf8))
+        // The document stays valid JSON without what could not be read back; the run must not
+        // look complete, so the output fails (exit code 3) with the reason.
+        let lost = index.count - entriesWritten + connectionIndex.count - connectionsWritten
+        if lost > 0 {
+            let reason = spill.readFailure ?? connectionSpill.readFailure ?? "unknown error"
+            out.fail("\(lost) HAR records could not be read back from the temporary file: \(reason)")
+        }
     }
 }
 
 extension HARWriter {
     /// The items of a top-level array (entries, connections), copied from where they were
     /// spilled, one per line when pretty.
-    private func writeSpilled(_ records: some Sequence<(offset: Int, length: Int)>, from store: SpillStore, to out: OutputFile) {
+    /// Answers how many were written (a record that cannot be read back is left out).
+    private func writeSpilled(_ records: some Sequence<(offset: Int, length: Int)>, from store: SpillStore, to out: OutputFile) -> Int {
         let first = Array((options.pretty ? "\n      " : "").utf8)
         let separator = Array((options.pretty ? ",\n      " : ",").utf8)
-        for (i, r) in records.enumerated() {
-            out.write(i == 0 ? first : separator)
-            store.withBytes(offset: r.offset, length: r.length) { out.write($0) }
+        var written = 0
+        for r in records {
+            let ok = store.withBytes(offset: r.offset, length: r.length) { bytes in
+                out.write(written == 0 ? first : separator)
+                out.write(bytes)
+            }
+            if ok { written += 1 }
         }
+        return written
     }
 }
 

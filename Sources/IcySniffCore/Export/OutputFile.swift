@@ -128,9 +128,19 @@ public final class OutputFile {
         buffer.removeAll(keepingCapacity: true)
     }
 
+    /// Marks the output as failed (the writer could not produce all of it): `commit` throws with
+    /// `reason` and a file is not moved into place.
+    public func fail(_ reason: String) {
+        flush()   // what was produced still goes out
+        if failed == nil { failed = reason }
+    }
+
     /// Flushes and, for a file, moves it into place. Throws if anything could not be written.
     public func commit() throws(OutputError) {
-        if inMemory { return }
+        if inMemory {
+            if let failed { throw OutputError(message: "cannot write the output: \(failed)") }
+            return
+        }
         flush()
         let name = finalPath ?? "standard output"
         if let failed {

@@ -4,20 +4,32 @@ import Glibc
 
 /// Append-only bytes that move to an unlinked temporary file once they pass `memoryLimit`, so
 /// large outputs that must be reordered (HAR) do not grow the process.
+///
+/// Failures never lose a record silently: when the file cannot be created or written, the store
+/// keeps everything in memory from then on (the file's tail past what was written whole is never
+/// read); when a record cannot be read back, `withBytes` answers false and `readFailure` says why.
 final class SpillStore {
     private var memory: [UInt8] = []
     private var file: UnsafeMutablePointer<FILE>? = nil
     private var fileSize = 0
     let memoryLimit: Int
+    /// Spilling failed once (no temporary file, disk full): records stay in memory.
+    private(set) var spillFailed = false
+    /// Why a spilled record could not be read back (the first failure).
+    private(set) var readFailure: String? = nil
 
-    init(memoryLimit: Int = 4 << 20) { self.memoryLimit = memoryLimit }
+    /// `file`: where to spill (tests); by default an unlinked file made by `tmpfile()` when first needed.
+    init(memoryLimit: Int = 4 << 20, file: UnsafeMutablePointer<FILE>? = nil) {
+        self.memoryLimit = memoryLimit
+        self.file = file
+    }
 
     deinit { if let file { fclose(file) } }
 
     /// Appends and returns the offset of the first byte.
     func append(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
         // Spill before the buffer would grow past its limit (growing would double its capacity).
-        if memory.count + bytes.count > memoryLimit && !memory.isEmpty { spill() }
+        if memory.count + bytes.count > memoryLimit && !memory.isEmpty && !spillFailed { spill() }
         if memory.capacity < memoryLimit { memory.reserveCapacity(memoryLimit) }
         let offset = fileSize + memory.count
         memory.append(contentsOf: bytes)
@@ -26,11 +38,14 @@ final class SpillStore {
 
     private func spill() {
         if file == nil { file = tmpfile() }
-        guard let file else { return }   // no temporary directory: keep it in memory
+        guard let file else { spillFailed = true; return }   // no temporary directory: keep it in memory
         let written = memory.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, file) }
-        if written == memory.count {
+        // Flushed now, so a full disk shows here and not when the records are read back.
+        if written == memory.count && fflush(file) == 0 {
             fileSize += memory.count
             memory.removeAll(keepingCapacity: true)
+        } else {
+            spillFailed = true
         }
     }
 
@@ -41,23 +56,30 @@ final class SpillStore {
     private var windowCount = 0
     private static let windowSize = 1 << 20
 
-    /// Calls `body` with the bytes at `offset` (empty when they cannot be read back).
-    func withBytes<R>(offset: Int, length: Int, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+    /// Calls `body` with the bytes at `offset` and answers true; false (body not called) when
+    /// they cannot be read back (`readFailure` says why).
+    @discardableResult
+    func withBytes(offset: Int, length: Int, _ body: (UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
         if offset >= fileSize {
             let start = offset - fileSize
-            return memory.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[start..<(start + length)])) }
+            memory.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[start..<(start + length)])) }
+            return true
         }
-        guard let file else { return body(UnsafeBufferPointer(start: nil, count: 0)) }
+        guard let file else { return false }
         if offset < windowOffset || offset + length > windowOffset + windowCount {
-            fflush(file)
             let size = max(Self.windowSize, length)
             if window.count < size { window = [UInt8](repeating: 0, count: size) }
             let n = window.withUnsafeMutableBytes { pread(fileno(file), $0.baseAddress, min(size, fileSize - offset), off_t(offset)) }
+            let reason = n < 0 ? String(cString: strerror(errno)) : "the file is shorter than what was written to it"
             windowOffset = offset
             windowCount = max(n, 0)
-            guard n >= length else { return body(UnsafeBufferPointer(start: nil, count: 0)) }
+            guard n >= length else {
+                if readFailure == nil { readFailure = reason }
+                return false
+            }
         }
         let start = offset - windowOffset
-        return window.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[start..<(start + length)])) }
+        window.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[start..<(start + length)])) }
+        return true
     }
 }
