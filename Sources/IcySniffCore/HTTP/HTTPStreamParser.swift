@@ -612,8 +612,16 @@ public final class HTTPStreamParser {
     // MARK: - Bodies
 
     private func setUpDecoder(_ m: HTTPMessage) {
-        guard let encoding = m.headers.combined(.contentEncoding) else { return }
-        let tokens = encoding.split(separator: ",").map { $0.trimmingASCIIWhitespace() }
+        guard let first = m.headers.index(of: .contentEncoding) else { return }
+        let tokens: [String]
+        // The usual case, one `Content-Encoding: gzip` line, without splitting Strings.
+        if m.headers.count(of: .contentEncoding) == 1,
+           m.headers.withValueBytes(at: first, { $0.count == 4 && memcmp($0.baseAddress!, "gzip", 4) == 0 }) {
+            tokens = ["gzip"]
+        } else {
+            guard let encoding = m.headers.combined(.contentEncoding) else { return }
+            tokens = encoding.split(separator: ",").map { $0.trimmingASCIIWhitespace() }
+        }
         m.contentEncodings = tokens
         do {
             m.decoder = try ContentDecoder(encodings: tokens, maxOutput: options.maxDecodedBytes,

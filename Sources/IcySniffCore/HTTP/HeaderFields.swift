@@ -116,6 +116,13 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
         return nil
     }
 
+    /// How many lines of field `id` there are.
+    public func count(of id: FieldName) -> Int {
+        var n = 0
+        for r in refs where r.id == id { n += 1 }
+        return n
+    }
+
     public func first(_ id: FieldName) -> String? { index(of: id).map(value(at:)) }
     public func contains(_ id: FieldName) -> Bool { index(of: id) != nil }
     public func all(_ id: FieldName) -> [String] {

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// RFC 9112 §3: `method SP request-target SP HTTP-version`. Lenient: several spaces, a missing
 /// version (HTTP/0.9, §C.1 of RFC 9112's history), an unknown version; each deviation is flagged.
 struct RequestLine {
@@ -13,14 +17,14 @@ struct RequestLine {
         var rest = line[sp...]
         while let f = rest.first, f == 0x20 || f == 0x09 { rest = rest.dropFirst() }
         while let l = rest.last, l == 0x20 || l == 0x09 { rest = rest.dropLast() }
-        method = String(decoding: methodBytes, as: UTF8.self)
+        method = StartLineText.common(methodBytes) ?? String(decoding: methodBytes, as: UTF8.self)
         if let lastSpace = rest.lastIndex(where: { $0 == 0x20 || $0 == 0x09 }) {
             let versionBytes = rest[(lastSpace + 1)...]
             var targetPart = rest[rest.startIndex..<lastSpace]
             while let l = targetPart.last, l == 0x20 || l == 0x09 { targetPart = targetPart.dropLast() }
             if RequestLine.isVersion(versionBytes) {
                 target = Array(targetPart)
-                version = String(decoding: versionBytes, as: UTF8.self)
+                version = StartLineText.common(versionBytes) ?? String(decoding: versionBytes, as: UTF8.self)
             } else if versionBytes.count >= 4, versionBytes.prefix(4).map({ $0 | 0x20 }) == Array("http".utf8) {
                 // "HTTP", "HTTP/1", "HTTP/x.y": a version in the wrong form.
                 target = Array(targetPart)
@@ -75,7 +79,7 @@ struct StatusLine {
         guard (b[s] | 0x20) == 0x68, (b[s + 1] | 0x20) == 0x74, (b[s + 2] | 0x20) == 0x74, (b[s + 3] | 0x20) == 0x70,
               b[s + 4] == 0x2F else { return nil }
         guard let sp = b[s...].firstIndex(where: { $0 == 0x20 || $0 == 0x09 }) else { return nil }
-        version = String(decoding: b[s..<sp], as: UTF8.self)
+        version = StartLineText.common(b[s..<sp]) ?? String(decoding: b[s..<sp], as: UTF8.self)
         var i = sp
         while i < b.endIndex && (b[i] == 0x20 || b[i] == 0x09) { i += 1 }
         guard i + 3 <= b.endIndex, isDigit(b[i]), isDigit(b[i + 1]), isDigit(b[i + 2]) else { return nil }
@@ -83,7 +87,35 @@ struct StatusLine {
         i += 3
         if i < b.endIndex && !(b[i] == 0x20 || b[i] == 0x09) { return nil }
         while i < b.endIndex && (b[i] == 0x20 || b[i] == 0x09) { i += 1 }
-        reason = String(wireBytes: b[i...])
+        reason = StartLineText.common(b[i...]) ?? String(wireBytes: b[i...])
+    }
+}
+
+/// The texts start lines repeat — methods, versions, the usual reason phrases — as literals: a
+/// String made from bytes validates them every time, one made from a literal costs nothing.
+enum StartLineText {
+    static func common(_ b: ArraySlice<UInt8>) -> String? {
+        b.withUnsafeBufferPointer { p -> String? in
+            @inline(__always) func isText(_ s: StaticString) -> Bool {
+                p.count == s.utf8CodeUnitCount && memcmp(p.baseAddress!, s.utf8Start, p.count) == 0
+            }
+            switch p.count {
+            case 2: if isText("OK") { return "OK" }
+            case 3: if isText("GET") { return "GET" }; if isText("PUT") { return "PUT" }
+            case 4: if isText("POST") { return "POST" }; if isText("HEAD") { return "HEAD" }
+            case 5: if isText("Found") { return "Found" }
+            case 6: if isText("DELETE") { return "DELETE" }
+            case 7: if isText("OPTIONS") { return "OPTIONS" }; if isText("Created") { return "Created" }
+            case 8: if isText("HTTP/1.1") { return "HTTP/1.1" }; if isText("HTTP/1.0") { return "HTTP/1.0" }
+            case 9: if isText("Not Found") { return "Not Found" }
+            case 10: if isText("No Content") { return "No Content" }
+            case 12: if isText("Not Modified") { return "Not Modified" }
+            case 15: if isText("Partial Content") { return "Partial Content" }
+            case 17: if isText("Moved Permanently") { return "Moved Permanently" }
+            default: break
+            }
+            return nil
+        }
     }
 }
 
