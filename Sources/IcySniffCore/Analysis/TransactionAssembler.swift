@@ -15,6 +15,8 @@ final class TransactionAssembler: StreamHandler, HTTPParserDelegate {
     private unowned let emitter: TransactionEmitter
     private var requestParser: HTTPStreamParser!
     private var responseParser: HTTPStreamParser!
+    /// The two parsers again, unretained, for the per-packet path (they are never replaced).
+    private var unretainedParsers: (request: Unmanaged<HTTPStreamParser>, response: Unmanaged<HTTPStreamParser>)!
     private var queue: [Transaction] = []
     private var head = 0
     private var depth = 0
@@ -26,13 +28,17 @@ final class TransactionAssembler: StreamHandler, HTTPParserDelegate {
         self.emitter = emitter
         requestParser = HTTPStreamParser(role: .request, options: options, delegate: self)
         responseParser = HTTPStreamParser(role: .response, options: options, delegate: self)
+        unretainedParsers = (Unmanaged.passUnretained(requestParser), Unmanaged.passUnretained(responseParser))
     }
 
     // MARK: StreamHandler
 
     func received(_ chunk: StreamChunk, from side: Int, on connection: Connection) {
         if connection.clientSide == nil { decideClient(firstData: chunk.bytes, side: side) }
-        parser(for: side).parse(chunk)
+        // Every data packet: the parser is used unretained (choosing one of two references makes
+        // a retained copy); `self` holds both parsers for as long as it lives.
+        let unretained = side == connection.clientSide ? unretainedParsers.request : unretainedParsers.response
+        unretained._withUnsafeGuaranteedRef { $0.parse(chunk) }
     }
 
     func missed(_ gap: StreamGap, from side: Int, on connection: Connection) {

@@ -22,8 +22,16 @@ public struct ReassemblyLimits: Sendable {
 public final class ConnectionTable<Handler: StreamHandler> {
     final class Flow {
         let connection: Connection
-        var handler: Handler?
+        /// Made when the connection first carries data, then never replaced.
+        private(set) var handler: Handler?
+        /// `handler` again, unretained, for the per-packet path.
+        private(set) var unretainedHandler: Unmanaged<Handler>?
         init(connection: Connection) { self.connection = connection }
+
+        @inline(__always) func setHandler(_ h: Handler) {
+            handler = h
+            unretainedHandler = Unmanaged.passUnretained(h)
+        }
     }
 
     private var flows: [ConnectionKey: Flow] = [:]
@@ -227,11 +235,9 @@ public final class ConnectionTable<Handler: StreamHandler> {
         half.nextSequence = half.nextSequence &+ UInt32(truncatingIfNeeded: bytes.count)
         half.bytes &+= UInt64(bytes.count)
         let c = flow.connection
-        if flow.handler == nil {
-            flow.handler = makeHandler(c)
-        }
+        if flow.handler == nil { flow.setHandler(makeHandler(c)) }
         c.record("d", side: side)
-        flow.handler!.received(chunk, from: side, on: c)
+        flow.unretainedHandler!._withUnsafeGuaranteedRef { $0.received(chunk, from: side, on: c) }
     }
 
     private func emitGap(_ half: HalfStream, length: UInt64, side: Int, flow: Flow, timestamp: Timestamp) {
@@ -244,7 +250,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
         let c = flow.connection
         c.note(.contentGap)
         c.record("g", side: side)
-        if flow.handler == nil { flow.handler = makeHandler(c) }
+        if flow.handler == nil { flow.setHandler(makeHandler(c)) }
         flow.handler!.missed(gap, from: side, on: c)
     }
 
