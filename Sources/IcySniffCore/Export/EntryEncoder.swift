@@ -57,6 +57,9 @@ enum EntryEncoder {
     static func writeHeaders(_ headers: HeaderFields, to w: JSONWriter, options: ExportOptions) {
         w.key("headers"); w.beginArray()
         for i in headers.indices {
+            // The usual field: plain ASCII, not a secret — one run of bytes.
+            if options.keepSecrets || !headers.id(at: i).isSecret,
+               headers.withNameAndValueBytes(at: i, { w.nameValueObject($0, $1) }) { continue }
             w.beginObject()
             w.key("name"); w.fieldText(headers, at: i, name: true)
             if !options.keepSecrets && headers.id(at: i).isSecret {

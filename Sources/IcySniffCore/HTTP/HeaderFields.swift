@@ -102,6 +102,14 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
 
     /// The name bytes of field `i`.
     @inline(__always)
+    public func withNameAndValueBytes<R>(at i: Int, _ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        let r = refs[i]
+        return try storage.withUnsafeBufferPointer {
+            try body(UnsafeBufferPointer(rebasing: $0[Int(r.nameStart)..<Int(r.nameStart + r.nameCount)]),
+                     UnsafeBufferPointer(rebasing: $0[Int(r.valueStart)..<Int(r.valueStart + r.valueCount)]))
+        }
+    }
+
     public func withNameBytes<R>(at i: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
         let r = refs[i]
         return try storage.withUnsafeBufferPointer {
