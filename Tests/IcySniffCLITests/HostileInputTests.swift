@@ -194,6 +194,44 @@ extension CLI {
         #expect(underAddressSanitizer || hmib < 16 * 4 + 64, "peak RSS \(hmib) MiB with --bodies")
     }
 
+    /// With `--bodies`, transactions carry their bodies to the export thread: the hand-over is
+    /// bounded in bytes as well as in transactions, so 48 responses of 2 MiB (96 MiB of bodies)
+    /// never sit in the queue together.
+    @Test(.timeLimit(.minutes(3)))
+    func keptBodiesOnTheirWayToTheExportThreadStayBounded() throws {
+        var pcap = PcapBuilder()
+        var c: UInt32 = 1000, s: UInt32 = 9000
+        pcap.tcp(clientIP, 40000, serverIP, 80, seq: c, ack: 0, flags: SYN); c += 1
+        pcap.tcp(serverIP, 80, clientIP, 40000, seq: s, ack: c, flags: SYN | ACK); s += 1
+        pcap.tcp(clientIP, 40000, serverIP, 80, seq: c, ack: s, flags: ACK)
+        let size = 2 << 20
+        let block = [UInt8](repeating: 0x61, count: 60_000)
+        pcap.bytes.reserveCapacity(48 * (size + 4000))
+        for i in 0..<48 {
+            let request = Array("GET /big/\(i) HTTP/1.1\r\nHost: example.com\r\n\r\n".utf8)
+            pcap.tcp(clientIP, 40000, serverIP, 80, seq: c, ack: s, flags: PSH_ACK, payload: request[...]); c &+= UInt32(request.count)
+            let head = Array("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: \(size)\r\n\r\n".utf8)
+            pcap.tcp(serverIP, 80, clientIP, 40000, seq: s, ack: c, flags: PSH_ACK, payload: head[...]); s &+= UInt32(head.count)
+            var left = size
+            while left > 0 {
+                let n = min(left, block.count)
+                pcap.tcp(serverIP, 80, clientIP, 40000, seq: s, ack: c, flags: PSH_ACK, payload: block[0..<n]); s &+= UInt32(n)
+                left -= n
+            }
+        }
+        let file = CLI.temporaryDirectory().appendingPathComponent("bodies.pcap")
+        try pcap.write(to: file)
+        let out = CLI.temporaryDirectory().appendingPathComponent("bodies.har")
+        let (r, mib) = try CLI.runMeasured(["-r", file.path, "--har", "--bodies", "--compact", "-o", out.path, "--quiet"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let har = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: out)) as? [String: Any])
+        let entries = try #require((har["log"] as? [String: Any])?["entries"] as? [[String: Any]])
+        #expect(entries.count == 48)
+        let texts = entries.compactMap { (($0["response"] as? [String: Any])?["content"] as? [String: Any])?["text"] as? String }
+        #expect(texts.count == 48 && texts.allSatisfy { $0.utf8.count == size }, "every body kept whole")
+        #expect(underAddressSanitizer || mib < 80, "peak RSS \(mib) MiB")
+    }
+
     @Test func oneMebibyteHeaderLineIsFlaggedAndTheExchangeStillPaired() throws {
         let file = CLI.temporaryDirectory().appendingPathComponent("bigheader.pcap")
         try pipelined(3, headerLine: 1 << 20).write(to: file)

@@ -58,6 +58,13 @@ public final class Transaction {
 
     func note(_ weird: Weird) { if !weirds.contains(weird) { weirds.append(weird) } }
 
+    /// Bytes of bodies its messages keep in memory (`--bodies`; 0 otherwise).
+    public var keptBodyBytes: Int {
+        var n = (request?.body?.count ?? 0) + (response?.body?.count ?? 0)
+        for m in interimResponses { n += m.body?.count ?? 0 }
+        return n
+    }
+
     /// Every anomaly of the transaction and its messages, sorted and without repeats.
     public var allWeirds: [Weird] {
         var all = weirds

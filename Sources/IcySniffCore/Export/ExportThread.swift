@@ -8,7 +8,8 @@ import Glibc
 ///
 /// Input: the `TransactionSink` calls of the pipeline, on the pipeline's thread. Output: the same
 /// calls, in the same order, on the export thread. They are handed over in batches through a
-/// bounded queue: when the writer falls behind, the pipeline waits, so memory stays flat. The
+/// bounded queue — at most 8 batches of 128 transactions, and at most 8 MiB of kept bodies
+/// (`--bodies`) — so when the writer falls behind, the pipeline waits and memory stays flat. The
 /// pipeline never touches a transaction once it is emitted, nor a connection once it is finished,
 /// so handing them over moves their ownership; nothing else is shared.
 ///
@@ -22,12 +23,17 @@ public final class ExportThread: TransactionSink {
     }
 
     private let sink: TransactionSink
-    /// Filled by the pipeline's thread only.
+    /// Filled by the pipeline's thread only, with the body bytes its transactions keep.
     private var batch: [Item] = []
+    private var batchBytes = 0
     private static let batchSize = 128
-    /// Batches waiting for the export thread (guarded by `mutex`); at most `maxQueued`.
-    private var queue: [[Item]] = []
+    private static let batchBytesLimit = 1 << 20
+    /// Batches waiting for the export thread, and their body bytes (guarded by `mutex`): at most
+    /// `maxQueued` batches and `maxQueuedBytes` (a single larger batch is let through alone).
+    private var queue: [(items: [Item], bytes: Int)] = []
+    private var queuedBytes = 0
     private static let maxQueued = 8
+    private static let maxQueuedBytes = 8 << 20
     private var closing = false
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
@@ -59,23 +65,30 @@ public final class ExportThread: TransactionSink {
         mutex.deallocate()
     }
 
-    public func consume(_ transaction: Transaction) { add(.transaction(transaction)) }
+    public func consume(_ transaction: Transaction) {
+        batchBytes += transaction.keptBodyBytes
+        add(.transaction(transaction))
+    }
     public func connectionFinished(_ connection: Connection) { add(.connection(connection)) }
 
     @inline(__always) private func add(_ item: Item) {
         batch.append(item)
-        if batch.count >= Self.batchSize { handOver() }
+        if batch.count >= Self.batchSize || batchBytes >= Self.batchBytesLimit { handOver() }
     }
 
     private func handOver() {
         guard !batch.isEmpty else { return }
         pthread_mutex_lock(mutex)
-        while queue.count >= Self.maxQueued { pthread_cond_wait(changed, mutex) }
-        queue.append(batch)
+        while queue.count >= Self.maxQueued || (!queue.isEmpty && queuedBytes + batchBytes > Self.maxQueuedBytes) {
+            pthread_cond_wait(changed, mutex)
+        }
+        queue.append((batch, batchBytes))
+        queuedBytes += batchBytes
         pthread_cond_broadcast(changed)
         pthread_mutex_unlock(mutex)
         batch = []
         batch.reserveCapacity(Self.batchSize)
+        batchBytes = 0
     }
 
     /// Hands over what is left, waits until the sink has consumed everything, stops the thread.
@@ -100,9 +113,10 @@ public final class ExportThread: TransactionSink {
                 return
             }
             let next = queue.removeFirst()
+            queuedBytes -= next.bytes
             pthread_cond_broadcast(changed)
             pthread_mutex_unlock(mutex)
-            for item in next {
+            for item in next.items {
                 switch item {
                 case .transaction(let t): sink.consume(t)
                 case .connection(let c): sink.connectionFinished(c)
