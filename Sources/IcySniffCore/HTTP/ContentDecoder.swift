@@ -282,7 +282,6 @@ struct InflateMemo {
 
     private var slots: [Entry?] = []
     private var heldBytes = 0
-    private(set) var hits = 0
 
     private static func slot(of input: UnsafeRawBufferPointer) -> Int {
         var tail: UInt64 = 0
@@ -297,9 +296,7 @@ struct InflateMemo {
     mutating func decodedSize(of input: UnsafeRawBufferPointer) -> Int? {
         guard !slots.isEmpty, let entry = slots[Self.slot(of: input)], entry.input.count == input.count else { return nil }
         let same = entry.input.withUnsafeBytes { memcmp($0.baseAddress!, input.baseAddress!, input.count) == 0 }
-        guard same else { return nil }
-        hits += 1
-        return entry.decodedSize
+        return same ? entry.decodedSize : nil
     }
 
     mutating func remember(_ input: UnsafeRawBufferPointer, decodedSize: Int) {
