@@ -24,5 +24,21 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         results.append((produced, decoder.failed, decoder.capped))
     }
     precondition(results[0] == results[1], "fast and streaming paths agree: \(results)")
+    // A decoder that only counts (no --bodies) gives the same count and outcome, the first time
+    // (inflated) and the second (the memo of identical bodies, when the first one succeeded).
+    for _ in 0..<2 {
+        guard let decoder = try? ContentDecoder(encodings: choice, maxOutput: 1 << 22, keepsOutput: false) else { return 0 }
+        var called = false
+        var i = 1
+        while i < size {
+            let end = min(size, i + step)
+            decoder.feed(UnsafeRawBufferPointer(start: data + i, count: end - i)) { _ in called = true }
+            i = end
+        }
+        decoder.finish { _ in called = true }
+        precondition(!called, "a counting decoder hands out no bytes")
+        let counted = (Int(decoder.decodedCount), decoder.failed, decoder.capped)
+        precondition(counted == results[0], "counting agrees: \(counted) vs \(results[0])")
+    }
     return 0
 }
