@@ -149,13 +149,17 @@ enum URLText {
         s.withUTF8 { appendSanitized($0, to: &out) }
     }
 
+    /// Runs of allowed bytes are appended whole (a URL is usually one run).
     static func appendSanitized(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
         let hex: StaticString = "0123456789ABCDEF"
-        for b in bytes {
-            if allowed(b) { out.append(b) } else {
-                out.append(0x25); out.append(hex.utf8Start[Int(b >> 4)]); out.append(hex.utf8Start[Int(b & 15)])
-            }
+        var runStart = 0
+        for i in bytes.indices where !allowed(bytes[i]) {
+            if i > runStart { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<i])) }
+            let b = bytes[i]
+            out.append(0x25); out.append(hex.utf8Start[Int(b >> 4)]); out.append(hex.utf8Start[Int(b & 15)])
+            runStart = i + 1
         }
+        if bytes.count > runStart { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...])) }
     }
 
     @inline(__always) static func allowed(_ b: UInt8) -> Bool {
