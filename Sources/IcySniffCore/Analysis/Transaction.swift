@@ -19,6 +19,12 @@ public struct ConnectionSnapshot: Sendable {
     }
 
     public var label: String { "C\(id)" }
+
+    /// `label`, appended without making a String.
+    func appendLabel(to out: ByteBuffer) {
+        out.append(0x43)
+        JSONWriter.appendInteger(Int64(clamping: id), to: out)
+    }
 }
 
 /// Bytes and time of a CONNECT or Upgrade tunnel after its 2xx / 101 reply.

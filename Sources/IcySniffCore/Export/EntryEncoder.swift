@@ -24,10 +24,7 @@ enum EntryEncoder {
         // serverIPAddress is left out: the HAR 1.2 schema declares it as oneOf(ipv4, ipv6), which
         // validators without format checking reject for every address. The custom field carries it.
         w.plainString("_serverIPAddress") { t.connection.server.address.appendText(to: $0) }
-        w.plainString("connection") { out in
-            out.append(0x43)
-            JSONWriter.appendInteger(Int64(clamping: t.connection.id), to: out)
-        }
+        w.plainString("connection") { t.connection.appendLabel(to: $0) }
         w.plainString("_clientIPAddress") { t.connection.client.address.appendText(to: $0) }
         w.int("_clientPort", t.connection.client.port)
         w.int("_serverPort", t.connection.server.port)

@@ -226,9 +226,9 @@ public final class JSONWriter: ByteBuffer {
             var i = 0
             if comma { out[i] = 0x2C; i += 1 }
             i += Self.put("{\"name\":\"", at: out + i)
-            (out + i).update(from: name.baseAddress!, count: name.count); i += name.count
+            i += Self.put(name, at: out + i)
             i += Self.put("\",\"value\":\"", at: out + i)
-            (out + i).update(from: value.baseAddress!, count: value.count); i += value.count
+            i += Self.put(value, at: out + i)
             i += Self.put("\"}", at: out + i)
             commit(i)
             return true
@@ -242,11 +242,11 @@ public final class JSONWriter: ByteBuffer {
         out[i] = 0x7B; i += 1
         i += Self.lineBreak(at: out + i, pad: inner)
         i += Self.put("\"name\": \"", at: out + i)
-        (out + i).update(from: name.baseAddress!, count: name.count); i += name.count
+        i += Self.put(name, at: out + i)
         out[i] = 0x22; out[i + 1] = 0x2C; i += 2
         i += Self.lineBreak(at: out + i, pad: inner)
         i += Self.put("\"value\": \"", at: out + i)
-        (out + i).update(from: value.baseAddress!, count: value.count); i += value.count
+        i += Self.put(value, at: out + i)
         out[i] = 0x22; i += 1
         i += Self.lineBreak(at: out + i, pad: outer)
         out[i] = 0x7D; i += 1
@@ -257,6 +257,12 @@ public final class JSONWriter: ByteBuffer {
     @inline(__always) private static func put(_ s: StaticString, at p: UnsafeMutablePointer<UInt8>) -> Int {
         p.update(from: s.utf8Start, count: s.utf8CodeUnitCount)
         return s.utf8CodeUnitCount
+    }
+
+    /// Copies `b` to `p` (an empty buffer may have no address); answers how many bytes.
+    @inline(__always) private static func put(_ b: UnsafeBufferPointer<UInt8>, at p: UnsafeMutablePointer<UInt8>) -> Int {
+        if let base = b.baseAddress { p.update(from: base, count: b.count) }
+        return b.count
     }
 
     /// No byte of `b` needs escaping, and all are ASCII.

@@ -322,7 +322,7 @@ enum NDJSONEncoder {
         w.beginObject()
         w.plainString("ts") { t.startTime.appendISO8601(to: $0, fractionDigits: 6) }
         if !t.captureName.isEmpty { w.string("capture", t.captureName) }
-        w.plainString("connection") { $0.append(0x43); JSONWriter.appendInteger(Int64(clamping: t.connection.id), to: $0) }
+        w.plainString("connection") { t.connection.appendLabel(to: $0) }
         w.int("depth", t.depth)
         w.plainString("client_ip") { t.connection.client.address.appendText(to: $0) }
         w.int("client_port", t.connection.client.port)

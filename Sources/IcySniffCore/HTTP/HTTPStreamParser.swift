@@ -616,7 +616,7 @@ public final class HTTPStreamParser {
         let tokens: [String]
         // The usual case, one `Content-Encoding: gzip` line, without splitting Strings.
         if m.headers.count(of: .contentEncoding) == 1,
-           m.headers.withValueBytes(at: first, { $0.count == 4 && memcmp($0.baseAddress!, "gzip", 4) == 0 }) {
+           m.headers.withValueBytes(at: first, { equalsBytes($0, "gzip") }) {
             tokens = ["gzip"]
         } else {
             guard let encoding = m.headers.combined(.contentEncoding) else { return }

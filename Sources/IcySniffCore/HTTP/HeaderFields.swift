@@ -95,26 +95,26 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
     @inline(__always)
     public func withValueBytes<R>(at i: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
         let r = refs[i]
-        return try storage.withUnsafeBufferPointer {
-            try body(UnsafeBufferPointer(rebasing: $0[Int(r.valueStart)..<Int(r.valueStart + r.valueCount)]))
-        }
+        return try storage.withUnsafeBufferPointer { try body(Self.slice($0, r.valueStart, r.valueCount)) }
     }
 
     /// The name bytes of field `i`.
+    public func withNameBytes<R>(at i: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        let r = refs[i]
+        return try storage.withUnsafeBufferPointer { try body(Self.slice($0, r.nameStart, r.nameCount)) }
+    }
+
+    /// The name and value bytes of field `i`.
     @inline(__always)
     public func withNameAndValueBytes<R>(at i: Int, _ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
         let r = refs[i]
         return try storage.withUnsafeBufferPointer {
-            try body(UnsafeBufferPointer(rebasing: $0[Int(r.nameStart)..<Int(r.nameStart + r.nameCount)]),
-                     UnsafeBufferPointer(rebasing: $0[Int(r.valueStart)..<Int(r.valueStart + r.valueCount)]))
+            try body(Self.slice($0, r.nameStart, r.nameCount), Self.slice($0, r.valueStart, r.valueCount))
         }
     }
 
-    public func withNameBytes<R>(at i: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
-        let r = refs[i]
-        return try storage.withUnsafeBufferPointer {
-            try body(UnsafeBufferPointer(rebasing: $0[Int(r.nameStart)..<Int(r.nameStart + r.nameCount)]))
-        }
+    @inline(__always) private static func slice(_ p: UnsafeBufferPointer<UInt8>, _ start: UInt32, _ count: UInt32) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(rebasing: p[Int(start)..<Int(start + count)])
     }
 
     // MARK: Lookup by known id
@@ -218,6 +218,11 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
 /// Whether `b` is `lower` (lower-case ASCII), ignoring ASCII case.
 @inline(__always) func equalsIgnoringCase(_ b: UnsafeBufferPointer<UInt8>, _ lower: StaticString) -> Bool {
     b.count == lower.utf8CodeUnitCount && hasPrefixIgnoringCase(b, lower)
+}
+
+/// Whether `b` is exactly `text`, byte for byte.
+@inline(__always) func equalsBytes(_ b: UnsafeBufferPointer<UInt8>, _ text: StaticString) -> Bool {
+    b.count == text.utf8CodeUnitCount && (b.count == 0 || memcmp(b.baseAddress!, text.utf8Start, b.count) == 0)
 }
 
 /// Whether every byte is ASCII (then the bytes are the same as the String they decode to).

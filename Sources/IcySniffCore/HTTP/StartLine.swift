@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// RFC 9112 §3: `method SP request-target SP HTTP-version`. Lenient: several spaces, a missing
 /// version (HTTP/0.9, §C.1 of RFC 9112's history), an unknown version; each deviation is flagged.
 struct RequestLine {
@@ -96,9 +92,7 @@ struct StatusLine {
 enum StartLineText {
     static func common(_ b: ArraySlice<UInt8>) -> String? {
         b.withUnsafeBufferPointer { p -> String? in
-            @inline(__always) func isText(_ s: StaticString) -> Bool {
-                p.count == s.utf8CodeUnitCount && memcmp(p.baseAddress!, s.utf8Start, p.count) == 0
-            }
+            @inline(__always) func isText(_ s: StaticString) -> Bool { equalsBytes(p, s) }
             switch p.count {
             case 2: if isText("OK") { return "OK" }
             case 3: if isText("GET") { return "GET" }; if isText("PUT") { return "PUT" }

@@ -52,6 +52,19 @@ import Testing
         #expect(written > 100 && declined > 50, "both paths taken (\(written) / \(declined))")
     }
 
+    /// An empty buffer may have no address (an empty header storage): written as "".
+    @Test func emptyTextWithoutAnAddress() {
+        let none = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
+        for indent in [0, 2] {
+            let w = JSONWriter(indent: indent)
+            w.beginArray()
+            #expect(w.nameValueObject(none, none))
+            w.endArray()
+            #expect(w.text == (indent == 0 ? "[{\"name\":\"\",\"value\":\"\"}]"
+                                            : "[\n  {\n    \"name\": \"\",\n    \"value\": \"\"\n  }\n]"))
+        }
+    }
+
     @Test func declinedOutsideAnArrayOrAfterAKey() {
         let w = JSONWriter(indent: 2)
         let a: [UInt8] = Array("a".utf8)
