@@ -57,7 +57,11 @@ enum CLI {
         return Result(status: process.terminationStatus, stdout: outData, stderr: String(decoding: errData, as: UTF8.self))
     }
 
-    static func corpus(_ relative: String) -> String { shared.appendingPathComponent("corpus/\(relative)").path }
+    /// A corpus capture the tests use, from the copies in Tests/Fixtures/corpus (a clone of the
+    /// repository alone has them; `../shared` is for the conformance tests only).
+    static func corpus(_ relative: String) -> String { packageRoot.appendingPathComponent("Tests/Fixtures/corpus/\(relative)").path }
+    /// Whether `../shared` is there (CI has it; a lone clone does not).
+    static var hasShared: Bool { FileManager.default.fileExists(atPath: shared.appendingPathComponent("tools/conformance").path) }
     static func capture(_ name: String) -> String { packageRoot.appendingPathComponent("captures/\(name)").path }
 
     static func temporaryDirectory() -> URL {

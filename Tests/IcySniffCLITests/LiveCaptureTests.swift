@@ -16,6 +16,7 @@ import Testing
         // The table (TSV): every request, in order, with status and decoded size.
         let rows = try read("live.tsv").split(separator: "\n").dropFirst().map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
         let expected = try read("requests.txt").split(separator: "\n").map(String.init)
+        try #require(rows.count == 6 && rows.allSatisfy { $0.count >= 9 }, "\(rows)")
         #expect(rows.map { "\($0[2]) \(URL(string: $0[3])!.path) \($0[4])" } == expected)
         #expect(rows.map { $0[6] } == ["1882", "4400", "2056", "2056", "0", "153"])
         #expect(rows[4][8] == "AVOIDABLE", "a 304 for a response that was still fresh")
@@ -34,6 +35,7 @@ import Testing
             return "\(req["method"]!) \(URL(string: req["url"] as! String)!.path) \(resp["status"]!)"
         }
         #expect(summary == expected)
+        try #require(entries.count == 6)
         let connections = entries.map { $0["connection"] as! String }
         #expect(connections[0] == connections[1] && connections[1] == connections[2])
         #expect(Set(connections).count == 4)

@@ -41,7 +41,7 @@ import Glibc
         return sink
     }
 
-    @Test(arguments: ["zeek/1000-requests-one-dropped-response.pcap.gz", "pcap2har/out-of-order.pcap"])
+    @Test(arguments: ["zeek/1000-requests-one-dropped-response.pcap.gz", "pcap2har/out-of-order.pcap.gz"])
     func sameCallsInTheSameOrderOnAnotherThread(_ capture: String) throws {
         let path = Paths.corpusFile(capture)
         let direct = try run(path, threaded: false)

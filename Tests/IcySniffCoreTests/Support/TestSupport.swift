@@ -1,15 +1,17 @@
 import Foundation
 @testable import IcySniffCore
 
-/// Paths of the package, its sample captures and the shared corpus.
+/// Paths of the package, its sample captures and the corpus captures the tests use.
 enum Paths {
     static let packageRoot: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let captures = packageRoot.appendingPathComponent("captures")
-    static let corpus = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/corpus")
+    /// Copies of the corpus captures that unit tests read (Tests/Fixtures/corpus/README.md), so a
+    /// clone of the repository alone runs them; `../shared` is for the conformance tests only.
+    static let fixtures = packageRoot.appendingPathComponent("Tests/Fixtures/corpus")
     static let golden = packageRoot.appendingPathComponent("Tests/Golden")
 
-    static func corpusFile(_ relative: String) -> String { corpus.appendingPathComponent(relative).path }
+    static func corpusFile(_ relative: String) -> String { fixtures.appendingPathComponent(relative).path }
 }
 
 /// Collects what a pipeline emits.
@@ -74,6 +76,12 @@ struct Transcript {
     /// segments of `segmentSize` bytes (0: one segment per block).
     func run(segmentSize: Int = 0, options: HTTPParserOptions = HTTPParserOptions(), handshake: Bool = true,
              clientISN: UInt32 = 1000, serverISN: UInt32 = 5000) -> [Transaction] {
+        collect(segmentSize: segmentSize, options: options, handshake: handshake, clientISN: clientISN, serverISN: serverISN).transactions
+    }
+
+    /// `run`, with the connections too.
+    func collect(segmentSize: Int = 0, options: HTTPParserOptions = HTTPParserOptions(), handshake: Bool = true,
+                 clientISN: UInt32 = 1000, serverISN: UInt32 = 5000) -> CollectingSink {
         let sink = CollectingSink()
         var pipelineOptions = PipelineOptions()
         pipelineOptions.http = options
@@ -110,7 +118,7 @@ struct Transcript {
         send(.client, [.fin, .ack], [])
         send(.server, [.fin, .ack], [])
         pipeline.finish()
-        return sink.transactions
+        return sink
     }
 }
 

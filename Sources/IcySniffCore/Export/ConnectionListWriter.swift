@@ -1,0 +1,77 @@
+/// `--connections`: one line per TCP connection.
+public final class ConnectionListWriter: OutputSink {
+    private var summaries: [ConnectionSummary] = []
+    private let output: OutputFile
+    private let format: OutputFormat
+
+    public init(output: OutputFile, format: OutputFormat) {
+        self.output = output
+        self.format = format
+    }
+
+    public func consume(_ transaction: Transaction) {}
+
+    public func connectionFinished(_ connection: Connection) {
+        summaries.append(ConnectionSummary(connection))
+    }
+
+    public func finish(comment: String?) throws(OutputError) {
+        summaries.sort { $0.id < $1.id }
+        let columns = ["id", "start", "client", "server", "handshake_ms", "bytes_from_client", "bytes_from_server", "packets", "gaps", "missed_bytes", "history", "anomalies"]
+        switch format {
+        case .ndjson, .har:
+            for s in summaries {
+                let w = JSONWriter(indent: 0)
+                w.beginObject()
+                w.string("id", "C\(s.id)")
+                w.string("start", s.start.iso8601(fractionDigits: 6))
+                w.string("client", s.client.description)
+                w.string("server", s.server.description)
+                w.optionalNumber("handshake_ms", s.handshakeMilliseconds)
+                w.int("bytes_from_client", s.bytesFromClient)
+                w.int("bytes_from_server", s.bytesFromServer)
+                w.int("packets", s.packets)
+                w.int("gaps", s.gaps)
+                w.int("missed_bytes", s.gapBytes)
+                w.string("history", s.history)
+                w.key("anomalies"); w.beginArray(); for (k, _) in s.weirds { w.string(k.rawValue) }; w.endArray()
+                w.endObject()
+                w.append(0x0A)
+                output.write(w.buffer)
+            }
+        case .tsv, .csv, .table:
+            let sep = format == .csv ? "," : (format == .tsv ? "\t" : "  ")
+            var rows = [columns]
+            for s in summaries {
+                rows.append([
+                    "C\(s.id)", s.start.iso8601(fractionDigits: 6), s.client.description, s.server.description,
+                    s.handshakeMilliseconds.map { String(format3: $0) } ?? "-",
+                    String(s.bytesFromClient), String(s.bytesFromServer), String(s.packets), String(s.gaps),
+                    String(s.gapBytes), s.history.isEmpty ? "-" : s.history,
+                    s.weirds.isEmpty ? "-" : s.weirds.map { $0.0.rawValue }.joined(separator: ","),
+                ])
+            }
+            if format == .table {
+                var widths = [Int](repeating: 0, count: columns.count)
+                for r in rows { for (i, c) in r.enumerated() { widths[i] = max(widths[i], c.count) } }
+                for r in rows {
+                    var line = ""
+                    for (i, c) in r.enumerated() {
+                        line += c + (i == r.count - 1 ? "" : String(repeating: " ", count: widths[i] - c.count) + sep)
+                    }
+                    output.write(line + "\n")
+                }
+            } else {
+                for r in rows { output.write(r.joined(separator: sep) + "\n") }
+            }
+        }
+    }
+}
+
+extension String {
+    public init(format3 value: Double) {
+        let w = JSONWriter()
+        w.number(value)
+        self = w.text
+    }
+}
