@@ -75,6 +75,27 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == ["copy.tsv", "pipe"])
     }
 
+    /// A new output file gets 0666 less the umask, as any program's file would: under `umask 077`
+    /// a HAR with secrets kept is readable by its owner only (defect: it was 0644 whatever the umask).
+    @Test(arguments: [("077", 0o600), ("022", 0o644), ("027", 0o640)])
+    func newOutputFilesFollowTheUmask(_ mask: String, _ expected: Int) throws {
+        let dir = CLI.temporaryDirectory()
+        let har = dir.appendingPathComponent("secret.har").path
+        let batch = dir.appendingPathComponent("batch").path
+        let script = "umask \(mask); exec \"$0\" \"$@\""
+        let r = try CLI.run(["-c", script, CLI.binary, "-r", CLI.capture("wikipedia.pcap"), "--har", "--keep-secrets", "-o", har, "--quiet"],
+                            executable: "/bin/sh")
+        #expect(r.status == 0, "\(r.stderr)")
+        let b = try CLI.run(["-c", script, CLI.binary, "-r", CLI.packageRoot.appendingPathComponent("captures").path,
+                             "--out-dir", batch, "--quiet"], executable: "/bin/sh")
+        #expect(b.status == 0, "\(b.stderr)")
+        for path in [har, batch + "/wikipedia.har"] {
+            var info = stat()
+            #expect(stat(path, &info) == 0 && Int(info.st_mode & 0o777) == expected,
+                    "\(path): mode \(String(info.st_mode & 0o777, radix: 8)) under umask \(mask)")
+        }
+    }
+
     /// Through a symbolic link the file it names is replaced (atomically) and the link stays; an
     /// existing file keeps its permissions.
     @Test func outputThroughASymlinkKeepsTheLinkAndTheMode() throws {

@@ -52,7 +52,8 @@ public final class OutputFile {
         inMemory = false
         var target = path
         var info = stat()
-        var mode: mode_t = 0o644
+        // A new file gets what open(2) would give it: 0666 less the umask (mkstemp makes 0600).
+        var mode: mode_t = 0o666 & ~OutputFile.processUmask
         if stat(path, &info) == 0 {
             if (info.st_mode & S_IFMT) != S_IFREG {
                 let f = open(path, O_WRONLY | O_CLOEXEC)
@@ -84,6 +85,25 @@ public final class OutputFile {
         temporaryPath = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         buffer.reserveCapacity(1 << 16)
     }
+
+    /// The process's file-creation mask. Read from /proc (Linux 4.7+) because the portable way,
+    /// `umask(0)` then `umask(old)`, changes it for a moment for every thread, and batch workers
+    /// create files in parallel.
+    static let processUmask: mode_t = {
+        if let f = fopen("/proc/self/status", "r") {
+            defer { fclose(f) }
+            var line = [CChar](repeating: 0, count: 256)
+            while fgets(&line, Int32(line.count), f) != nil {
+                let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                if text.hasPrefix("Umask:"), let value = mode_t(String(text.dropFirst(6)).trimmingCharacters(in: " \t\n"), radix: 8) {
+                    return value
+                }
+            }
+        }
+        let old = umask(0o022)
+        umask(old)
+        return old
+    }()
 
     deinit {
         // A file output not committed (an error or an interrupted run): close it, and drop the
