@@ -44,6 +44,11 @@ public final class PcapSource {
     /// Set when the last packet was rebuilt from a record cut short by the end of the file.
     public private(set) var recoveredPartialRecord = false
     public private(set) var bytesRead: UInt64 = 0
+    /// Nanoseconds per unit of `pcap_pkthdr.ts.tv_usec`: 1 when libpcap gives nanoseconds, 1000
+    /// when it gives microseconds. Read from the handle after activation: asking for nanoseconds
+    /// (`pcap_set_tstamp_precision`) can fail on a live interface, and libpcap then delivers
+    /// microseconds.
+    let nanosecondsPerTick: Int64
 
     private init(handle: OpaquePointer, name: String, isLive: Bool, gzipCookie: UnsafeMutableRawPointer?) {
         self.handle = handle
@@ -52,6 +57,12 @@ public final class PcapSource {
         self.gzipCookie = gzipCookie
         self.dlt = pcap_datalink(handle)
         self.linkType = LinkType(dlt: dlt)
+        self.nanosecondsPerTick = Self.nanosecondsPerTick(precision: pcap_get_tstamp_precision(handle))
+    }
+
+    /// `pcap_get_tstamp_precision`'s answer as a scale to nanoseconds.
+    static func nanosecondsPerTick(precision: Int32) -> Int64 {
+        precision == Int32(PCAP_TSTAMP_PRECISION_NANO) ? 1 : 1000
     }
 
     static let fileBufferSize = 1 << 20
@@ -74,7 +85,9 @@ public final class PcapSource {
 
     /// Opens a capture file, or standard input when `path` is "-". Recognises gzip by its magic
     /// bytes, whatever the name, and decompresses it as a stream.
-    public static func open(path: String, filter: String? = nil) throws(CaptureError) -> PcapSource {
+    /// `microseconds`: ask libpcap for microsecond timestamps (tests: the reading side must use
+    /// whatever precision the handle has, as it must when a live interface refuses nanoseconds).
+    public static func open(path: String, filter: String? = nil, microseconds: Bool = false) throws(CaptureError) -> PcapSource {
         let fd: Int32
         if path == "-" {
             fd = dup(0)
@@ -127,7 +140,8 @@ public final class PcapSource {
             throw .cannotOpen(path: path, reason: reason)
         }
         var errbuf = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
-        guard let handle = pcap_fopen_offline_with_tstamp_precision(file, UInt32(PCAP_TSTAMP_PRECISION_NANO), &errbuf) else {
+        guard let handle = pcap_fopen_offline_with_tstamp_precision(
+            file, UInt32(microseconds ? PCAP_TSTAMP_PRECISION_MICRO : PCAP_TSTAMP_PRECISION_NANO), &errbuf) else {
             fclose(file)
             fileBuffer?.deallocate()
             let detail = String(cString: errbuf)
@@ -162,6 +176,8 @@ public final class PcapSource {
         pcap_set_immediate_mode(handle, 1)
         pcap_set_timeout(handle, readTimeoutMilliseconds)
         pcap_set_buffer_size(handle, 16 << 20)
+        // Nanoseconds where the interface has them; whatever libpcap ends up giving is read back
+        // after activation (`nanosecondsPerTick`), never assumed.
         _ = pcap_set_tstamp_precision(handle, Int32(PCAP_TSTAMP_PRECISION_NANO))
         let status = pcap_activate(handle)
         if status < 0 {
@@ -218,7 +234,7 @@ public final class PcapSource {
             packetsRead &+= 1
             bytesRead &+= UInt64(caplen) &+ 16
             if let dumper { pcap_dump(UnsafeMutableRawPointer(dumper).assumingMemoryBound(to: UInt8.self), header, data) }
-            let ts = Timestamp(seconds: Int64(h.ts.tv_sec), nanoseconds: Int64(h.ts.tv_usec))
+            let ts = Timestamp(seconds: Int64(h.ts.tv_sec), nanoseconds: Int64(h.ts.tv_usec) &* nanosecondsPerTick)
             return .packet(CapturedPacket(bytes: UnsafeRawBufferPointer(start: data, count: caplen),
                                           timestamp: ts, wireLength: Int(h.len)))
         case 0:

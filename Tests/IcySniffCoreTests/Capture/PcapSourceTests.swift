@@ -72,4 +72,20 @@ import Testing
         while case .packet = source.next() { count += 1 }
         #expect(count < 136)
     }
+
+    /// Timestamps are read in the precision libpcap actually gives (a live interface may refuse
+    /// nanoseconds): a handle opened for microseconds gives the same times as one for nanoseconds.
+    @Test func timestampsFollowTheHandlesPrecision() throws {
+        let path = Paths.captures.appendingPathComponent("wikipedia.pcap").path
+        func times(microseconds: Bool) throws -> [Timestamp] {
+            let source = try PcapSource.open(path: path, microseconds: microseconds)
+            var out: [Timestamp] = []
+            while case .packet(let p) = source.next() { out.append(p.timestamp) }
+            return out
+        }
+        let nano = try times(microseconds: false), micro = try times(microseconds: true)
+        #expect(nano.count > 100)
+        #expect(micro == nano)
+        #expect(PcapSource.nanosecondsPerTick(precision: 0) == 1000 && PcapSource.nanosecondsPerTick(precision: 1) == 1)
+    }
 }
