@@ -23,10 +23,14 @@ let package = Package(
         .systemLibrary(name: "CDeflate", pkgConfig: "libdeflate", providers: [.apt(["libdeflate-dev"])]),
         // Small C helpers that are awkward from Swift (a FILE* over a gzip stream for libpcap).
         .target(name: "CIcyShims", dependencies: ["CZlib"]),
+        // No unsafe flags on the library: SwiftPM refuses them in a package that is depended upon
+        // by version (Tests/IcySniffCLITests/DependencyTests builds such a package). Exclusivity
+        // is checked here in every build; the shipped release build (scripts/build-release)
+        // turns the checks off with -Xswiftc -enforce-exclusivity=unchecked: they cost about a
+        // third of a run (NDJSON of an 825 MB capture: 6.8 s with them, 4.4 s without).
         .target(
             name: "IcySniffCore",
-            dependencies: ["CPcap", "CZlib", "CBrotli", "CZstd", "CDeflate", "CIcyShims"],
-            swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"])]
+            dependencies: ["CPcap", "CZlib", "CBrotli", "CZstd", "CDeflate", "CIcyShims"]
         ),
         .executableTarget(
             name: "icy-sniff",

@@ -19,22 +19,26 @@ public enum SourceOutcome: Equatable, Sendable {
 }
 
 /// Connects the stages for one stream of packets, on one thread:
-/// Capture → Decode → Reassembly → HTTP → Analysis → the sink.
+/// Capture → Decode → Reassembly → Session (HTTP) → Analysis → the sink.
+///
+/// The sink gets transactions as they complete, without a cache verdict: a run that writes
+/// outputs puts a `CacheJudgingSink` first (`SinkFactory` does).
 public final class Pipeline {
-    private let table: ConnectionTable<TransactionAssembler>
+    private let table: ConnectionTable<SessionSlot>
     private let emitter: TransactionEmitter
     private let dns = DNSTracker()
     private let options: PipelineOptions
     public private(set) var stats = RunStats()
     private var lastIdleCheck: Timestamp = .zero
 
-    public init(sink: TransactionSink, options: PipelineOptions = PipelineOptions()) {
+    /// `sessions` chooses what runs on each connection (default: HTTP/1.x in the clear).
+    public init(sink: TransactionSink, options: PipelineOptions = PipelineOptions(), sessions: (any SessionFactory)? = nil) {
         self.options = options
         let emitter = TransactionEmitter(sink: sink, dns: dns)
         self.emitter = emitter
-        let http = options.http
-        table = ConnectionTable(limits: options.reassembly) { connection in
-            TransactionAssembler(connection: connection, emitter: emitter, options: http)
+        let factory: any SessionFactory = sessions ?? HTTPSessionFactory(options: options.http)
+        table = ConnectionTable(limits: options.reassembly, speakerHint: { factory.speakerHint($0) }) { connection in
+            SessionSlot(factory.makeSession(for: connection, emitter: emitter))
         }
         table.onFinished = { [unowned self, unowned sink] connection in
             for (weird, n) in connection.weirds { self.stats.count(weird, by: UInt64(n)) }
@@ -47,6 +51,11 @@ public final class Pipeline {
     public func run(_ source: PcapSource, maxPackets: UInt64? = nil, shouldStop: () -> Bool = { false }) -> SourceOutcome {
         emitter.captureName = source.name
         var decoder = PacketDecoder(linkType: source.linkType)
+        defer {
+            // Datagrams still waiting for fragments at the end of this input never complete.
+            decoder.flushFragments()
+            countExpiredFragments(&decoder)
+        }
         let live = source.isLive
         // Live captures flush idle connections sooner, so their transactions show up.
         let idleLimit = live ? Int64(options.idleFlushSeconds * 1e9) : nil
@@ -62,6 +71,7 @@ public final class Pipeline {
                     // Every 10 s of capture time: idle and half-open connections go (files and live).
                     lastIdleCheck = packet.timestamp
                     table.expire(now: packet.timestamp, idleLongerThan: idleLimit)
+                    countExpiredFragments(&decoder)
                 }
                 if let maxPackets, stats.packets >= maxPackets { return .interrupted }
             case .timeout:
@@ -89,10 +99,18 @@ public final class Pipeline {
             dns.observe(datagram)
         case .skipped:
             stats.skippedPackets &+= 1
+        case .skippedNamed(let weird):
+            stats.skippedPackets &+= 1
+            stats.count(weird)
         case .malformed(let weird):
             stats.malformedPackets &+= 1
             stats.count(weird)
         }
+    }
+
+    private func countExpiredFragments(_ decoder: inout PacketDecoder) {
+        let n = decoder.takeExpiredFragments()
+        if n > 0 { stats.count(.fragmentTimeout, by: UInt64(n)) }
     }
 
     /// Feeds one TCP segment that was decoded elsewhere (tests, other capture front ends).

@@ -4,9 +4,7 @@ import IcySniffCore
 import Glibc
 #endif
 
-enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
-    case table, tsv, csv, ndjson, har
-}
+extension OutputFormat: ExpressibleByArgument {}
 
 struct Analyze: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -174,15 +172,4 @@ struct OutputOptions: ParsableArguments {
 
     @Flag(name: .customLong("list-anomalies"), help: "Print the catalogue of anomaly names (Markdown) and exit.")
     var listAnomalies = false
-}
-
-extension TableFormat {
-    init(_ format: OutputFormat) {
-        switch format {
-        case .table: self = .table
-        case .tsv: self = .tsv
-        case .csv: self = .csv
-        case .ndjson, .har: self = .ndjson
-        }
-    }
 }

@@ -154,8 +154,7 @@ struct BatchRunner {
         var summary = RunStats()
         var failures = 0, damaged = 0, upToDate = 0
         if let merged, format != .ndjson, !frontend.output.connections {
-            let header = TableWriter(format: TableFormat(format), output: merged, options: frontend.exportOptions, fields: fields)
-            header.writeHeader()
+            TableWriter(format: TableFormat(format), output: merged, options: frontend.exportOptions, fields: fields).writeHeader()
         }
         for (i, r) in results.all.enumerated() {
             let path = captures[i].path
@@ -213,9 +212,7 @@ struct BatchRunner {
         defer { progress.finish(index, size: size) }
         var outputPath: String? = nil
         if let outDir = frontend.output.outDir {
-            let ext: String
-            switch format { case .har: ext = "har"; case .ndjson: ext = "ndjson"; case .csv: ext = "csv"; default: ext = "tsv" }
-            let path = FileSystem.join(outDir, capture.outputStem + "." + ext)
+            let path = FileSystem.join(outDir, capture.outputStem + "." + format.fileExtension)
             outputPath = path
             if !frontend.output.force,
                let outTime = FileSystem.modificationTime(of: path),
@@ -225,44 +222,31 @@ struct BatchRunner {
             }
             try? FileSystem.makeDirectories(FileSystem.deletingLastComponent(path))
         }
-        let source: PcapSource
-        do { source = try PcapSource.open(path: capture.path, filter: frontend.input.filter) } catch {
-            if case .emptyFile = error { result.status = .damaged("empty file, no packets") } else { result.status = .failed(error.message) }
-            return result
-        }
         let out: OutputFile
         do { out = try outputPath.map { p throws(OutputError) in try OutputFile(path: p) } ?? OutputFile(memory: true) } catch {
             result.status = .failed(error.message)
             return result
         }
-        let sink: any ExportSink
-        if format == .har {
-            sink = HARSink(writer: HARWriter(options: frontend.exportOptions), output: out, filter: frontend.filter)
-        } else {
-            let writer = TableWriter(format: TableFormat(format), output: out, options: frontend.exportOptions, fields: fields)
-            writer.writesHeader = !merged
-            sink = TabularSink(writer: writer, filter: frontend.filter)
-        }
-        let pipeline = Pipeline(sink: sink, options: frontend.pipelineOptions)
-        let outcome = pipeline.run(source, maxPackets: frontend.input.count) {
-            progress.update(index, position: source.inputPosition)
-            return Signals.stop
-        }
-        pipeline.finish()
-        var comment: String? = nil
-        switch outcome {
+        var factory = frontend.sinkFactory(format: format)
+        factory.fields = fields
+        factory.writesHeader = !merged
+        let (head, sink) = factory.make(writingTo: out)
+        let pipeline = Pipeline(sink: head, options: frontend.pipelineOptions)
+        var driver = CaptureDriver(captureFilter: frontend.input.filter, maxPackets: frontend.input.count)
+        driver.shouldStop = { Signals.stop }
+        let outcome = driver.run(capture.path, through: pipeline) { source in progress.update(index, position: source.inputPosition) }
+        switch outcome.status {
         case .completed: break
-        case .interrupted:
-            result.status = .interrupted
-            comment = "interrupted: holds what was analysed until then"
-        case .damaged(let message):
-            result.status = .damaged(message)
-            comment = "the capture is damaged after packet \(source.packetsRead): \(message)"
-        case .unsupportedLinkType:
-            result.status = .failed(CaptureError.unsupportedLinkType(path: capture.path, dlt: source.dlt, name: source.linkTypeName).message)
+        case .interrupted: result.status = .interrupted
+        case .damaged(let message): result.status = .damaged(message)
+        case .empty: result.status = .damaged("empty file, no packets")
+        case .failed(let message): result.status = .failed(message)
         }
+        // Nothing could be read: no output is committed (an earlier one stays as it was).
+        guard outcome.analysed else { return result }
+        pipeline.finish()
         do {
-            try sink.finish(comment: comment)
+            try sink.finish(comment: outcome.outputComment(signalled: true))
             try out.commit()
         } catch {
             result.status = .failed(error.message)

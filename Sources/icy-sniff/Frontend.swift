@@ -13,10 +13,10 @@ struct Frontend {
     struct Failure: Error { var message: String; var code: Int32 }
 
     enum Exit {
-        static let ok: Int32 = 0
-        static let damaged: Int32 = 1
-        static let badInput: Int32 = 2
-        static let outputFailed: Int32 = 3
+        static let ok = ExitStatus.ok.rawValue
+        static let damaged = ExitStatus.damaged.rawValue
+        static let badInput = ExitStatus.badInput.rawValue
+        static let outputFailed = ExitStatus.outputFailed.rawValue
     }
 
     func run() -> Int32 {
@@ -81,67 +81,37 @@ struct Frontend {
         }
 
         let format: OutputFormat = output.har ? .har : (output.format ?? (out.isTerminal ? .table : .tsv))
-        let sink: any ExportSink
-        if output.connections {
-            sink = ConnectionListWriter(output: out, format: format)
-        } else if format == .har {
-            sink = HARSink(writer: HARWriter(options: exportOptions), output: out, filter: filter)
-        } else {
-            let writer = TableWriter(format: TableFormat(format), output: out, options: exportOptions, fields: fields)
-            // Live: every row reaches the terminal or the pipe as soon as its response completes.
-            writer.flushEachRow = input.interface != nil
-            sink = TabularSink(writer: writer, filter: filter)
-        }
+        var factory = sinkFactory(format: format)
+        // Live: every row reaches the terminal or the pipe as soon as its response completes.
+        factory.flushEachRow = input.interface != nil
+        let (head, sink) = factory.make(writingTo: out)
 
-        // Files: the export stage runs on a second core, beside reading, reassembly and parsing.
-        let exportThread = live == nil && !output.connections && availableProcessors() > 1 ? ExportThread(sink: sink) : nil
+        // Files: the export stage (cache judgement, filter, writer) runs on a second core, beside
+        // reading, reassembly and parsing.
+        let exportThread = live == nil && !output.connections && availableProcessors() > 1 ? ExportThread(sink: head) : nil
         defer { exportThread?.finish() }
-        let pipeline = Pipeline(sink: exportThread ?? sink, options: pipelineOptions)
-        var code = Exit.ok
+        let pipeline = Pipeline(sink: exportThread ?? head, options: pipelineOptions)
+        var driver = CaptureDriver(captureFilter: input.filter, maxPackets: input.count)
+        driver.shouldStop = { Signals.stop }
+        let outcomes = driver.run(input.read, through: pipeline)
+        var code = ExitStatus.ok
         var comments: [String] = []
-        var analysed = 0
-        for path in input.read {
-            let source: PcapSource
-            do {
-                source = try PcapSource.open(path: path, filter: input.filter)
-            } catch {
-                if case .emptyFile = error {
-                    // Nothing to analyse is not a failure: the output says so (no entries).
-                    Diagnostics.warning("'\(path)' is empty: no packets")
-                    continue
-                }
-                Diagnostics.error(error.message)
-                code = max(code, Exit.badInput)
-                if case .badFilter = error { return Exit.badInput }
-                continue
+        for outcome in outcomes {
+            switch outcome.diagnostic(signalled: Signals.stop) {
+            case .error(let text)?: Diagnostics.error(text)
+            case .warning(let text)?: Diagnostics.warning(text)
+            case nil: break
             }
-            let outcome = pipeline.run(source, maxPackets: input.count) { Signals.stop }
-            if outcome != .unsupportedLinkType { analysed += 1 }
-            switch outcome {
-            case .completed:
-                break
-            case .interrupted:
-                if Signals.stop {
-                    let text = "interrupted after \(source.packetsRead) packets of '\(path)': the output holds what was analysed until then"
-                    Diagnostics.warning(text)
-                    comments.append(text)
-                }
-            case .damaged(let message):
-                let text = "'\(path)' is damaged after packet \(source.packetsRead): \(message); the \(source.packetsRead) packets before it were analysed"
-                Diagnostics.warning(text)
-                comments.append(text)
-                if input.strict { code = max(code, Exit.damaged) }
-            case .unsupportedLinkType:
-                Diagnostics.error(CaptureError.unsupportedLinkType(path: path, dlt: source.dlt, name: source.linkTypeName).message)
-                code = max(code, Exit.badInput)
-            }
+            if let comment = outcome.outputComment(signalled: Signals.stop) { comments.append(comment) }
+            code = max(code, outcome.exitStatus(strict: input.strict))
+            if outcome.stopsRun { return code.rawValue }
         }
         if let live {
-            code = max(code, live.run(pipeline: pipeline))
+            code = max(code, ExitStatus(rawValue: live.run(pipeline: pipeline)) ?? .damaged)
         }
         // Not one input could be read: the error lines say why, and no empty table or HAR is
         // written (an empty capture, by contrast, gives a valid empty output).
-        if analysed == 0 && live == nil && code != Exit.ok && !input.read.isEmpty { return code }
+        if !outcomes.contains(where: \.analysed) && live == nil && code != .ok && !input.read.isEmpty { return code.rawValue }
         pipeline.finish()
         exportThread?.finish()
         do {
@@ -154,36 +124,18 @@ struct Frontend {
         if !output.quiet {
             Summary.print(pipeline.stats)
         }
-        return code
+        return code.rawValue
     }
-}
 
-/// A transaction sink that also writes its output at the end.
-protocol ExportSink: TransactionSink {
-    func finish(comment: String?) throws(OutputError)
-}
-
-final class HARSink: ExportSink {
-    let writer: HARWriter
-    let output: OutputFile
-    let filter: TransactionFilter
-    init(writer: HARWriter, output: OutputFile, filter: TransactionFilter) { self.writer = writer; self.output = output; self.filter = filter }
-    func consume(_ transaction: Transaction) { if filter.matches(transaction) { writer.consume(transaction) } }
-    func connectionFinished(_ connection: Connection) { writer.connectionFinished(connection) }
-    func finish(comment: String?) throws(OutputError) { writer.write(to: output, comment: comment) }
-}
-
-final class TabularSink: ExportSink {
-    let writer: TableWriter
-    let filter: TransactionFilter
-    init(writer: TableWriter, filter: TransactionFilter) { self.writer = writer; self.filter = filter }
-    func consume(_ transaction: Transaction) {
-        // The cache judgement needs every transaction, also those the filter hides.
-        writer.tracker.assess(transaction)
-        if filter.matches(transaction) { writer.consume(transaction, assessed: true) }
+    /// The sink chain of this run's options, for one output of `format`.
+    func sinkFactory(format: OutputFormat) -> SinkFactory {
+        var factory = SinkFactory(format: format)
+        factory.options = exportOptions
+        factory.fields = fields
+        factory.filter = filter
+        factory.connections = output.connections
+        return factory
     }
-    func connectionFinished(_ connection: Connection) {}
-    func finish(comment: String?) throws(OutputError) { writer.finish() }
 }
 
 enum Summary {

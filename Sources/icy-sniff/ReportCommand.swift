@@ -31,25 +31,21 @@ struct ReportCommand: ParsableCommand {
         var code: Int32 = 0
         for problem in expanded.problems { Diagnostics.error(problem); code = 2 }
         var reports: [Report] = []
+        var driver = CaptureDriver(captureFilter: filter)
+        driver.shouldStop = { Signals.stop }
         for capture in expanded.captures {
-            let source: PcapSource
-            do { source = try PcapSource.open(path: capture.path, filter: filter) } catch {
-                if case .emptyFile = error { Diagnostics.warning("'\(capture.path)' is empty: no packets"); continue }
-                Diagnostics.error(error.message)
-                code = 2
-                if case .badFilter = error { throw ExitCode(code) }
-                continue
-            }
             let collector = ReportCollector()
-            let pipeline = Pipeline(sink: collector)
-            let outcome = pipeline.run(source) { Signals.stop }
-            pipeline.finish()
-            if case .damaged(let message) = outcome { Diagnostics.warning("'\(capture.path)' is damaged: \(message); what came before was analysed") }
-            if case .unsupportedLinkType = outcome {
-                Diagnostics.error(CaptureError.unsupportedLinkType(path: capture.path, dlt: source.dlt, name: source.linkTypeName).message)
-                code = 2
-                continue
+            let pipeline = Pipeline(sink: CacheJudgingSink(next: collector))
+            let outcome = driver.run(capture.path, through: pipeline)
+            switch outcome.diagnostic(signalled: Signals.stop) {
+            case .error(let text)?: Diagnostics.error(text)
+            case .warning(let text)?: Diagnostics.warning(text)
+            case nil: break
             }
+            code = max(code, outcome.exitStatus(strict: false).rawValue)
+            if outcome.stopsRun { throw ExitCode(code) }
+            guard outcome.analysed else { continue }
+            pipeline.finish()
             reports.append(collector.report(capture: capture.path))
         }
         let out: OutputFile

@@ -35,7 +35,7 @@ import Testing
             #expect(json?["log"] != nil, "\(name)")
         }
         let truncated = try String(contentsOf: out.appendingPathComponent("truncated.har"), encoding: .utf8)
-        #expect(truncated.contains("the capture is damaged after packet"))
+        #expect(truncated.contains("truncated.pcap' is damaged after packet"))
         let nginx = try JSONSerialization.jsonObject(with: Data(contentsOf: out.appendingPathComponent("phone/day2/nginx.har"))) as! [String: Any]
         #expect(((nginx["log"] as! [String: Any])["entries"] as! [Any]).count == 12)
         // No temporary files are left.

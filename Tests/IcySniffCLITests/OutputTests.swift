@@ -75,6 +75,24 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == ["copy.tsv", "pipe"])
     }
 
+    /// The cache verdict is made once, before any filter or writer: under `--status 304` the TSV
+    /// and the HAR agree with each other and with the unfiltered run (the HAR said false when
+    /// filtered, because its writer judged only what the filter let through).
+    @Test func cacheVerdictIsTheSameFilteredOrNotInEveryFormat() throws {
+        let capture = CLI.capture("nginx-cache-demo.pcap.gz")
+        let tsv = try CLI.run(["-r", capture, "--status", "304", "--format", "tsv", "--fields", "status,cache", "--quiet"])
+        #expect(tsv.text == "status\tcache\n304\tAVOIDABLE\n", "\(tsv.text)")
+        func avoidable(_ args: [String]) throws -> [Bool] {
+            let r = try CLI.run(["-r", capture, "--har", "--quiet"] + args)
+            let har = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any])
+            let entries = try #require((har["log"] as? [String: Any])?["entries"] as? [[String: Any]])
+            return entries.filter { (($0["response"] as? [String: Any])?["status"] as? Int) == 304 }
+                .map { (($0["_cache"] as? [String: Any])?["avoidable"] as? Bool) ?? false }
+        }
+        #expect(try avoidable(["--status", "304"]) == [true])
+        #expect(try avoidable([]) == [true])
+    }
+
     /// A new output file gets 0666 less the umask, as any program's file would: under `umask 077`
     /// a HAR with secrets kept is readable by its owner only (defect: it was 0644 whatever the umask).
     @Test(arguments: [("077", 0o600), ("022", 0o644), ("027", 0o640)])

@@ -41,9 +41,9 @@ func responses(count: Int, bodySize: Int) -> [UInt8] {
 
 final class NullHandler: StreamHandler {
     var bytes = 0
-    func received(_ chunk: StreamChunk, from side: Int, on connection: Connection) { bytes &+= chunk.bytes.count }
-    func missed(_ gap: StreamGap, from side: Int, on connection: Connection) {}
-    func ended(side: Int, reason: CloseReason, at timestamp: Timestamp, on connection: Connection) {}
+    func received(_ chunk: StreamChunk, from direction: Direction, on connection: Connection) { bytes &+= chunk.bytes.count }
+    func missed(_ gap: StreamGap, from direction: Direction, on connection: Connection) {}
+    func ended(_ direction: Direction, reason: CloseReason, at timestamp: Timestamp, on connection: Connection) {}
     func finished(_ connection: Connection, at timestamp: Timestamp) {}
 }
 
@@ -52,7 +52,7 @@ final class CountingDelegate: HTTPParserDelegate {
     func parserBegan(_ message: HTTPMessage) {}
     func parserCompletedHead(_ message: HTTPMessage) {}
     func parserEnded(_ message: HTTPMessage) { messages += 1 }
-    func parserExpectsHTTP09Response() -> Bool { false }
+    func parserRequestBeingAnswered() -> RequestContext { .unknown }
     func parserSkipped(_ weird: Weird, bytes: Int) {}
 }
 

@@ -19,7 +19,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     close(fd)
     guard let source = try? PcapSource.open(path: path) else { return 0 }
     let writer = HARWriter()
-    let pipeline = Pipeline(sink: writer)
+    let pipeline = Pipeline(sink: CacheJudgingSink(next: writer))
     _ = pipeline.run(source)
     pipeline.finish()
     let out = OutputFile(memory: true)

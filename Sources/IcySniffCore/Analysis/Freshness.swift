@@ -20,6 +20,9 @@ public struct CacheAssessment: Sendable {
     public var responseTime: Timestamp = .zero
     public internal(set) var noCache = false
     public internal(set) var noStore = false
+    /// The model had evicted (least recently used out, `CacheTracker.maxURLs`) a stored response
+    /// for this URL that might still have been fresh: "not avoidable" may be wrong here.
+    public internal(set) var dependsOnEvictedEntry = false
 
     /// A short label for tables: `fresh 8d6h`, `heuristic 2h24m`, `stale`, `no-store`, `304`, `AVOIDABLE`.
     public var label: String {
@@ -48,6 +51,16 @@ public struct CacheAssessment: Sendable {
 
 /// Computes `CacheAssessment`s (RFC 9111 §3, §4.2) and, across the transactions of a run taken in
 /// request order, which requests a private cache would have answered without the network (§4).
+/// The private cache of one client population, as RFC 9111 describes it, fed with every
+/// transaction in completion order (`CacheJudgingSink`).
+///
+/// Bounded as a real cache is: at most `maxURLs` URLs, least recently used out; per URL, one
+/// stored response per variant (a newer one replaces it, RFC 9111 §4), the last
+/// `responsesPerVariant` of them kept so that concurrent requests are judged against the response
+/// that was stored when they were sent, and at most `variantsPerURL` variants. Every step is O(1)
+/// whatever the capture: a polling client fetching one URL a million times costs what a million
+/// different URLs cost. An evicted URL's freshness is remembered in a small table of hashes, so a
+/// verdict that depended on it says so (`dependsOnEvictedEntry`).
 public final class CacheTracker {
     private struct Stored {
         var sequence: UInt64
@@ -55,8 +68,19 @@ public final class CacheTracker {
         var freshFor: Double
         var vary: [String]
         var varyValues: [String?]
+        /// When it stops being fresh (capture time).
+        var freshUntil: Timestamp { responseTime.adding(seconds: freshFor) }
     }
-    private var stored: [String: [Stored]] = [:]
+    public static let maxURLs = 32_768
+    static let responsesPerVariant = 4
+    static let variantsPerURL = 8
+    /// Stored responses per URL, newest last.
+    private var stored = BoundedLRU<String, [Stored]>(capacity: CacheTracker.maxURLs)
+    /// Hash of an evicted URL → the latest time one of its stored responses was still fresh.
+    private var evicted = BoundedLRU<Int, Timestamp>(capacity: 4 * CacheTracker.maxURLs)
+
+    /// URLs pushed out of the model because it was full.
+    public var evictions: UInt64 { stored.evictions }
 
     public init() {}
 
@@ -86,7 +110,8 @@ public final class CacheTracker {
     private func lookUpAndStore(_ t: Transaction, response: HTTPMessage, requestTime: Timestamp, _ a: inout CacheAssessment) {
         let request = t.request
         let url = cacheKey(t)
-        if let candidates = stored[url] {
+        let known = stored.value(for: url)
+        if let candidates = known {
             for s in candidates.reversed() where s.responseTime <= requestTime {
                 guard !s.vary.contains("*") else { continue }
                 let matches = zip(s.vary, s.varyValues).allSatisfy { name, value in request?.headers.combined(name) == value }
@@ -97,14 +122,38 @@ public final class CacheTracker {
                     break
                 }
             }
+        } else if let freshUntil = evicted.peek(url.hashValue), requestTime < freshUntil {
+            a.dependsOnEvictedEntry = true
         }
         if a.storable, !a.noCache, let freshFor = a.freshFor {
             let vary = (response.headers.combined(.vary) ?? "").split(separator: ",")
                 .map { $0.trimmingASCIIWhitespace().lowercased() }.filter { !$0.isEmpty }
             let values = vary.map { request?.headers.combined($0) }
-            stored[url, default: []].append(Stored(sequence: t.sequence, responseTime: a.responseTime,
-                                                   freshFor: freshFor, vary: vary, varyValues: values))
+            let entry = Stored(sequence: t.sequence, responseTime: a.responseTime, freshFor: freshFor, vary: vary, varyValues: values)
+            if known != nil {
+                stored.modify(url) { Self.store(entry, in: &$0) }
+            } else {
+                if let out = stored.set(url, [entry]) {
+                    // Remember until when the evicted URL had a fresh response.
+                    if let latest = out.value.map(\.freshUntil).max(), latest > (evicted.peek(out.key.hashValue) ?? .zero) {
+                        evicted.set(out.key.hashValue, latest)
+                    }
+                }
+            }
         }
+    }
+
+    /// A newer response of the same variant replaces the older ones, of which the last few are
+    /// kept for requests sent before it arrived; the oldest variant goes when there are too many.
+    private static func store(_ entry: Stored, in list: inout [Stored]) {
+        var sameVariant = 0
+        for s in list where s.vary == entry.vary && s.varyValues == entry.varyValues { sameVariant += 1 }
+        if sameVariant >= responsesPerVariant,
+           let oldest = list.firstIndex(where: { $0.vary == entry.vary && $0.varyValues == entry.varyValues }) {
+            list.remove(at: oldest)
+        }
+        list.append(entry)
+        if list.count > responsesPerVariant * variantsPerURL { list.removeFirst() }
     }
 
     /// The URL a cache keys on: scheme, host (lower-cased, default port dropped), path and query.
@@ -119,14 +168,19 @@ public final class CacheTracker {
             for i in start..<key.count { key.base[i] = lowerASCII(key.base[i]) }
         }
         func build(_ tb: UnsafeBufferPointer<UInt8>) -> String {
-            if hasPrefixIgnoringCase(tb, "http://") {
+            if hasPrefixIgnoringCase(tb, "http://") || hasPrefixIgnoringCase(tb, "https://") {
                 appendLowered(tb)
             } else {
-                key.append("http://")
+                // The scheme of the session that carried it (https inside TLS), and the host
+                // without the scheme's default port.
+                key.append(t.scheme)
+                key.append("://")
                 var host = t.host
+                let defaultPort: StaticString = t.defaultPort == 443 ? ":443" : ":80"
                 host.withUTF8 { hb in
                     var n = hb.count
-                    if n >= 3, hb[n - 3] == 0x3A, hb[n - 2] == 0x38, hb[n - 1] == 0x30 { n -= 3 }
+                    let p = defaultPort.utf8CodeUnitCount
+                    if n > p, equalsBytes(UnsafeBufferPointer(rebasing: hb[(n - p)...]), defaultPort) { n -= p }
                     appendLowered(UnsafeBufferPointer(rebasing: hb[0..<n]))
                 }
                 key.append(tb)

@@ -56,11 +56,17 @@ public final class Transaction {
     public internal(set) var cache: CacheAssessment? = nil
     /// Which capture it came from (batch and multi-file runs).
     public internal(set) var captureName: String = ""
+    /// The URL scheme of the session that carried it ("http"; "https" inside TLS).
+    public let scheme: String
 
-    init(connection: ConnectionSnapshot, depth: Int) {
+    init(connection: ConnectionSnapshot, depth: Int, scheme: String = "http") {
         self.connection = connection
         self.depth = depth
+        self.scheme = scheme
     }
+
+    /// The port a URL of this scheme leaves out.
+    var defaultPort: UInt16 { scheme == "https" ? 443 : 80 }
 
     func note(_ weird: Weird) { if !weirds.contains(weird) { weirds.append(weird) } }
 
@@ -102,7 +108,7 @@ public final class Transaction {
         if let h = request?.headers.first(.host), !h.isEmpty { return h }
         let s = connection.server
         let addr = s.address.isIPv4 ? s.address.description : "[\(s.address.description)]"
-        return s.port == 80 ? addr : "\(addr):\(s.port)"
+        return s.port == defaultPort ? addr : "\(addr):\(s.port)"
     }
 
     /// Absolute URL: the request-target when it is absolute already, else http:// + host + target.
@@ -114,14 +120,15 @@ public final class Transaction {
     }
 
     private func computeURL() -> String {
-        guard let request else { return "http://\(host)/" }
+        guard let request else { return "\(scheme)://\(host)/" }
         var target = request.targetString
         let absolute = target.withUTF8 { hasPrefixIgnoringCase($0, "http://") || hasPrefixIgnoringCase($0, "https://") }
         if absolute { return URLText.sanitize(target) }
         if request.method == "CONNECT" { return "https://\(URLText.sanitize(target))" }
         var out: [UInt8] = []
         out.reserveCapacity(target.utf8.count + 64)
-        out.append(contentsOf: "http://".utf8)
+        out.append(contentsOf: scheme.utf8)
+        out.append(contentsOf: "://".utf8)
         URLText.appendSanitized(host, to: &out)
         target.withUTF8 { t in
             if t.count == 1 && t[0] == UInt8(ascii: "*") { out.append(UInt8(ascii: "*")); return }

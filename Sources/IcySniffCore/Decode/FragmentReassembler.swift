@@ -78,10 +78,24 @@ final class FragmentReassembler {
         return overlapped ? .failed(.fragmentOverlap) : .incomplete
     }
 
+    /// Datagrams dropped incomplete since the last `takeExpired`.
+    private var expired = 0
+
     private func expire(now: Timestamp) {
         guard !pending.isEmpty else { return }
         for (key, p) in pending where now.nanoseconds - p.firstSeen.nanoseconds > timeout {
             pending[key] = nil
+            expired += 1
         }
+    }
+
+    func expireAll() {
+        expired += pending.count
+        pending.removeAll()
+    }
+
+    func takeExpired() -> Int {
+        defer { expired = 0 }
+        return expired
     }
 }

@@ -73,9 +73,22 @@ public struct PacketDecoder {
         switch etherType {
         case 0x0800: return decodeIPv4(b, at: offset, wireMissing: wireMissing, timestamp: packet.timestamp)
         case 0x86DD: return decodeIPv6(b, at: offset, wireMissing: wireMissing, timestamp: packet.timestamp)
-        default: return .skipped
+        case _ where Self.knownNonIP.contains(etherType): return .skipped
+        default: return .skippedNamed(.unknownLinkPayload)
         }
     }
+
+    /// Link-layer protocols every LAN carries that are not IP and not an anomaly: ARP, RARP,
+    /// EAPOL (802.1X), LLDP, MACsec, PTP, Ethernet loopback. They are skipped without a name;
+    /// any other EtherType is counted as `unknown_link_payload`.
+    static let knownNonIP: Set<UInt16> = [0x0806, 0x8035, 0x888E, 0x88CC, 0x88E5, 0x88F7, 0x9000]
+
+    /// IP datagrams whose fragments never all arrived (timed out, or still waiting when
+    /// `flushFragments` is called), since the last call. Counted as `fragment_reassembly_timeout`.
+    public mutating func takeExpiredFragments() -> Int { fragments.takeExpired() }
+
+    /// The end of the capture: datagrams still waiting for fragments will never complete.
+    public mutating func flushFragments() { fragments.expireAll() }
 
     /// NFLOG: a 4-byte header, then TLVs (little-endian length and type, padded to 4 bytes);
     /// type 9 (NFULA_PAYLOAD) holds the IP packet.

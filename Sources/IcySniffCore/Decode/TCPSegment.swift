@@ -49,8 +49,11 @@ public struct UDPDatagram {
 public enum DecodeOutcome {
     case tcp(TCPSegment)
     case udp(UDPDatagram)
-    /// Not TCP or UDP over IP (ARP, ICMP, …), or an IP fragment waiting for the rest.
+    /// Not TCP or UDP over IP (ICMP, …), or an IP fragment waiting for the rest.
     case skipped
+    /// Skipped, and counted under a name: the link layer carries something other than IP
+    /// (`unknown_link_payload`: ARP, LLDP, …).
+    case skippedNamed(Weird)
     /// Bad or cut-short headers: counted, then the packet is skipped.
     case malformed(Weird)
 }

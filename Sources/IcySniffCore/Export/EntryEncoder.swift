@@ -274,6 +274,7 @@ enum EntryEncoder {
         w.bool("conditional", c.conditional)
         w.bool("notModified", c.notModified)
         w.bool("avoidable", c.avoidable)
+        if c.dependsOnEvictedEntry { w.bool("dependsOnEvictedEntry", true) }
         w.endObject()
     }
 

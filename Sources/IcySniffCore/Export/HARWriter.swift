@@ -36,7 +36,6 @@ public final class HARWriter: TransactionSink {
     private let connectionSpill = SpillStore(memoryLimit: 1 << 20)
     private let options: ExportOptions
     private var usedConnections: Set<UInt64> = []
-    private let tracker = CacheTracker()
     private var pages = PageGrouper()
     private let entry: JSONWriter
 
@@ -52,8 +51,8 @@ public final class HARWriter: TransactionSink {
         entry.baseDepth = 3
     }
 
+    /// Serialises one entry. The transaction's cache verdict comes with it (`CacheJudgingSink`).
     public func consume(_ transaction: Transaction) {
-        tracker.assess(transaction)
         let pageref = pages.assign(transaction)
         usedConnections.insert(transaction.connection.id)
         entry.reset()
@@ -174,7 +173,7 @@ public struct ConnectionSummary: Sendable {
         gaps = c.halves.0.gaps + c.halves.1.gaps
         packets = c.packets
         history = String(decoding: c.history, as: UTF8.self)
-        clientEvidence = c.clientSideEvidence
+        clientEvidence = c.clientEvidence?.rawValue ?? ""
         weirds = c.weirds.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 

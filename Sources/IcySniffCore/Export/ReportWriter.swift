@@ -8,7 +8,7 @@ public enum ReportWriter {
             if n >= 10_000 { return "\(n / 1000) kB" }
             return "\(n) B"
         }
-        func list(_ title: String, _ items: [Report.Line], extra: String = "") {
+        func list(_ title: String, _ items: Report.Lines, extra: String = "") {
             line("\(title): \(items.count)\(extra)")
             for l in items.prefix(maxLines) {
                 let note = l.note.isEmpty ? "" : "  (\(l.note))"
@@ -69,9 +69,10 @@ public enum ReportWriter {
             }
             w.endArray()
             w.key("shortConnectionHosts"); w.beginArray(); for h in r.shortConnectionHosts { w.string(h.host) }; w.endArray()
-            func lines(_ name: String, _ items: [Report.Line]) {
+            func lines(_ name: String, _ items: Report.Lines) {
+                w.key(text: name + "Count"); w.int(items.count)
                 w.key(text: name); w.beginArray()
-                for l in items {
+                for l in items.lines {
                     w.beginObject()
                     w.string("time", l.time.iso8601(fractionDigits: 6)); w.string("method", l.method); w.string("url", l.url)
                     w.int("status", l.status); w.int("bytes", l.bytes)

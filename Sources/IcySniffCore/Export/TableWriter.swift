@@ -22,7 +22,6 @@ public final class TableWriter {
     let output: OutputFile
     let options: ExportOptions
     var fields: [Field]
-    public let tracker = CacheTracker()
     /// Flush after every row (live captures).
     public var flushEachRow = false
     private var wroteHeader = false
@@ -45,8 +44,8 @@ public final class TableWriter {
         if ioctl(1, UInt(TIOCGWINSZ), &ws) == 0 && ws.ws_col > 40 { width = Int(ws.ws_col) } else { width = 160 }
     }
 
-    public func consume(_ t: Transaction, assessed: Bool = false) {
-        if !assessed { tracker.assess(t) }
+    /// Writes one row. The transaction's cache verdict comes with it (`CacheJudgingSink`).
+    public func consume(_ t: Transaction) {
         defer { if flushEachRow { output.flush() } }
         if !wroteHeader { if writesHeader { writeHeader() }; wroteHeader = true }
         switch format {

@@ -43,9 +43,10 @@ public final class Connection {
     public let halves: (HalfStream, HalfStream)
     /// `halves` again, unretained, for the per-packet path (see `withHalves`).
     private let unretainedHalves: (Unmanaged<HalfStream>, Unmanaged<HalfStream>)
-    public var clientSide: Int? = nil
-    /// How the client was recognised: "syn", "content" or "port".
-    public var clientSideEvidence: String = ""
+    /// Which side (0: the endpoint of the first packet seen, 1: the other) is the client, once
+    /// Reassembly has decided it; `clientEvidence` says how.
+    public internal(set) var clientSide: Int? = nil
+    public internal(set) var clientEvidence: ClientEvidence? = nil
     public internal(set) var firstSeen: Timestamp
     public internal(set) var lastSeen: Timestamp
     public internal(set) var synTime: Timestamp? = nil
@@ -81,6 +82,12 @@ public final class Connection {
     @inline(__always) public func endpoint(_ side: Int) -> Endpoint { side == 0 ? endpoints.0 : endpoints.1 }
 
     @inline(__always) func side(of source: Endpoint) -> Int { source == endpoints.0 ? 0 : 1 }
+
+    /// The direction of the bytes that `side` sends (the client must be decided).
+    @inline(__always) func direction(ofSide side: Int) -> Direction { side == clientSide ? .fromClient : .fromServer }
+
+    /// The endpoint that sends in `direction`.
+    public func source(of direction: Direction) -> Endpoint { direction == .fromClient ? client : server }
 
     public var client: Endpoint { endpoint(clientSide ?? 0) }
     public var server: Endpoint { endpoint(1 - (clientSide ?? 0)) }

@@ -14,6 +14,9 @@ public struct ReassemblyLimits: Sendable {
     public init() {}
 }
 
+/// Ports on which the server side of a connection is assumed when nothing else tells.
+let wellKnownServerPorts: Set<UInt16> = [80, 8080, 8000, 8008, 8888, 3128, 8081, 591, 443]
+
 /// Reassembles TCP streams per connection and direction.
 ///
 /// Input: `TCPSegment`. Output: calls on the `StreamHandler` of each connection, in stream order,
@@ -26,6 +29,10 @@ public final class ConnectionTable<Handler: StreamHandler> {
         private(set) var handler: Handler?
         /// `handler` again, unretained, for the per-packet path.
         private(set) var unretainedHandler: Unmanaged<Handler>?
+        #if DEBUG
+        /// Set when the connection is finished: an unretained use after that is a bug.
+        var isFinished = false
+        #endif
         init(connection: Connection) { self.connection = connection }
 
         @inline(__always) func setHandler(_ h: Handler) {
@@ -40,15 +47,25 @@ public final class ConnectionTable<Handler: StreamHandler> {
     /// Unretained: `flows` holds it, and `finish` clears this before the flow leaves `flows`.
     private var recentKey: ConnectionKey? = nil
     private var recentFlow: Unmanaged<Flow>? = nil
+    /// Flows finished during the current call, kept alive until it returns: a flow is used
+    /// unretained while its segment is processed, and processing can finish it (FIN, RST), so it
+    /// is released after the closure that uses it returns, never inside it.
+    private var retired: [Flow] = []
     private let makeHandler: (Connection) -> Handler
+    /// Reads the first bytes of a connection whose handshake was not captured (the protocols on
+    /// top know what a client's first bytes look like).
+    private let speakerHint: (UnsafeRawBufferPointer) -> SpeakerHint
     private var nextID: UInt64 = 1
     public var limits: ReassemblyLimits
     public private(set) var connectionsSeen: UInt64 = 0
     /// Called with every connection when it is finished, whether or not it carried data.
     public var onFinished: ((Connection) -> Void)?
 
-    public init(limits: ReassemblyLimits = ReassemblyLimits(), makeHandler: @escaping (Connection) -> Handler) {
+    public init(limits: ReassemblyLimits = ReassemblyLimits(),
+                speakerHint: @escaping (UnsafeRawBufferPointer) -> SpeakerHint = { _ in .unknown },
+                makeHandler: @escaping (Connection) -> Handler) {
         self.limits = limits
+        self.speakerHint = speakerHint
         self.makeHandler = makeHandler
         flows.reserveCapacity(1024)
     }
@@ -62,7 +79,11 @@ public final class ConnectionTable<Handler: StreamHandler> {
         // The usual packet: the connection of the one before, no new SYN. Processed with the flow
         // unretained (`flows` holds it; only `finish`, as process's last step, lets it go).
         if recentKey == key, let recent = recentFlow, !isSYN || flags.contains(.ack) {
+            #if DEBUG
+            precondition(flows[key] === recent.takeUnretainedValue(), "ConnectionTable: the unretained flow shortcut outlived its flow")
+            #endif
             recent._withUnsafeGuaranteedRef { process(segment, flow: $0, key: key) }
+            if !retired.isEmpty { retired.removeAll(keepingCapacity: true) }
             return
         }
         var flow = flows[key]
@@ -92,10 +113,14 @@ public final class ConnectionTable<Handler: StreamHandler> {
         recentKey = key
         recentFlow = Unmanaged.passUnretained(flow)
         process(segment, flow: flow, key: key)
+        if !retired.isEmpty { retired.removeAll(keepingCapacity: true) }
     }
 
     @inline(__always)
     private func process(_ segment: TCPSegment, flow: Flow, key: ConnectionKey) {
+        #if DEBUG
+        precondition(!flow.isFinished, "ConnectionTable: a segment processed on a finished flow")
+        #endif
         let c = flow.connection
         let side = c.side(of: segment.source)
         c.withHalves(side) { half, other in process(segment, flow: flow, key: key, side: side, half: half, other: other) }
@@ -113,12 +138,12 @@ public final class ConnectionTable<Handler: StreamHandler> {
         if flags.contains(.syn) {
             if flags.contains(.ack) {
                 if c.synAckTime == nil { c.synAckTime = ts }
-                if c.clientSide == nil { c.clientSide = 1 - side; c.clientSideEvidence = "syn" }
+                if c.clientSide == nil { c.clientSide = 1 - side; c.clientEvidence = .syn }
                 c.serverISNPlusOne = segment.sequence &+ 1
                 c.record("h", side: side)
             } else {
                 if c.synTime == nil { c.synTime = ts }
-                if c.clientSide == nil { c.clientSide = side; c.clientSideEvidence = "syn" }
+                if c.clientSide == nil { c.clientSide = side; c.clientEvidence = .syn }
                 c.record("S", side: side)
             }
             if !half.started || (!half.sawSYN && half.bytes == 0) {
@@ -235,9 +260,34 @@ public final class ConnectionTable<Handler: StreamHandler> {
         half.nextSequence = half.nextSequence &+ UInt32(truncatingIfNeeded: bytes.count)
         half.bytes &+= UInt64(bytes.count)
         let c = flow.connection
+        if c.clientSide == nil { decideClient(c, firstBytes: bytes, from: side) }
         if flow.handler == nil { flow.setHandler(makeHandler(c)) }
         c.record("d", side: side)
-        flow.unretainedHandler!._withUnsafeGuaranteedRef { $0.received(chunk, from: side, on: c) }
+        let direction = c.direction(ofSide: side)
+        flow.unretainedHandler!._withUnsafeGuaranteedRef { $0.received(chunk, from: direction, on: c) }
+    }
+
+    /// Decides the client of a connection whose handshake was not captured, before its first
+    /// delivery: the first bytes as the protocols on top read them, else the ports.
+    private func decideClient(_ c: Connection, firstBytes: UnsafeRawBufferPointer?, from side: Int) {
+        if let firstBytes {
+            switch speakerHint(firstBytes) {
+            case .client: c.clientSide = side; c.clientEvidence = .content; return
+            case .server: c.clientSide = 1 - side; c.clientEvidence = .content; return
+            case .unknown: break
+            }
+        }
+        let a = c.endpoints.0.port, b = c.endpoints.1.port
+        let aKnown = wellKnownServerPorts.contains(a), bKnown = wellKnownServerPorts.contains(b)
+        let serverSide = aKnown != bKnown ? (aKnown ? 0 : 1) : (a < b ? 0 : 1)
+        c.clientSide = 1 - serverSide
+        c.clientEvidence = .port
+    }
+
+
+    @inline(__always) private func direction(of side: Int, _ c: Connection) -> Direction {
+        if c.clientSide == nil { decideClient(c, firstBytes: nil, from: side) }
+        return c.direction(ofSide: side)
     }
 
     private func emitGap(_ half: HalfStream, length: UInt64, side: Int, flow: Flow, timestamp: Timestamp) {
@@ -250,8 +300,9 @@ public final class ConnectionTable<Handler: StreamHandler> {
         let c = flow.connection
         c.note(.contentGap)
         c.record("g", side: side)
+        let direction = direction(of: side, c)
         if flow.handler == nil { flow.setHandler(makeHandler(c)) }
-        flow.handler!.missed(gap, from: side, on: c)
+        flow.handler!.missed(gap, from: direction, on: c)
     }
 
     /// Delivers buffered segments that have become contiguous. Copies of bytes already delivered
@@ -297,7 +348,8 @@ public final class ConnectionTable<Handler: StreamHandler> {
     private func closeIfComplete(_ half: HalfStream, side: Int, flow: Flow, timestamp: Timestamp) {
         guard !half.closed, let fin = half.finOffset, half.nextOffset >= fin, half.pending.isEmpty else { return }
         half.closed = true
-        flow.handler?.ended(side: side, reason: .fin, at: timestamp, on: flow.connection)
+        guard let handler = flow.handler else { return }
+        handler.ended(direction(of: side, flow.connection), reason: .fin, at: timestamp, on: flow.connection)
     }
 
     /// Delivers everything buffered (holes become gaps, up to a seen FIN) and ends the direction.
@@ -311,7 +363,9 @@ public final class ConnectionTable<Handler: StreamHandler> {
             emitGap(half, length: fin - half.nextOffset, side: side, flow: flow, timestamp: timestamp)
         }
         half.closed = true
-        flow.handler?.ended(side: side, reason: half.finOffset != nil && reason != .reset ? .fin : reason, at: timestamp, on: flow.connection)
+        guard let handler = flow.handler else { return }
+        handler.ended(direction(of: side, flow.connection), reason: half.finOffset != nil && reason != .reset ? .fin : reason,
+                      at: timestamp, on: flow.connection)
     }
 
     private func finish(_ flow: Flow, key: ConnectionKey, at timestamp: Timestamp) {
@@ -324,6 +378,11 @@ public final class ConnectionTable<Handler: StreamHandler> {
         flow.handler?.finished(c, at: timestamp)
         onFinished?(c)
         if recentKey == key { recentKey = nil; recentFlow = nil }
+        #if DEBUG
+        flow.isFinished = true
+        #endif
+        // Released when the current call returns (see `retired`).
+        retired.append(flow)
         flows[key] = nil
     }
 
@@ -351,11 +410,13 @@ public final class ConnectionTable<Handler: StreamHandler> {
             if flow.connection.halves.0.bytes > 0 || flow.connection.halves.1.bytes > 0 { flow.connection.note(.connectionEvicted) }
             finish(flow, key: key, at: now)
         }
+        retired.removeAll(keepingCapacity: true)
     }
 
     /// Ends every connection (end of capture), in the order they started.
     public func flushAll(at timestamp: Timestamp) {
         let all = flows.sorted { $0.value.connection.id < $1.value.connection.id }
         for (key, flow) in all { finish(flow, key: key, at: max(timestamp, flow.connection.lastSeen)) }
+        retired.removeAll(keepingCapacity: true)
     }
 }

@@ -31,12 +31,41 @@ public enum CloseReason: Sendable {
     case flushed
 }
 
+/// Which way bytes flow on a connection. Reassembly decides which endpoint is the client before
+/// it delivers anything (`ClientEvidence` says how), so a consumer never guesses.
+public enum Direction: Sendable, Hashable, CaseIterable {
+    case fromClient
+    case fromServer
+
+    public var reversed: Direction { self == .fromClient ? .fromServer : .fromClient }
+    /// 0 for the client's direction, 1 for the server's (for arrays of two).
+    @inline(__always) public var index: Int { self == .fromClient ? 0 : 1 }
+}
+
+/// How Reassembly recognised the client of a connection.
+public enum ClientEvidence: String, Sendable {
+    /// The SYN (or SYN-ACK) was captured.
+    case syn
+    /// No handshake: the first bytes read like a client's or a server's (`SpeakerHint`).
+    case content
+    /// Neither: the endpoint on a well-known port, else the lower port, is the server.
+    case port
+}
+
+/// What the first bytes of a direction say about who sent them, as the protocols on top read
+/// them (an HTTP request line: the client; a status line: the server). Reassembly asks for it
+/// only when the handshake was not captured.
+public enum SpeakerHint: Sendable {
+    case client, server, unknown
+}
+
 /// What the reassembler calls, per connection. Call order, per direction: `received` and `missed`
 /// zero or more times in stream order, then `ended` once; after both directions, `finished` once.
-/// A handler is created for a connection when it first carries data.
+/// A handler is created for a connection when it first carries data. The direction of every
+/// call is decided (`Connection.clientEvidence`) before the first one.
 public protocol StreamHandler: AnyObject {
-    func received(_ chunk: StreamChunk, from side: Int, on connection: Connection)
-    func missed(_ gap: StreamGap, from side: Int, on connection: Connection)
-    func ended(side: Int, reason: CloseReason, at timestamp: Timestamp, on connection: Connection)
+    func received(_ chunk: StreamChunk, from direction: Direction, on connection: Connection)
+    func missed(_ gap: StreamGap, from direction: Direction, on connection: Connection)
+    func ended(_ direction: Direction, reason: CloseReason, at timestamp: Timestamp, on connection: Connection)
     func finished(_ connection: Connection, at timestamp: Timestamp)
 }

@@ -1,7 +1,7 @@
 import Testing
 @testable import IcySniffCore
 
-/// Records what reassembly delivers for each direction.
+/// Records what reassembly delivers for each direction (index 0: from the client).
 final class RecordingHandler: StreamHandler {
     var data: [[UInt8]] = [[], []]
     var events: [[String]] = [[], []]
@@ -9,16 +9,18 @@ final class RecordingHandler: StreamHandler {
     var ended = [false, false]
     var finished = false
 
-    func received(_ chunk: StreamChunk, from side: Int, on connection: Connection) {
+    func received(_ chunk: StreamChunk, from direction: Direction, on connection: Connection) {
+        let side = direction.index
         #expect(chunk.offset == UInt64(data[side].count), "chunks arrive in stream order")
         data[side].append(contentsOf: chunk.bytes)
     }
-    func missed(_ gap: StreamGap, from side: Int, on connection: Connection) {
+    func missed(_ gap: StreamGap, from direction: Direction, on connection: Connection) {
+        let side = direction.index
         #expect(gap.offset == UInt64(data[side].count))
         gaps[side].append((gap.offset, gap.length))
         data[side].append(contentsOf: repeatElement(0, count: Int(gap.length)))
     }
-    func ended(side: Int, reason: CloseReason, at timestamp: Timestamp, on connection: Connection) { ended[side] = true }
+    func ended(_ direction: Direction, reason: CloseReason, at timestamp: Timestamp, on connection: Connection) { ended[direction.index] = true }
     func finished(_ connection: Connection, at timestamp: Timestamp) { finished = true }
 }
 

@@ -53,10 +53,10 @@ import CZlib
         table.flushAll(at: Timestamp(nanoseconds: Int64.max / 2))
         var result: [String: (Int, UInt32)] = [:]
         for (c, h) in handlers {
-            for side in 0...1 where !h.data[side].isEmpty {
-                let key = name(c.endpoint(side)) + "-" + name(c.endpoint(1 - side))
-                let crc = h.data[side].withUnsafeBufferPointer { crc32(0, $0.baseAddress, uInt($0.count)) }
-                result[key] = (h.data[side].count, UInt32(crc))
+            for d in Direction.allCases where !h.data[d.index].isEmpty {
+                let key = name(c.source(of: d)) + "-" + name(c.source(of: d.reversed))
+                let crc = h.data[d.index].withUnsafeBufferPointer { crc32(0, $0.baseAddress, uInt($0.count)) }
+                result[key] = (h.data[d.index].count, UInt32(crc))
             }
         }
         return result

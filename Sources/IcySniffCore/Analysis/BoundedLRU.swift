@@ -1,0 +1,91 @@
+/// A map with a fixed number of entries: when full, the least recently used one goes. Lookups,
+/// insertions and evictions are O(1): a dictionary to slot indices and a doubly linked list of
+/// slots kept in arrays (no node allocation after the first `capacity` insertions).
+struct BoundedLRU<Key: Hashable, Value> {
+    private struct Slot {
+        var key: Key
+        var value: Value
+        var newer = -1
+        var older = -1
+    }
+    let capacity: Int
+    private var index: [Key: Int] = [:]
+    private var slots: [Slot] = []
+    private var newest = -1
+    private var oldest = -1
+    /// Entries pushed out because the map was full.
+    private(set) var evictions: UInt64 = 0
+
+    init(capacity: Int) {
+        precondition(capacity > 0)
+        self.capacity = capacity
+    }
+
+    var count: Int { index.count }
+
+    /// The value for `key`, which becomes the most recently used.
+    mutating func value(for key: Key) -> Value? {
+        guard let i = index[key] else { return nil }
+        touch(i)
+        return slots[i].value
+    }
+
+    /// The value for `key` without changing the order.
+    func peek(_ key: Key) -> Value? { index[key].map { slots[$0].value } }
+
+    /// Sets `key`'s value (most recently used). Returns the entry evicted to make room, if any.
+    @discardableResult
+    mutating func set(_ key: Key, _ value: Value) -> (key: Key, value: Value)? {
+        if let i = index[key] {
+            slots[i].value = value
+            touch(i)
+            return nil
+        }
+        var evicted: (key: Key, value: Value)? = nil
+        let i: Int
+        if slots.count < capacity {
+            i = slots.count
+            slots.append(Slot(key: key, value: value))
+        } else {
+            i = oldest
+            evicted = (slots[i].key, slots[i].value)
+            evictions += 1
+            unlink(i)
+            index[slots[i].key] = nil
+            slots[i] = Slot(key: key, value: value)
+        }
+        index[key] = i
+        linkAsNewest(i)
+        return evicted
+    }
+
+    /// Changes the value of an entry in place (no change of order); false if it is not there.
+    @discardableResult
+    mutating func modify(_ key: Key, _ body: (inout Value) -> Void) -> Bool {
+        guard let i = index[key] else { return false }
+        body(&slots[i].value)
+        return true
+    }
+
+    private mutating func touch(_ i: Int) {
+        guard i != newest else { return }
+        unlink(i)
+        linkAsNewest(i)
+    }
+
+    private mutating func unlink(_ i: Int) {
+        let n = slots[i].newer, o = slots[i].older
+        if n >= 0 { slots[n].older = o } else { newest = o }
+        if o >= 0 { slots[o].newer = n } else { oldest = n }
+        slots[i].newer = -1
+        slots[i].older = -1
+    }
+
+    private mutating func linkAsNewest(_ i: Int) {
+        slots[i].older = newest
+        slots[i].newer = -1
+        if newest >= 0 { slots[newest].newer = i }
+        newest = i
+        if oldest < 0 { oldest = i }
+    }
+}

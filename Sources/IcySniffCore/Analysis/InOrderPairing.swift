@@ -1,0 +1,117 @@
+/// Pairs the requests and responses of one HTTP/1.x connection (Zeek's unanswered-requests queue,
+/// NIO's queue of request heads): responses answer requests in order, 1xx replies do not pop the
+/// queue, a response with no request and a request with no response are both emitted, flagged.
+///
+/// Input: the messages of both directions as the session's parsers report them (began, head
+/// completed, ended). Output: `Transaction`s, handed to the emitter in connection order. It
+/// reads the messages; it never changes one (the parsers own them until they end).
+final class InOrderPairing {
+    enum HeadAction: Equatable {
+        case none
+        /// A 101 or a CONNECT 2xx: the rest of the connection is a tunnel.
+        case tunnel
+    }
+
+    private unowned let connection: Connection
+    private unowned let emitter: TransactionEmitter
+    private let scheme: String
+    private var queue: [Transaction] = []
+    private var head = 0
+    private var depth = 0
+    private var tunnelTransaction: Transaction? = nil
+
+    init(connection: Connection, emitter: TransactionEmitter, scheme: String) {
+        self.connection = connection
+        self.emitter = emitter
+        self.scheme = scheme
+    }
+
+    func requestBegan(_ message: HTTPMessage) {
+        depth += 1
+        let t = Transaction(connection: ConnectionSnapshot(connection), depth: depth, scheme: scheme)
+        t.request = message
+        // Pipelined: an earlier request is still waiting for its response.
+        if queue[head...].contains(where: { $0.response == nil || !$0.response!.ended }) { t.note(.pipelined) }
+        queue.append(t)
+    }
+
+    func responseBegan(_ message: HTTPMessage) {
+        if let t = firstUnanswered {
+            t.response = message
+        } else {
+            depth += 1
+            let t = Transaction(connection: ConnectionSnapshot(connection), depth: depth, scheme: scheme)
+            t.response = message
+            t.note(.requestMissing)
+            queue.append(t)
+        }
+    }
+
+    /// The request the next response answers, as far as the pairing knows.
+    func requestBeingAnswered() -> RequestContext {
+        guard let request = firstUnanswered?.request else { return .unknown }
+        return RequestContext(method: request.method, isHTTP09: request.isHTTP09)
+    }
+
+    func responseHeadCompleted(_ message: HTTPMessage) -> HeadAction {
+        guard let t = queue[head...].first(where: { $0.response === message }) else { return .none }
+        if message.isInterim {
+            t.interimResponses.append(message)
+            t.response = nil
+            return .none
+        }
+        let method = t.request?.method
+        if message.status == 101 || (method == "CONNECT" && message.status >= 200 && message.status < 300) {
+            t.note(.tunnel)
+            tunnelTransaction = t
+            return .tunnel
+        }
+        return .none
+    }
+
+    func messageEnded() {
+        emitReady()
+    }
+
+    /// The connection is over: the tunnel's summary goes to its transaction, and every open
+    /// transaction is emitted, flagged.
+    func finish(tunnel: TunnelSummary) {
+        if let t = tunnelTransaction { t.tunnel = tunnel }
+        tunnelTransaction = nil
+        while head < queue.count {
+            let t = queue[head]
+            if t.request == nil { t.note(.requestMissing) }
+            if t.response == nil { t.note(.responseMissing) }
+            emit(t)
+            head += 1
+        }
+        queue.removeAll()
+        head = 0
+    }
+
+    private var firstUnanswered: Transaction? { queue[head...].first(where: { $0.response == nil }) }
+
+    /// Emits, in order, the transactions at the head of the queue whose messages have both ended.
+    private func emitReady() {
+        while head < queue.count {
+            let t = queue[head]
+            guard let response = t.response, response.ended, t !== tunnelTransaction else { return }
+            if let request = t.request, !request.ended { return }
+            emit(t)
+            head += 1
+        }
+        if head == queue.count {
+            // Everything emitted (the usual keep-alive case): let the transactions go now.
+            queue.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head > 64 && head * 2 > queue.count {
+            queue.removeFirst(head)
+            head = 0
+        }
+    }
+
+    private func emit(_ t: Transaction) {
+        t.connection = ConnectionSnapshot(connection)
+        emitter.emit(t)
+    }
+}

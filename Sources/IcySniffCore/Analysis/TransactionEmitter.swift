@@ -1,0 +1,70 @@
+/// Receives finished transactions (and connections) from the analysis, in completion order.
+public protocol TransactionSink: AnyObject {
+    func consume(_ transaction: Transaction)
+    func connectionFinished(_ connection: Connection)
+}
+
+/// Completes transactions (timings, DNS) and hands them to the sink; shared by all connections
+/// of one pipeline.
+public final class TransactionEmitter {
+    private let sink: TransactionSink
+    let dns: DNSTracker
+    private var sequence: UInt64 = 0
+    var captureName = ""
+    private(set) var emitted: UInt64 = 0
+
+    init(sink: TransactionSink, dns: DNSTracker) {
+        self.sink = sink
+        self.dns = dns
+    }
+
+    func emit(_ t: Transaction) {
+        sequence += 1
+        t.sequence = sequence
+        t.captureName = captureName
+        var lookup: DNSLookup? = nil
+        if t.depth == 1, let syn = t.connection.synTime {
+            lookup = dns.lookup(host: t.host, address: t.connection.server.address, before: syn)
+        }
+        t.timings = TransactionTimings.compute(for: t, dns: lookup)
+        emitted += 1
+        sink.consume(t)
+    }
+}
+
+/// The one place where cache freshness is judged (RFC 9111, `CacheTracker`): every transaction,
+/// in completion order, before any filter or writer sees it, so that every output of a run gives
+/// the same verdict. The sink chain a run builds (`SinkFactory`) starts here.
+public final class CacheJudgingSink: TransactionSink {
+    public let tracker: CacheTracker
+    private let next: TransactionSink
+
+    public init(next: TransactionSink, tracker: CacheTracker = CacheTracker()) {
+        self.next = next
+        self.tracker = tracker
+    }
+
+    public func consume(_ transaction: Transaction) {
+        tracker.assess(transaction)
+        next.consume(transaction)
+    }
+
+    public func connectionFinished(_ connection: Connection) { next.connectionFinished(connection) }
+}
+
+/// Passes on the transactions a `TransactionFilter` lets through (connections always).
+public final class FilteringSink: TransactionSink {
+    private let filter: TransactionFilter
+    private let next: TransactionSink
+
+    public init(filter: TransactionFilter, next: TransactionSink) {
+        self.filter = filter
+        self.next = next
+    }
+
+    public func consume(_ transaction: Transaction) {
+        if filter.matches(transaction) { next.consume(transaction) }
+    }
+
+    public func connectionFinished(_ connection: Connection) { next.connectionFinished(connection) }
+}

@@ -1,0 +1,136 @@
+/// Exit statuses of a run (documented in `icy-sniff --help` and README).
+public enum ExitStatus: Int32, Sendable, Comparable {
+    case ok = 0
+    /// With `--strict`: a capture was damaged.
+    case damaged = 1
+    /// An input could not be used (missing, not a capture, unsupported link type, bad filter, …).
+    case badInput = 2
+    /// The output could not be written.
+    case outputFailed = 3
+
+    public static func < (a: ExitStatus, b: ExitStatus) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// A line for the user about one input.
+public enum Diagnostic: Sendable, Equatable {
+    case error(String)
+    case warning(String)
+}
+
+/// How one input of a run went, as the user should hear it.
+public struct InputOutcome: Sendable {
+    public enum Status: Sendable, Equatable {
+        case completed
+        /// Stopped by a signal, a packet count or a duration.
+        case interrupted
+        /// Readable up to a point; everything before it was analysed.
+        case damaged(String)
+        /// Empty file: nothing to analyse, not a failure.
+        case empty
+        /// Could not be used at all.
+        case failed(String)
+    }
+    public var path: String
+    public var status: Status
+    /// Packets read before it ended.
+    public var packets: UInt64 = 0
+    /// The failure concerns every input alike (a filter that does not compile): stop the run.
+    public var stopsRun = false
+
+    /// Whether any packet of it went through the pipeline.
+    public var analysed: Bool {
+        switch status {
+        case .completed, .interrupted, .damaged: return true
+        case .empty, .failed: return false
+        }
+    }
+
+    /// The diagnostic a user gets for it, if any (`signalled`: the stop came from the user).
+    public func diagnostic(signalled: Bool) -> Diagnostic? {
+        switch status {
+        case .completed: return nil
+        case .interrupted:
+            return signalled ? .warning("interrupted after \(packets) packets of '\(path)': the output holds what was analysed until then") : nil
+        case .damaged(let message):
+            return .warning("'\(path)' is damaged after packet \(packets): \(message); the \(packets) packets before it were analysed")
+        case .empty: return .warning("'\(path)' is empty: no packets")
+        case .failed(let message): return .error(message)
+        }
+    }
+
+    /// What an output file's comment says of it (a damaged or interrupted capture).
+    public func outputComment(signalled: Bool) -> String? {
+        switch status {
+        case .damaged, .interrupted:
+            if case .warning(let text)? = diagnostic(signalled: signalled) { return text }
+            return nil
+        default: return nil
+        }
+    }
+
+    /// The exit status it calls for.
+    public func exitStatus(strict: Bool) -> ExitStatus {
+        switch status {
+        case .completed, .interrupted, .empty: return .ok
+        case .damaged: return strict ? .damaged : .ok
+        case .failed: return .badInput
+        }
+    }
+}
+
+/// The one "analyse these inputs" driver: opens each capture in turn, runs it through a pipeline
+/// and says how each went. The analyse, batch and report commands all run their inputs through
+/// it; they only choose the sink and print what it returns.
+public struct CaptureDriver {
+    /// BPF filter applied to every input.
+    public var captureFilter: String?
+    /// Stop after this many packets (all inputs together).
+    public var maxPackets: UInt64?
+    /// Asked between packets: true stops the run (signals, a duration).
+    public var shouldStop: () -> Bool = { false }
+
+    public init(captureFilter: String? = nil, maxPackets: UInt64? = nil) {
+        self.captureFilter = captureFilter
+        self.maxPackets = maxPackets
+    }
+
+    /// Runs `paths` in turn through `pipeline` (connections stay open from one to the next, so
+    /// several files of one capture are one stream); `pipeline.finish()` is the caller's.
+    /// `progress` is called with each source while it is read.
+    public func run(_ paths: [String], through pipeline: Pipeline, progress: ((PcapSource) -> Void)? = nil) -> [InputOutcome] {
+        var outcomes: [InputOutcome] = []
+        for path in paths {
+            let outcome = run(path, through: pipeline, progress: progress)
+            outcomes.append(outcome)
+            if outcome.stopsRun { break }
+        }
+        return outcomes
+    }
+
+    public func run(_ path: String, through pipeline: Pipeline, progress: ((PcapSource) -> Void)? = nil) -> InputOutcome {
+        let source: PcapSource
+        do {
+            source = try PcapSource.open(path: path, filter: captureFilter)
+        } catch {
+            if case .emptyFile = error { return InputOutcome(path: path, status: .empty) }
+            var failed = InputOutcome(path: path, status: .failed(error.message))
+            // A filter that does not compile fails every input alike: it is said once.
+            if case .badFilter = error { failed.stopsRun = true }
+            return failed
+        }
+        let stop = shouldStop
+        let outcome = pipeline.run(source, maxPackets: maxPackets) {
+            progress?(source)
+            return stop()
+        }
+        var result = InputOutcome(path: path, status: .completed, packets: source.packetsRead)
+        switch outcome {
+        case .completed: break
+        case .interrupted: result.status = .interrupted
+        case .damaged(let message): result.status = .damaged(message)
+        case .unsupportedLinkType:
+            result.status = .failed(CaptureError.unsupportedLinkType(path: path, dlt: source.dlt, name: source.linkTypeName).message)
+        }
+        return result
+    }
+}

@@ -1,0 +1,308 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The start line and the header section (RFC 9112 §3, §4, §5), and the framing decision.
+extension HTTPStreamParser {
+    /// Accumulates head bytes line by line until the empty line that ends the header section.
+    func consumeHead(_ bytes: UnsafeRawBufferPointer, from start: Int, at ts: Timestamp) -> Int {
+        var i = start
+        let n = bytes.count
+        // Lines are found in the chunk and copied into `buffer` in one run, when the start line or
+        // the whole head is to be read, or at the end of the chunk: `bytes[pending..<i]` belongs
+        // to the head but is not in `buffer` yet, so the head so far is `buffer.count + i - pending`
+        // bytes long.
+        var pending = start
+        @inline(__always) func flush() {
+            if i > pending { buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[pending..<i])) }
+            pending = i
+        }
+        while i < n {
+            let base = bytes.baseAddress! + i
+            guard let found = memchr(base, 0x0A, n - i) else {
+                i = n
+                flush()
+                checkHeadSize(at: ts)
+                return n
+            }
+            let lf = i + (UnsafeRawPointer(found) - UnsafeRawPointer(base))
+            i = lf + 1
+            var headCount = buffer.count + (i - pending)
+            if headCount > options.maxHeaderBytes {
+                flush()
+                checkHeadSize(at: ts)
+                if case .head = state {} else { return i }
+                headCount = buffer.count
+            }
+            let lineEnd = headCount - 1           // index of LF in the head
+            var contentEnd = lineEnd
+            // The byte before the LF: in the chunk, or at the end of `buffer` (a line cut between chunks).
+            if contentEnd > lineStart && (lf > pending ? bytes[lf - 1] : buffer[contentEnd - 1]) == 0x0D { contentEnd -= 1 }
+            else { message?.note(.bareLFLineEnding) }
+            if lineStart == 0 {
+                // The start line decides what this is.
+                flush()
+                if !startLine(buffer[0..<contentEnd], at: ts) { return i }
+                if let m = message, m.kind == .request, m.isHTTP09 {
+                    // An HTTP/0.9 client sends the one line and waits; an HTTP/1.x client whose
+                    // version is missing goes on with header lines. What comes next decides,
+                    // whichever chunk it comes in (see `State.http09Candidate`).
+                    m.headersSize = buffer.count
+                    http09LineEnd = ts
+                    transition(to: .http09Candidate)
+                    return i
+                }
+                if let m = message, m.isHTTP09 {   // HTTP/0.9 reply: this line is already body
+                    return i
+                }
+            } else if contentEnd == lineStart {
+                flush()
+                completeHead(at: ts)
+                return i
+            }
+            lineStart = headCount
+        }
+        flush()
+        return i
+    }
+
+    func checkHeadSize(at ts: Timestamp) {
+        guard buffer.count > options.maxHeaderBytes else { return }
+        if message == nil {
+            // No start line within the limit: not HTTP.
+            skipped(role == .request ? .unexpectedClientData : .unexpectedServerData, bytes: buffer.count)
+            buffer.removeAll(keepingCapacity: false)
+            lineStart = 0
+            transition(to: .resync)
+            return
+        }
+        message?.note(.headerTooLarge)
+        // Drop the partial line; keep the complete lines for the header fields.
+        buffer.removeSubrange(lineStart...)
+        interruptHead(at: ts, weird: .headerTooLarge)
+        transition(to: .resync)
+    }
+
+    /// Validates the first line. Returns false when the parser left the head state.
+    func startLine(_ line: ArraySlice<UInt8>, at ts: Timestamp) -> Bool {
+        switch role {
+        case .request:
+            guard let parsed = RequestLine(line) else {
+                skipped(.unexpectedClientData, bytes: buffer.count)
+                buffer.removeAll(keepingCapacity: true)
+                lineStart = 0
+                transition(to: .resync)
+                return false
+            }
+            let m = begin()
+            m.method = parsed.method
+            m.target = parsed.target
+            m.version = parsed.version
+            m.isHTTP09 = parsed.version.isEmpty
+            m.startLineParsed = true
+            if parsed.malformed { m.note(.badRequestLine) }
+            if m.isHTTP09 { m.note(.http09) }
+            return true
+        case .response:
+            if let parsed = StatusLine(line) {
+                let m = begin()
+                m.version = parsed.version
+                m.status = parsed.status
+                m.reason = parsed.reason
+                m.startLineParsed = true
+                return true
+            }
+            if requestBeingAnswered().isHTTP09 {
+                // HTTP/0.9: no status line, the whole rest of the stream is the body.
+                let m = begin()
+                m.isHTTP09 = true
+                m.startLineParsed = true
+                m.headersComplete = true
+                m.headersEnd = headTime
+                m.closeDelimited = true
+                m.note(.http09)
+                callout { delegate.parserCompletedHead(m) }
+                transition(to: .untilClose)
+                let held = buffer
+                buffer.removeAll(keepingCapacity: true)
+                held.withUnsafeBytes { bodyData($0, wire: $0.count) }
+                m.lastByte = ts
+                return true
+            }
+            // A line that means to be a status line but is not one is named as such.
+            let looksLikeStatus = line.count >= 5 && line.starts(with: "HTTP/".utf8)
+            skipped(looksLikeStatus ? .badStatusLine : .unexpectedServerData, bytes: buffer.count)
+            buffer.removeAll(keepingCapacity: true)
+            lineStart = 0
+            transition(to: .resync)
+            return false
+        }
+    }
+
+    func begin() -> HTTPMessage {
+        let m = HTTPMessage(kind: role)
+        m.startOffset = headOffset
+        m.firstByte = headTime
+        m.lastByte = headTime
+        if role == .response { m.requestMethod = requestBeingAnswered().method }
+        if skippedSinceLastMessage > 0 && messagesBegun > 0 {
+            // Bytes that were not HTTP came between the previous message and this one. (At the
+            // start of a direction picked up mid-stream they are the end of an unseen message,
+            // and only the connection's unexpected_*_data says so.)
+            m.note(.garbageSkipped)
+        }
+        skippedSinceLastMessage = 0
+        messagesBegun += 1
+        setMessage(m)
+        callout { delegate.parserBegan(m) }
+        return m
+    }
+
+    /// The request a response starting now answers (asked of the delegate: the pairing knows).
+    func requestBeingAnswered() -> RequestContext {
+        callout { delegate.parserRequestBeingAnswered() }
+    }
+
+    /// Bytes that are not HTTP where a message should start: counted for the connection, and
+    /// remembered so that the next message found in this direction is flagged.
+    func skipped(_ weird: Weird, bytes: Int) {
+        skippedSinceLastMessage += bytes
+        callout { delegate.parserSkipped(weird, bytes: bytes) }
+    }
+
+    /// Parses the header lines held in the buffer into the message: the message gets an exact-size
+    /// copy of the head, and each field is a name range and a value range of it.
+    func parseHeaderFields(into m: HTTPMessage, trailers: Bool = false) {
+        var fields = buffer.withUnsafeBufferPointer { HeaderFields(head: $0) }
+        let maxFields = options.maxHeaderFields
+        var notes: [Weird] = []
+        buffer.withUnsafeBufferPointer { p in
+            let count = p.count
+            var i = 0
+            var first = !trailers
+            @inline(__always) func trimmed(_ lo: Int, _ hi: Int) -> Range<Int> { trimmingOWS(p, lo, hi) }
+            while i < count {
+                var end = i
+                if let base = p.baseAddress, let found = memchr(base + i, 0x0A, count - i) {
+                    end = UnsafePointer<UInt8>(found.assumingMemoryBound(to: UInt8.self)) - base
+                } else {
+                    end = count
+                }
+                var contentEnd = end
+                if contentEnd > i && p[contentEnd - 1] == 0x0D { contentEnd -= 1 }
+                let lineStart = i
+                i = end + 1
+                if first { first = false; continue }
+                if contentEnd == lineStart { break }
+                if isOWS(p[lineStart]) {
+                    // obs-fold (RFC 9112 §5.2): the line continues the previous field's value.
+                    notes.append(.obsoleteLineFolding)
+                    fields.continueLast(with: buffer[trimmed(lineStart, contentEnd)])
+                    continue
+                }
+                var colon = lineStart
+                while colon < contentEnd && p[colon] != 0x3A { colon += 1 }
+                guard colon < contentEnd else {
+                    notes.append(.badHeaderLine)
+                    continue
+                }
+                // Whitespace before the colon is a bad line (RFC 9112 §5.1), tolerated.
+                let name = trimmed(lineStart, colon)
+                if name.upperBound < colon { notes.append(.badHeaderLine) }
+                if name.isEmpty { notes.append(.badHeaderLine); continue }
+                if fields.count >= maxFields { notes.append(.tooManyHeaders); break }
+                let id = FieldName(buffer: UnsafeBufferPointer(rebasing: p[name]))
+                fields.appendRange(name: name, value: trimmed(colon + 1, contentEnd), id: id)
+            }
+        }
+        for w in notes { m.note(w) }
+        if trailers { m.trailers = fields } else { m.headers = fields }
+    }
+
+    /// The header section ended: decide the body framing (RFC 9112 §6.3).
+    func completeHead(at ts: Timestamp) {
+        guard let m = message else { transition(to: .start); return }
+        if !m.isHTTP09 { parseHeaderFields(into: m) }
+        m.headersSize = buffer.count
+        m.headersComplete = true
+        m.headersEnd = ts
+        m.lastByte = ts
+        buffer.removeAll(keepingCapacity: buffer.capacity <= 64 * 1024)
+        lineStart = 0
+        callout { delegate.parserCompletedHead(m) }
+        let framing = BodyFraming.decide(for: m)
+        for w in framing.weirds { m.note(w) }
+        m.chunked = framing.kind == .chunked
+        m.contentLength = framing.length
+        setUpDecoder(m)
+        switch framing.kind {
+        case .none:
+            endMessage(at: ts, complete: true)
+        case .length:
+            if framing.length == 0 { endMessage(at: ts, complete: true) } else { transition(to: .body(remaining: framing.length ?? 0)) }
+        case .chunked:
+            transition(to: .chunkSize)
+        case .untilClose:
+            m.closeDelimited = true
+            transition(to: .untilClose)
+        case .tunnel:
+            endMessage(at: ts, complete: true)
+            transition(to: .tunnel)
+        }
+    }
+
+    /// A head cut short (gap, close, size limit): keep what was complete and end the message.
+    func interruptHead(at ts: Timestamp, weird: Weird) {
+        if message == nil, !buffer.isEmpty {
+            // The start line itself may be all there is.
+            var end = buffer.firstIndex(of: 0x0A) ?? buffer.count
+            if end > 0 && buffer[end - 1] == 0x0D { end -= 1 }
+            if end > 0 {
+                let line = buffer[0..<end]
+                if role == .request, let parsed = RequestLine(line) {
+                    let m = begin()
+                    m.method = parsed.method; m.target = parsed.target; m.version = parsed.version
+                    m.startLineParsed = true
+                } else if role == .response, let parsed = StatusLine(line) {
+                    let m = begin()
+                    m.version = parsed.version; m.status = parsed.status; m.reason = parsed.reason
+                    m.startLineParsed = true
+                }
+            }
+        }
+        if message == nil, role == .response, !buffer.isEmpty, requestBeingAnswered().isHTTP09 {
+            // An HTTP/0.9 reply shorter than one line.
+            let m = begin()
+            m.isHTTP09 = true
+            m.startLineParsed = true
+            m.headersComplete = true
+            m.closeDelimited = true
+            m.note(.http09)
+            callout { delegate.parserCompletedHead(m) }
+            let held = buffer
+            buffer.removeAll(keepingCapacity: true)
+            held.withUnsafeBytes { bodyData($0, wire: $0.count) }
+            lineStart = 0
+            endMessage(at: ts, complete: true)
+            return
+        }
+        guard let m = message else {
+            if !buffer.isEmpty {
+                skipped(role == .request ? .unexpectedClientData : .unexpectedServerData, bytes: buffer.count)
+            }
+            buffer.removeAll(keepingCapacity: true)
+            lineStart = 0
+            return
+        }
+        if lineStart > 0 { buffer.removeSubrange(lineStart...) }
+        parseHeaderFields(into: m)
+        m.headersSize = buffer.count
+        m.note(weird)
+        buffer.removeAll(keepingCapacity: true)
+        lineStart = 0
+        endMessage(at: ts, complete: false)
+    }
+
+}
