@@ -4,13 +4,24 @@
 struct BoundedLRU<Key: Hashable, Value> {
     private struct Slot {
         var key: Key
-        var value: Value
+        /// Optional only so that `update` can move the value out and back without copying it
+        /// (a copy of an array value would be copied again on write).
+        var stored: Value?
         var newer = -1
         var older = -1
+        init(key: Key, value: Value) { self.key = key; self.stored = value }
+        var value: Value {
+            get { stored! }
+            set { stored = newValue }
+        }
+        mutating func take() -> Value? { defer { stored = nil }; return stored }
+        mutating func put(_ v: Value) { stored = v }
     }
     let capacity: Int
     private var index: [Key: Int] = [:]
     private var slots: [Slot] = []
+    /// Slots of removed entries, reused first.
+    private var free: [Int] = []
     private var newest = -1
     private var oldest = -1
     /// Entries pushed out because the map was full.
@@ -43,7 +54,10 @@ struct BoundedLRU<Key: Hashable, Value> {
         }
         var evicted: (key: Key, value: Value)? = nil
         let i: Int
-        if slots.count < capacity {
+        if let reused = free.popLast() {
+            i = reused
+            slots[i] = Slot(key: key, value: value)
+        } else if slots.count < capacity {
             i = slots.count
             slots.append(Slot(key: key, value: value))
         } else {
@@ -63,8 +77,33 @@ struct BoundedLRU<Key: Hashable, Value> {
     @discardableResult
     mutating func modify(_ key: Key, _ body: (inout Value) -> Void) -> Bool {
         guard let i = index[key] else { return false }
-        body(&slots[i].value)
+        var value = slots[i].take()!
+        body(&value)
+        slots[i].put(value)
         return true
+    }
+
+    /// One look-up for a read-then-write: `body` gets the entry in place (nil when absent, and it
+    /// may set it), which becomes the most recently used. Returns the entry evicted to make room.
+    @discardableResult
+    mutating func update(_ key: Key, _ body: (inout Value?) -> Void) -> (key: Key, value: Value)? {
+        if let i = index[key] {
+            touch(i)
+            var value: Value? = slots[i].take()
+            body(&value)
+            if let value { slots[i].put(value) } else { remove(at: i, key: key) }
+            return nil
+        }
+        var value: Value? = nil
+        body(&value)
+        guard let value else { return nil }
+        return set(key, value)
+    }
+
+    private mutating func remove(at i: Int, key: Key) {
+        unlink(i)
+        index[key] = nil
+        free.append(i)
     }
 
     private mutating func touch(_ i: Int) {

@@ -110,36 +110,41 @@ public final class CacheTracker {
     private func lookUpAndStore(_ t: Transaction, response: HTTPMessage, requestTime: Timestamp, _ a: inout CacheAssessment) {
         let request = t.request
         let url = cacheKey(t)
-        let known = stored.value(for: url)
-        if let candidates = known {
-            for s in candidates.reversed() where s.responseTime <= requestTime {
-                guard !s.vary.contains("*") else { continue }
-                let matches = zip(s.vary, s.varyValues).allSatisfy { name, value in request?.headers.combined(name) == value }
-                guard matches else { continue }
-                if s.freshFor - requestTime.seconds(since: s.responseTime) > 0 {
-                    a.avoidable = true
-                    a.avoidableBecauseOf = s.sequence
-                    break
-                }
-            }
-        } else if let freshUntil = evicted.peek(url.hashValue), requestTime < freshUntil {
-            a.dependsOnEvictedEntry = true
-        }
+        var entry: Stored? = nil
         if a.storable, !a.noCache, let freshFor = a.freshFor {
             let vary = (response.headers.combined(.vary) ?? "").split(separator: ",")
                 .map { $0.trimmingASCIIWhitespace().lowercased() }.filter { !$0.isEmpty }
             let values = vary.map { request?.headers.combined($0) }
-            let entry = Stored(sequence: t.sequence, responseTime: a.responseTime, freshFor: freshFor, vary: vary, varyValues: values)
-            if known != nil {
-                stored.modify(url) { Self.store(entry, in: &$0) }
-            } else {
-                if let out = stored.set(url, [entry]) {
-                    // Remember until when the evicted URL had a fresh response.
-                    if let latest = out.value.map(\.freshUntil).max(), latest > (evicted.peek(out.key.hashValue) ?? .zero) {
-                        evicted.set(out.key.hashValue, latest)
+            entry = Stored(sequence: t.sequence, responseTime: a.responseTime, freshFor: freshFor, vary: vary, varyValues: values)
+        }
+        var missedEvicted = false
+        // One look-up: read the stored responses, then store this one in place.
+        let out = stored.update(url) { list in
+            if let candidates = list {
+                for s in candidates.reversed() where s.responseTime <= requestTime {
+                    guard !s.vary.contains("*") else { continue }
+                    let matches = zip(s.vary, s.varyValues).allSatisfy { name, value in request?.headers.combined(name) == value }
+                    guard matches else { continue }
+                    if s.freshFor - requestTime.seconds(since: s.responseTime) > 0 {
+                        a.avoidable = true
+                        a.avoidableBecauseOf = s.sequence
+                        break
                     }
                 }
+            } else {
+                missedEvicted = true
             }
+            if let entry {
+                if list == nil { list = [entry] } else { Self.store(entry, in: &list!) }
+            }
+        }
+        if missedEvicted, let freshUntil = evicted.peek(url.hashValue), requestTime < freshUntil {
+            a.dependsOnEvictedEntry = true
+        }
+        if let out, let latest = out.value.map(\.freshUntil).max() {
+            // Remember until when the evicted URL had a fresh response.
+            let h = out.key.hashValue
+            if latest > (evicted.peek(h) ?? .zero) { evicted.set(h, latest) }
         }
     }
 

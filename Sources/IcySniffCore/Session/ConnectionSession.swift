@@ -38,15 +38,24 @@ public struct HTTPSessionFactory: SessionFactory {
 /// protocol can hand the rest of the connection to another.
 public final class SessionSlot: StreamHandler {
     public private(set) var session: any ConnectionSession
+    /// `session` again, unretained, for the per-packet path: reading the `var` to call it would
+    /// retain and release it on every packet. `session` owns it; both change together.
+    private unowned(unsafe) var current: any ConnectionSession
 
-    init(_ session: any ConnectionSession) { self.session = session }
+    init(_ session: any ConnectionSession) {
+        self.session = session
+        self.current = session
+    }
 
     /// From the next call on, the connection's bytes go to `next`.
-    public func handOver(to next: any ConnectionSession) { session = next }
+    public func handOver(to next: any ConnectionSession) {
+        session = next
+        current = next
+    }
 
     @inline(__always)
     public func received(_ chunk: StreamChunk, from direction: Direction, on connection: Connection) {
-        session.received(chunk, from: direction, on: connection)
+        current.received(chunk, from: direction, on: connection)
     }
 
     public func missed(_ gap: StreamGap, from direction: Direction, on connection: Connection) {
