@@ -1,10 +1,19 @@
+/// Where a response's freshness lifetime came from (RFC 9111 §4.2.1); the raw value is what the
+/// outputs write.
+public enum LifetimeSource: String, Sendable {
+    case maxAge = "max-age"
+    case expires
+    /// 10% of Date − Last-Modified (§4.2.2).
+    case heuristic
+    case none
+}
+
 /// How a private cache following RFC 9111 sees one response (the `_cache` contract of
 /// docs/CACHE.md and ../shared/corpus/cache/README.md).
 public struct CacheAssessment: Sendable {
     public var storable = false
     public var freshnessLifetime: Double? = nil
-    /// "max-age", "expires", "heuristic" or "none".
-    public var lifetimeSource = "none"
+    public var lifetimeSource = LifetimeSource.none
     public var age: Double = 0
     public var freshFor: Double? = nil
     public var mustRevalidate = false
@@ -32,7 +41,7 @@ public struct CacheAssessment: Sendable {
         guard let freshFor else { return "-" }
         if noCache { return "no-cache" }
         if freshFor <= 0 { return "stale" }
-        let prefix = lifetimeSource == "heuristic" ? "heuristic" : "fresh"
+        let prefix = lifetimeSource == .heuristic ? "heuristic" : "fresh"
         return "\(prefix) \(CacheAssessment.shortDuration(freshFor))"
     }
 
@@ -242,26 +251,26 @@ public final class CacheTracker {
             && (heuristicallyCacheable(status) || explicit)
         guard a.storable else {
             a.freshnessLifetime = nil
-            a.lifetimeSource = "none"
+            a.lifetimeSource = .none
             return a
         }
         // §4.2.1: max-age, then Expires, then heuristics.
         var lifetime: Double = 0
         if hasMaxAge {
             lifetime = Double(cc.maxAgeSeconds ?? 0)
-            a.lifetimeSource = "max-age"
+            a.lifetimeSource = .maxAge
         } else if hasExpires {
             if let expires = headers.httpDate(.expires, now: responseTime) {
                 lifetime = max(0, Double(expires) - dateValue)
             }
-            a.lifetimeSource = "expires"
+            a.lifetimeSource = .expires
         } else if heuristicallyCacheable(status) || cc.has(.isPublic) || cc.has(.isPrivate),
                   a.lastModified != nil, let modified = headers.httpDate(.lastModified, now: responseTime) {
             // §4.2.2: 10% of the time since Last-Modified.
             lifetime = (max(0, dateValue - Double(modified)) * 0.1)
-            a.lifetimeSource = "heuristic"
+            a.lifetimeSource = .heuristic
         } else {
-            a.lifetimeSource = "none"
+            a.lifetimeSource = .none
         }
         a.freshnessLifetime = lifetime
         a.freshFor = lifetime - a.age

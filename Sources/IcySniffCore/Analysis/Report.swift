@@ -112,7 +112,7 @@ public final class ReportCollector: TransactionSink {
                 r.avoidableBytes += UInt64(max(0, resp.headersSize)) + resp.bodyWireBytes
             }
             if cache.notModified { r.notModified.append(line) }
-            if cache.storable, cache.lifetimeSource == "heuristic", (cache.freshFor ?? 0) > 0, !cache.mustRevalidate {
+            if cache.storable, cache.lifetimeSource == .heuristic, (cache.freshFor ?? 0) > 0, !cache.mustRevalidate {
                 var l = line
                 l.note = "fresh for \(CacheAssessment.shortDuration(cache.freshFor ?? 0)) by heuristic only"
                 r.heuristicOnly.append(l)

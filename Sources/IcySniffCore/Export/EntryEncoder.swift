@@ -265,7 +265,7 @@ enum EntryEncoder {
         w.key("_cache"); w.beginObject()
         w.bool("storable", c.storable)
         w.optionalNumber("freshnessLifetime", c.freshnessLifetime)
-        w.string("lifetimeSource", c.lifetimeSource)
+        w.string("lifetimeSource", c.lifetimeSource.rawValue)
         w.number("age", c.age)
         w.optionalNumber("freshFor", c.freshFor)
         w.bool("mustRevalidate", c.mustRevalidate)

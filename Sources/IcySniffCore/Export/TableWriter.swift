@@ -353,7 +353,7 @@ enum NDJSONEncoder {
             w.string("cache", c.label)
             w.bool("cache_storable", c.storable)
             w.optionalNumber("cache_lifetime", c.freshnessLifetime)
-            w.string("cache_lifetime_source", c.lifetimeSource)
+            w.string("cache_lifetime_source", c.lifetimeSource.rawValue)
             w.number("cache_age", c.age)
             w.optionalNumber("cache_fresh_for", c.freshFor)
             w.bool("cache_avoidable", c.avoidable)

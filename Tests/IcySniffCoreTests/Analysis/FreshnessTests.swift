@@ -17,20 +17,20 @@ import Testing
     @Test func rfc9111_4_2_1_maxAgeWinsOverExpires() {
         let a = assess(["Date: \(Self.date)", "Cache-Control: max-age=600", "Expires: Wed, 15 Nov 2023 22:13:20 GMT"])
         #expect(a.storable)
-        #expect(a.lifetimeSource == "max-age")
+        #expect(a.lifetimeSource == .maxAge)
         #expect(a.freshnessLifetime == 600)
     }
 
     @Test func rfc9111_5_3_expiresRelativeToDate() {
         let a = assess(["Date: \(Self.date)", "Expires: Wed, 15 Nov 2023 22:13:20 GMT"])
-        #expect(a.lifetimeSource == "expires")
+        #expect(a.lifetimeSource == .expires)
         #expect(a.freshnessLifetime == 86_400)
     }
 
     @Test func rfc9111_5_3_invalidExpiresMeansExpired() {
         for bad in ["0", "-1", "Wed, 15 Nov 2023 22:13:20 UTC", "15-Nov-2023"] {
             let a = assess(["Date: \(Self.date)", "Expires: \(bad)", "Last-Modified: Mon, 13 Nov 2023 22:13:20 GMT"])
-            #expect(a.lifetimeSource == "expires", "\(bad)")
+            #expect(a.lifetimeSource == .expires, "\(bad)")
             #expect(a.freshnessLifetime == 0, "\(bad): no heuristic fallback")
         }
     }
@@ -44,7 +44,7 @@ import Testing
 
     @Test func rfc9111_4_2_2_heuristicIsTenPercentOfLastModified() {
         let a = assess(["Date: \(Self.date)", "Last-Modified: Mon, 13 Nov 2023 22:13:20 GMT"])
-        #expect(a.lifetimeSource == "heuristic")
+        #expect(a.lifetimeSource == .heuristic)
         #expect(a.freshnessLifetime == 8_640)
         let notHeuristic = assess(["Date: \(Self.date)", "Last-Modified: Mon, 13 Nov 2023 22:13:20 GMT"], status: "500 Oops")
         #expect(!notHeuristic.storable)
