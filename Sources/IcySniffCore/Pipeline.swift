@@ -36,12 +36,13 @@ public final class Pipeline {
         self.options = options
         let emitter = TransactionEmitter(sink: sink, dns: dns)
         self.emitter = emitter
-        let factory: any SessionFactory = sessions ?? HTTPSessionFactory(options: options.http)
-        table = ConnectionTable(limits: options.reassembly, speakerHint: { factory.speakerHint($0) }) { connection in
-            SessionSlot(factory.makeSession(for: connection, emitter: emitter))
+        let factory: any SessionFactory = sessions ?? StandardSessionFactory(options: options.http)
+        table = ConnectionTable(limits: options.reassembly, speakerHint: { factory.speakerHint($0) }) { _ in
+            SessionSlot(factory: factory, emitter: emitter)
         }
         table.onFinished = { [unowned self, unowned sink] connection in
             for (weird, n) in connection.weirds { self.stats.count(weird, by: UInt64(n)) }
+            if connection.tls != nil { self.stats.tlsConnections += 1 }
             sink.connectionFinished(connection)
         }
     }

@@ -141,6 +141,9 @@ struct Frontend {
 enum Summary {
     static func print(_ stats: RunStats) {
         var line = "icy-sniff: \(stats.packets) packets, \(stats.connections) TCP connections, \(stats.transactions) HTTP transactions"
+        if stats.tlsConnections > 0 {
+            line += ", \(stats.tlsConnections) TLS connections (encrypted; their handshakes are in --connections and the HAR's _connections)"
+        }
         if stats.malformedPackets > 0 { line += ", \(stats.malformedPackets) malformed packets" }
         let notable = stats.weirds.filter { $0.key != .midstreamPickup }.sorted { ($1.value, $0.key.rawValue) < ($0.value, $1.key.rawValue) }.prefix(6)
         if !notable.isEmpty {

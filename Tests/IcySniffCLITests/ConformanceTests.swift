@@ -78,4 +78,14 @@ struct ConformanceTests {
         #expect(counts.0 >= 54)
         #expect(counts.1 == 0, "\(r.text.split(separator: "\n").filter { $0.hasPrefix("FAIL") })")
     }
+
+    /// TLS metadata without keys (issue 15, first part): every keyless case of the TLS corpus.
+    @Test func tlsMetadataWithoutKeysPassesEveryKeylessCase() throws {
+        let r = try CLI.run(["--corpus", CLI.shared.appendingPathComponent("corpus/tls").path, "--only", "nokeys",
+                             "--cmd", "\(CLI.binary) -r {pcap} --har --quiet"],
+                            executable: CLI.shared.appendingPathComponent("tools/conformance").path)
+        let counts = try #require(passed(r.text, label: "conformance:"), "\(r.text.suffix(1000))")
+        #expect(counts.0 >= 15)
+        #expect(counts.1 == 0, "\(r.text.split(separator: "\n").filter { $0.hasPrefix("FAIL") })")
+    }
 }

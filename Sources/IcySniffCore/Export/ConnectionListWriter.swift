@@ -17,7 +17,8 @@ public final class ConnectionListWriter: OutputSink {
 
     public func finish(comment: String?) throws(OutputError) {
         summaries.sort { $0.id < $1.id }
-        let columns = ["id", "start", "client", "server", "handshake_ms", "bytes_from_client", "bytes_from_server", "packets", "gaps", "missed_bytes", "history", "anomalies"]
+        let columns = ["id", "start", "client", "server", "handshake_ms", "bytes_from_client", "bytes_from_server", "packets", "gaps", "missed_bytes", "history", "anomalies",
+                       "tls_version", "sni", "alpn", "cipher", "tls_handshake_ms", "resumed"]
         switch format {
         case .ndjson, .har:
             for s in summaries {
@@ -35,6 +36,7 @@ public final class ConnectionListWriter: OutputSink {
                 w.int("missed_bytes", s.gapBytes)
                 w.string("history", s.history)
                 w.key("anomalies"); w.beginArray(); for (k, _) in s.weirds { w.string(k.rawValue) }; w.endArray()
+                if let tls = s.tls { ConnectionSummary.write(tls, to: w) }
                 w.endObject()
                 w.append(0x0A)
                 output.write(w.buffer)
@@ -49,6 +51,9 @@ public final class ConnectionListWriter: OutputSink {
                     String(s.bytesFromClient), String(s.bytesFromServer), String(s.packets), String(s.gaps),
                     String(s.gapBytes), s.history.isEmpty ? "-" : s.history,
                     s.weirds.isEmpty ? "-" : s.weirds.map { $0.0.rawValue }.joined(separator: ","),
+                    s.tls?.versionName ?? "-", s.tls?.sni ?? "-", s.tls?.alpn ?? "-", s.tls?.cipherName ?? "-",
+                    s.tls?.handshakeMilliseconds.map { String(format3: $0) } ?? "-",
+                    s.tls.map { $0.resumed ? ($0.resumption ?? "yes") : "no" } ?? "-",
                 ])
             }
             if format == .table {

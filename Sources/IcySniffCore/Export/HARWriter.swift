@@ -62,8 +62,10 @@ public final class HARWriter: TransactionSink {
     }
 
     public func connectionFinished(_ connection: Connection) {
+        // Connections that carried a transaction, and every TLS connection (its transactions
+        // may be encrypted).
         guard connection.clientHalf.bytes > 0 || connection.serverHalf.bytes > 0,
-              usedConnections.remove(connection.id) != nil else { return }
+              usedConnections.remove(connection.id) != nil || connection.tls != nil else { return }
         entry.reset()
         ConnectionSummary(connection).write(to: entry)
         let offset = connectionSpill.append(entry.buffer)
@@ -159,6 +161,8 @@ public struct ConnectionSummary: Sendable {
     public var history: String
     public var clientEvidence: String
     public var weirds: [(Weird, Int)]
+    /// What the cleartext TLS handshake showed, for a connection that carried TLS.
+    public var tls: TLSInfo?
 
     public init(_ c: Connection) {
         id = c.id
@@ -175,6 +179,7 @@ public struct ConnectionSummary: Sendable {
         history = String(decoding: c.history, as: UTF8.self)
         clientEvidence = c.clientEvidence?.rawValue ?? ""
         weirds = c.weirds.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        tls = c.tls
     }
 
     func write(to w: JSONWriter) {
@@ -192,6 +197,31 @@ public struct ConnectionSummary: Sendable {
         w.int("missedBytes", gapBytes)
         w.string("history", history)
         w.key("anomalies"); w.beginArray(); for (k, _) in weirds { w.string(k.rawValue) }; w.endArray()
+        if let tls { Self.write(tls, to: w) }
+        w.endObject()
+    }
+
+    /// `log._connections[].tls` (the contract of ../shared/corpus/tls/README.md).
+    static func write(_ tls: TLSInfo, to w: JSONWriter) {
+        w.key("tls"); w.beginObject()
+        w.optionalString("sni", tls.sni)
+        w.optionalString("alpn", tls.alpn)
+        w.key("alpnOffered"); w.beginArray(); for p in tls.alpnOffered ?? [] { w.string(p) }; w.endArray()
+        w.optionalString("version", tls.versionName)
+        w.optionalString("cipher", tls.cipherName)
+        w.optionalString("group", tls.groupName)
+        w.bool("resumed", tls.resumed)
+        w.optionalString("resumption", tls.resumption)
+        w.bool("earlyDataOffered", tls.earlyDataOffered)
+        w.key("earlyData"); if let e = tls.earlyDataAccepted { w.bool(e) } else { w.null() }
+        w.bool("helloRetry", tls.helloRetry)
+        w.optionalString("handshakeStart", tls.handshakeStart?.iso8601(fractionDigits: 6))
+        w.optionalString("handshakeEnd", tls.handshakeEnd?.iso8601(fractionDigits: 6))
+        w.optionalNumber("handshakeMs", tls.handshakeMilliseconds)
+        w.int("applicationBytesFromClient", tls.applicationBytesFromClient)
+        w.int("applicationBytesFromServer", tls.applicationBytesFromServer)
+        w.bool("decrypted", false)
+        if tls.incomplete { w.bool("incomplete", true) }
         w.endObject()
     }
 }

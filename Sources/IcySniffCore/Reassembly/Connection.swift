@@ -57,6 +57,8 @@ public final class Connection {
     public internal(set) var resetSeen = false
     public internal(set) var weirds: [Weird: Int] = [:]
     public internal(set) var finishedAt: Timestamp? = nil
+    /// What the cleartext TLS handshake showed, for a connection that carried TLS.
+    public internal(set) var tls: TLSInfo? = nil
     /// Zeek-style history letters (upper case: originator): S h a d f r g.
     public internal(set) var history: [UInt8] = []
 

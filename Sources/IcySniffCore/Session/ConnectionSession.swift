@@ -9,27 +9,37 @@ public protocol ConnectionSession: StreamHandler {
     var scheme: String { get }
 }
 
-/// Chooses the session of each connection. The pipeline asks it once per connection, when the
-/// connection first carries data; a session may later hand its connection on to another one
-/// (`SessionSlot.handOver`) — a CONNECT tunnel or an Upgrade to another protocol.
+/// Chooses the session of each connection, by content: the pipeline asks it once per connection,
+/// with the first bytes the connection delivers (nil when it starts with a gap or ends without
+/// data); a session may later hand its connection on to another one (`SessionSlot.handOver`) —
+/// a CONNECT tunnel or an Upgrade to another protocol.
 public protocol SessionFactory {
-    func makeSession(for connection: Connection, emitter: TransactionEmitter) -> any ConnectionSession
+    func makeSession(for connection: Connection, emitter: TransactionEmitter,
+                     firstBytes: UnsafeRawBufferPointer?, from direction: Direction) -> any ConnectionSession
     /// Reads the first bytes of a connection whose handshake was not captured: do they look like
     /// a client's or a server's? (Reassembly decides the direction with it.)
     func speakerHint(_ firstBytes: UnsafeRawBufferPointer) -> SpeakerHint
 }
 
-/// Today's factory: every connection is HTTP/1.x in the clear.
-public struct HTTPSessionFactory: SessionFactory {
+/// The factory a pipeline uses: TLS where the first bytes are a TLS handshake record (on any
+/// port), HTTP/1.x otherwise.
+public struct StandardSessionFactory: SessionFactory {
     public var options: HTTPParserOptions
     public init(options: HTTPParserOptions) { self.options = options }
 
-    public func makeSession(for connection: Connection, emitter: TransactionEmitter) -> any ConnectionSession {
-        HTTP1Session(connection: connection, emitter: emitter, options: options, scheme: "http")
+    public func makeSession(for connection: Connection, emitter: TransactionEmitter,
+                            firstBytes: UnsafeRawBufferPointer?, from direction: Direction) -> any ConnectionSession {
+        if let firstBytes, TLSRecordReader.looksLikeRecord(firstBytes, handshakeType: direction == .fromClient ? 1 : 2) {
+            return TLSSession(connection: connection)
+        }
+        return HTTP1Session(connection: connection, emitter: emitter, options: options, scheme: "http")
     }
 
     public func speakerHint(_ firstBytes: UnsafeRawBufferPointer) -> SpeakerHint {
-        HTTP1Session.speakerHint(firstBytes)
+        // A TLS ClientHello comes from the client, a ServerHello from the server.
+        if TLSRecordReader.looksLikeRecord(firstBytes, handshakeType: 1) { return .client }
+        if TLSRecordReader.looksLikeRecord(firstBytes, handshakeType: 2) { return .server }
+        return HTTP1Session.speakerHint(firstBytes)
     }
 }
 
@@ -37,14 +47,17 @@ public struct HTTPSessionFactory: SessionFactory {
 /// every call on to it. A session can be replaced (`handOver`) between two calls, so that one
 /// protocol can hand the rest of the connection to another.
 public final class SessionSlot: StreamHandler {
-    public private(set) var session: any ConnectionSession
+    private let factory: any SessionFactory
+    private unowned let emitter: TransactionEmitter
+    /// Chosen with the connection's first bytes.
+    public private(set) var session: (any ConnectionSession)? = nil
     /// `session` again, unretained, for the per-packet path: reading the `var` to call it would
     /// retain and release it on every packet. `session` owns it; both change together.
-    private unowned(unsafe) var current: any ConnectionSession
+    private unowned(unsafe) var current: (any ConnectionSession)? = nil
 
-    init(_ session: any ConnectionSession) {
-        self.session = session
-        self.current = session
+    init(factory: any SessionFactory, emitter: TransactionEmitter) {
+        self.factory = factory
+        self.emitter = emitter
     }
 
     /// From the next call on, the connection's bytes go to `next`.
@@ -53,20 +66,82 @@ public final class SessionSlot: StreamHandler {
         current = next
     }
 
+    private func choose(_ connection: Connection, firstBytes: UnsafeRawBufferPointer?, from direction: Direction) -> any ConnectionSession {
+        let chosen = factory.makeSession(for: connection, emitter: emitter, firstBytes: firstBytes, from: direction)
+        handOver(to: chosen)
+        return chosen
+    }
+
+    /// The first bytes, while too few to choose by (a TLS record header cut by the segmenting).
+    private var held: [UInt8] = []
+    private var heldOffset: UInt64 = 0
+    private var heldTime: Timestamp = .zero
+    private var heldDirection = Direction.fromClient
+    /// Bytes a choice needs: a TLS record header and the handshake type.
+    static let bytesToChoose = 6
+
     @inline(__always)
     public func received(_ chunk: StreamChunk, from direction: Direction, on connection: Connection) {
-        current.received(chunk, from: direction, on: connection)
+        if let current {
+            current.received(chunk, from: direction, on: connection)
+        } else {
+            firstReceived(chunk, from: direction, on: connection)
+        }
+    }
+
+    /// Until a session is chosen. Bytes that may begin a TLS handshake record but are too few
+    /// to tell are held (at most 5) and delivered, with their own offset and time, once chosen.
+    private func firstReceived(_ chunk: StreamChunk, from direction: Direction, on connection: Connection) {
+        if !held.isEmpty && direction != heldDirection {
+            // The other side spoke first after all: choose with what is held.
+            releaseHeld(on: connection)
+            session!.received(chunk, from: direction, on: connection)
+            return
+        }
+        var all = held
+        all.append(contentsOf: chunk.bytes)
+        if all.count < Self.bytesToChoose && Self.mayBeginHandshakeRecord(all) {
+            if held.isEmpty { heldOffset = chunk.offset; heldTime = chunk.timestamp; heldDirection = direction }
+            held = all
+            return
+        }
+        let chosen = all.withUnsafeBytes { choose(connection, firstBytes: $0, from: direction) }
+        if !held.isEmpty {
+            deliverHeld(to: chosen, on: connection)
+        }
+        chosen.received(chunk, from: direction, on: connection)
+    }
+
+    static func mayBeginHandshakeRecord(_ bytes: [UInt8]) -> Bool {
+        (bytes.count < 1 || bytes[0] == 22) && (bytes.count < 2 || bytes[1] == 3) && (bytes.count < 3 || bytes[2] <= 4)
+    }
+
+    private func deliverHeld(to chosen: any ConnectionSession, on connection: Connection) {
+        let bytes = held
+        held = []
+        bytes.withUnsafeBytes { raw in
+            chosen.received(StreamChunk(offset: heldOffset, bytes: raw, timestamp: heldTime), from: heldDirection, on: connection)
+        }
+    }
+
+    private func releaseHeld(on connection: Connection) {
+        guard session == nil, !held.isEmpty else { return }
+        let chosen = held.withUnsafeBytes { choose(connection, firstBytes: $0, from: heldDirection) }
+        deliverHeld(to: chosen, on: connection)
     }
 
     public func missed(_ gap: StreamGap, from direction: Direction, on connection: Connection) {
-        session.missed(gap, from: direction, on: connection)
+        releaseHeld(on: connection)
+        (session ?? choose(connection, firstBytes: nil, from: direction)).missed(gap, from: direction, on: connection)
     }
 
     public func ended(_ direction: Direction, reason: CloseReason, at timestamp: Timestamp, on connection: Connection) {
-        session.ended(direction, reason: reason, at: timestamp, on: connection)
+        releaseHeld(on: connection)
+        (session ?? choose(connection, firstBytes: nil, from: direction)).ended(direction, reason: reason, at: timestamp, on: connection)
     }
 
     public func finished(_ connection: Connection, at timestamp: Timestamp) {
-        session.finished(connection, at: timestamp)
+        releaseHeld(on: connection)
+        session?.finished(connection, at: timestamp)
     }
 }
