@@ -34,6 +34,9 @@ struct BoundedLRU<Key: Hashable, Value> {
 
     var count: Int { index.count }
 
+    /// The keys, in no particular order.
+    var keys: Dictionary<Key, Int>.Keys { index.keys }
+
     /// The value for `key`, which becomes the most recently used.
     mutating func value(for key: Key) -> Value? {
         guard let i = index[key] else { return nil }

@@ -54,6 +54,29 @@ public struct Report: Sendable {
     public var uncompressedTextBytes: UInt64 = 0
     public var slowestByWait: [(line: Line, wait: Double)] = []
     public var errorsByHost: [(host: String, status: Int, count: Int)] = []
+    /// TLS connections (from their cleartext handshakes); nil when there were none.
+    public var tls: TLSSummary? = nil
+
+    /// The TLS part of the report: what the handshakes say, without keys.
+    public struct TLSSummary: Sendable {
+        public struct Host: Sendable {
+            public var sni: String
+            public var connections: Int
+            public var resumed: Int
+            /// Connections opened after an earlier one to the same host had closed: keeping that
+            /// one open would have saved a handshake.
+            public var sequential: Int
+        }
+        public var connections = 0
+        public var resumed = 0
+        public var versions: [(version: String, count: Int)] = []
+        /// Handshake times (ms): median, 90th percentile and maximum.
+        public var handshakeP50: Double? = nil
+        public var handshakeP90: Double? = nil
+        public var handshakeMax: Double? = nil
+        public var hosts: [Host] = []
+        public var resumptionRate: Double { connections == 0 ? 0 : Double(resumed) / Double(connections) }
+    }
 
     public var requestsPerConnection: Double { connections == 0 ? 0 : Double(requests) / Double(connections) }
 
@@ -86,6 +109,17 @@ public final class ReportCollector: TransactionSink {
     /// The slowest waits so far, at most `slowestKept`, slowest first.
     private var slowest: [(line: Report.Line, wait: Double)] = []
     private let slowestKept = 10
+    private var tlsConnections = 0
+    private var tlsResumed = 0
+    private var tlsVersions: [String: Int] = [:]
+    /// Handshake times: all of the first `handshakesKept`, then a deterministic reservoir sample.
+    private var handshakes: [Double] = []
+    private var handshakesSeen = 0
+    private let handshakesKept = 65_536
+    /// A fixed-seed linear congruential generator: the sample, and so the report, is the same
+    /// on every run.
+    private var sampler: UInt64 = 0x1C5A1F
+    private var tlsHosts = BoundedLRU<String, (connections: Int, resumed: Int, sequential: Int, lastEnd: Timestamp)>(capacity: 50_000)
 
     public init() {}
 
@@ -151,8 +185,59 @@ public final class ReportCollector: TransactionSink {
     }
 
     public func connectionFinished(_ connection: Connection) {
+        if let tls = connection.tls { tlsFinished(tls, connection) }
         guard let c = open.removeValue(forKey: connection.id) else { return }
         fold(c)
+    }
+
+    private func tlsFinished(_ tls: TLSInfo, _ connection: Connection) {
+        tlsConnections += 1
+        if tls.resumed { tlsResumed += 1 }
+        tlsVersions[tls.versionName ?? "unknown", default: 0] += 1
+        if let ms = tls.handshakeMilliseconds {
+            handshakesSeen += 1
+            if handshakes.count < handshakesKept {
+                handshakes.append(ms)
+            } else {
+                sampler = sampler &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                let k = Int((sampler >> 33) % UInt64(handshakesSeen))
+                if k < handshakesKept { handshakes[k] = ms }
+            }
+        }
+        let sni = (tls.sni ?? connection.server.description).lowercased()
+        let start = connection.synTime ?? connection.firstSeen
+        let end = connection.finishedAt ?? connection.lastSeen
+        tlsHosts.update(sni) { entry in
+            var e = entry ?? (0, 0, 0, .zero)
+            if e.connections > 0 && start >= e.lastEnd { e.sequential += 1 }
+            e.connections += 1
+            if tls.resumed { e.resumed += 1 }
+            e.lastEnd = max(e.lastEnd, end)
+            entry = e
+        }
+    }
+
+    private func tlsSummary() -> Report.TLSSummary? {
+        guard tlsConnections > 0 else { return nil }
+        var s = Report.TLSSummary()
+        s.connections = tlsConnections
+        s.resumed = tlsResumed
+        s.versions = tlsVersions.sorted { ($0.value, $0.key) > ($1.value, $1.key) }.map { ($0.key, $0.value) }
+        let sorted = handshakes.sorted()
+        if !sorted.isEmpty {
+            func percentile(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int((p * Double(sorted.count - 1)).rounded()))] }
+            s.handshakeP50 = percentile(0.5)
+            s.handshakeP90 = percentile(0.9)
+            s.handshakeMax = sorted.last
+        }
+        var hosts: [Report.TLSSummary.Host] = []
+        for key in tlsHosts.keys {
+            if let e = tlsHosts.peek(key) {
+                hosts.append(.init(sni: key, connections: e.connections, resumed: e.resumed, sequential: e.sequential))
+            }
+        }
+        s.hosts = Array(hosts.sorted { ($0.connections, $0.sni) > ($1.connections, $1.sni) }.prefix(Report.hostsKept))
+        return s
     }
 
     private func fold(_ c: (host: String, count: Int)) {
@@ -178,6 +263,7 @@ public final class ReportCollector: TransactionSink {
         // Many one-request connections to one host: keep-alive would have saved a handshake each.
         out.shortConnectionHosts = hosts.filter { $0.connections >= 3 && $0.singleRequestConnections * 2 >= $0.connections }
         out.hosts = Array(hosts.prefix(Report.hostsKept))
+        out.tls = tlsSummary()
         out.errorsByHost = errors.flatMap { host, statuses in statuses.map { (host, $0.key, $0.value) } }
             .sorted { ($0.count, $0.host, $1.status) > ($1.count, $1.host, $0.status) }
         return out

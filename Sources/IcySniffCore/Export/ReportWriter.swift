@@ -45,6 +45,26 @@ public enum ReportWriter {
         }
         line(r.errorsByHost.isEmpty ? "Errors by host: none" : "Errors by host:")
         for e in r.errorsByHost.prefix(maxLines) { line("  \(e.host): \(e.count) × \(e.status)") }
+        if let tls = r.tls {
+            func ms(_ v: Double?) -> String {
+                guard let v else { return "-" }
+                let w = ByteBuffer(capacity: 32)
+                JSONWriter.appendNumber(v, decimals: 1, to: w)
+                return w.text + " ms"
+            }
+            line()
+            let rate = Int((tls.resumptionRate * 100).rounded())
+            line("TLS: \(tls.connections) connections (handshakes only: not decrypted), \(tls.resumed) resumed (\(rate)%)")
+            line("  versions: " + tls.versions.map { "\($0.version) \($0.count)" }.joined(separator: ", "))
+            line("  handshake time: median \(ms(tls.handshakeP50)), 90th percentile \(ms(tls.handshakeP90)), max \(ms(tls.handshakeMax))")
+            for h in tls.hosts.prefix(maxLines) {
+                var text = "  \(h.sni): \(h.connections) connection\(h.connections == 1 ? "" : "s")"
+                if h.resumed > 0 { text += ", \(h.resumed) resumed" }
+                if h.sequential > 0 { text += ", \(h.sequential) opened after the previous one closed (reuse would save a handshake each)" }
+                line(text)
+            }
+            if tls.hosts.count > maxLines { line("  … \(tls.hosts.count - maxLines) more hosts") }
+        }
         return out
     }
 
@@ -95,6 +115,22 @@ public enum ReportWriter {
                 w.beginObject(); w.string("url", l.url); w.string("method", l.method); w.int("status", l.status); w.number("wait", wait); w.endObject()
             }
             w.endArray()
+            if let tls = r.tls {
+                w.key("tls"); w.beginObject()
+                w.int("connections", tls.connections)
+                w.int("resumed", tls.resumed)
+                w.key("versions"); w.beginObject(); for v in tls.versions { w.key(text: v.version); w.int(v.count) }; w.endObject()
+                w.optionalNumber("handshakeP50", tls.handshakeP50)
+                w.optionalNumber("handshakeP90", tls.handshakeP90)
+                w.optionalNumber("handshakeMax", tls.handshakeMax)
+                w.key("hosts"); w.beginArray()
+                for h in tls.hosts {
+                    w.beginObject(); w.string("sni", h.sni); w.int("connections", h.connections); w.int("resumed", h.resumed)
+                    w.int("sequentialConnections", h.sequential); w.endObject()
+                }
+                w.endArray()
+                w.endObject()
+            }
             w.key("errorsByHost"); w.beginArray()
             for e in r.errorsByHost {
                 w.beginObject(); w.string("host", e.host); w.int("status", e.status); w.int("count", e.count); w.endObject()
