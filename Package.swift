@@ -3,7 +3,7 @@ import PackageDescription
 
 // The folders are the pipeline: Capture → Decode → Reassembly → HTTP → Analysis → Export.
 // C libraries come from Debian's -dev packages (libpcap-dev, zlib1g-dev, libbrotli-dev, libzstd-dev,
-// libdeflate-dev).
+// libdeflate-dev, libssl-dev for libcrypto).
 let package = Package(
     name: "icy-sniff",
     platforms: [.macOS(.v13)],
@@ -23,6 +23,9 @@ let package = Package(
         .systemLibrary(name: "CDeflate", pkgConfig: "libdeflate", providers: [.apt(["libdeflate-dev"])]),
         // Small C helpers that are awkward from Swift (a FILE* over a gzip stream for libpcap).
         .target(name: "CIcyShims", dependencies: ["CZlib"]),
+        // TLS decryption: thin wrappers over OpenSSL's libcrypto (Debian's libssl-dev): EVP AEAD
+        // ciphers and the HKDF and TLS1-PRF KDFs. No cryptography of our own.
+        .target(name: "CIcyCrypto", linkerSettings: [.linkedLibrary("crypto")]),
         // No unsafe flags on the library: SwiftPM refuses them in a package that is depended upon
         // by version (Tests/IcySniffCLITests/DependencyTests builds such a package). Exclusivity
         // is checked here in every build; the shipped release build (scripts/build-release)
@@ -30,7 +33,7 @@ let package = Package(
         // third of a run (NDJSON of an 825 MB capture: 6.8 s with them, 4.4 s without).
         .target(
             name: "IcySniffCore",
-            dependencies: ["CPcap", "CZlib", "CBrotli", "CZstd", "CDeflate", "CIcyShims"]
+            dependencies: ["CPcap", "CZlib", "CBrotli", "CZstd", "CDeflate", "CIcyShims", "CIcyCrypto"]
         ),
         .executableTarget(
             name: "icy-sniff",

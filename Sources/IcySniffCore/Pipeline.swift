@@ -4,6 +4,8 @@ public struct PipelineOptions: Sendable {
     public var reassembly = ReassemblyLimits()
     /// Live captures: flush connections idle for this long (seconds of capture time).
     public var idleFlushSeconds: Double = 120
+    /// TLS secrets to decrypt with (`--keylog`).
+    public var keyLog: KeyLog? = nil
     public init() {}
 }
 
@@ -36,13 +38,16 @@ public final class Pipeline {
         self.options = options
         let emitter = TransactionEmitter(sink: sink, dns: dns)
         self.emitter = emitter
-        let factory: any SessionFactory = sessions ?? StandardSessionFactory(options: options.http)
+        let factory: any SessionFactory = sessions ?? StandardSessionFactory(options: options.http, keyLog: options.keyLog)
         table = ConnectionTable(limits: options.reassembly, speakerHint: { factory.speakerHint($0) }) { _ in
             SessionSlot(factory: factory, emitter: emitter)
         }
         table.onFinished = { [unowned self, unowned sink] connection in
             for (weird, n) in connection.weirds { self.stats.count(weird, by: UInt64(n)) }
-            if connection.tls != nil { self.stats.tlsConnections += 1 }
+            if let tls = connection.tls {
+                self.stats.tlsConnections += 1
+                if tls.decrypted { self.stats.tlsDecrypted += 1 }
+            }
             sink.connectionFinished(connection)
         }
     }

@@ -9,7 +9,7 @@ extension OutputFormat: ExpressibleByArgument {}
 struct Analyze: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "analyze",
-        abstract: "Passive HTTP/1.x traffic analyzer: requests, responses, timings, cache freshness, HAR.",
+        abstract: "Passive HTTP/1.x traffic analyzer, HTTPS too: requests, responses, timings, cache freshness, TLS, HAR.",
         discussion: """
         Reads capture files (pcap, pcapng, gzip-compressed too; '-' is standard input) or a \
         live interface, reassembles TCP, parses HTTP/1.x, pairs requests with responses and \
@@ -20,6 +20,7 @@ struct Analyze: ParsableCommand {
           icy-sniff -r capture.pcapng.gz         table on a terminal, TSV in a pipe
           icy-sniff -r capture.pcap --format ndjson | jq .
           icy-sniff -r capture.pcap --connections
+          icy-sniff -r phone.pcap --keylog sslkeys.log --har    decrypt TLS 1.2/1.3
           icy-sniff -i wlan0 -f 'tcp port 80'
 
         EXIT CODES
@@ -65,7 +66,13 @@ struct Analyze: ParsableCommand {
             print(AnomalyCatalogue.markdown, terminator: "")
             return
         }
-        let frontend = Frontend(input: input, output: output, filter: try filters.makeFilter())
+        var frontend = Frontend(input: input, output: output, filter: try filters.makeFilter())
+        if !input.keylog.isEmpty {
+            do { frontend.keyLog = try KeyLog(paths: input.keylog) } catch {
+                Diagnostics.error(error.message)
+                throw ExitCode(Frontend.Exit.badInput)
+            }
+        }
         let code = frontend.run()
         if code != 0 { throw ExitCode(code) }
     }
@@ -80,6 +87,9 @@ struct InputOptions: ParsableArguments {
 
     @Option(name: [.customShort("f"), .customLong("filter")], help: ArgumentHelp("BPF capture filter, for files and interfaces alike.", valueName: "bpf"))
     var filter: String?
+
+    @Option(name: .customLong("keylog"), help: ArgumentHelp("Decrypt TLS with the secrets in this NSS key log (SSLKEYLOGFILE, as browsers, curl and OpenSSL write it). Repeatable; re-read when it grows.", valueName: "file"))
+    var keylog: [String] = []
 
     @Flag(name: .customLong("promisc"), help: "Put the interface into promiscuous mode.")
     var promiscuous = false

@@ -9,6 +9,8 @@ struct Frontend {
     var input: InputOptions
     var output: OutputOptions
     var filter: TransactionFilter
+    /// TLS secrets (`--keylog`), shared by every pipeline of the run.
+    var keyLog: KeyLog? = nil
 
     struct Failure: Error { var message: String; var code: Int32 }
 
@@ -51,6 +53,7 @@ struct Frontend {
     var pipelineOptions: PipelineOptions {
         var pipelineOptions = PipelineOptions()
         pipelineOptions.http.keepBodies = output.bodies
+        pipelineOptions.keyLog = keyLog
         return pipelineOptions
     }
 
@@ -142,7 +145,12 @@ enum Summary {
     static func print(_ stats: RunStats) {
         var line = "icy-sniff: \(stats.packets) packets, \(stats.connections) TCP connections, \(stats.transactions) HTTP transactions"
         if stats.tlsConnections > 0 {
-            line += ", \(stats.tlsConnections) TLS connections (encrypted; their handshakes are in --connections and the HAR's _connections)"
+            let hidden = stats.tlsConnections - stats.tlsDecrypted
+            line += ", \(stats.tlsConnections) TLS connections"
+            if stats.tlsDecrypted > 0 { line += " (\(stats.tlsDecrypted) decrypted)" }
+            if hidden > 0 {
+                line += "; \(hidden) encrypted (--keylog FILE decrypts them; their handshakes are in --connections and the HAR's _connections)"
+            }
         }
         if stats.malformedPackets > 0 { line += ", \(stats.malformedPackets) malformed packets" }
         let notable = stats.weirds.filter { $0.key != .midstreamPickup }.sorted { ($1.value, $0.key.rawValue) < ($0.value, $1.key.rawValue) }.prefix(6)

@@ -16,6 +16,9 @@ struct ReportCommand: ParsableCommand {
     @Option(name: [.customShort("f"), .customLong("filter")], help: ArgumentHelp("BPF capture filter.", valueName: "bpf"))
     var filter: String?
 
+    @Option(name: .customLong("keylog"), help: ArgumentHelp("Decrypt TLS with the secrets in this NSS key log (repeatable).", valueName: "file"))
+    var keylog: [String] = []
+
     @Option(name: .customLong("format"), help: "text (default) or json.")
     var format: ReportFormat = .text
 
@@ -31,11 +34,18 @@ struct ReportCommand: ParsableCommand {
         var code: Int32 = 0
         for problem in expanded.problems { Diagnostics.error(problem); code = 2 }
         var reports: [Report] = []
+        var options = PipelineOptions()
+        if !keylog.isEmpty {
+            do { options.keyLog = try KeyLog(paths: keylog) } catch {
+                Diagnostics.error(error.message)
+                throw ExitCode(2)
+            }
+        }
         var driver = CaptureDriver(captureFilter: filter)
         driver.shouldStop = { Signals.stop }
         for capture in expanded.captures {
             let collector = ReportCollector()
-            let pipeline = Pipeline(sink: CacheJudgingSink(next: collector))
+            let pipeline = Pipeline(sink: CacheJudgingSink(next: collector), options: options)
             let outcome = driver.run(capture.path, through: pipeline)
             switch outcome.diagnostic(signalled: Signals.stop) {
             case .error(let text)?: Diagnostics.error(text)

@@ -88,4 +88,18 @@ struct ConformanceTests {
         #expect(counts.0 >= 15)
         #expect(counts.1 == 0, "\(r.text.split(separator: "\n").filter { $0.hasPrefix("FAIL") })")
     }
+
+    /// TLS decryption with the key logs (issue 15): every HTTP/1.1-over-TLS case, TLS 1.2 and 1.3,
+    /// resumption and 0-RTT, with the TLS and ssl-timing checks. The HTTP/2 cases are the next
+    /// issue's.
+    @Test func tlsDecryptionPassesEveryHTTP1Case() throws {
+        let r = try CLI.run(["--corpus", CLI.shared.appendingPathComponent("corpus/tls").path, "--only", "^(tls1|resume|large|h1-)",
+                             "--cmd", "\(CLI.binary) -r {pcap} --har --quiet", "--keylog-opt", "--keylog {keylog}"],
+                            executable: CLI.shared.appendingPathComponent("tools/conformance").path)
+        let counts = try #require(passed(r.text, label: "conformance:"), "\(r.text.suffix(1000))")
+        #expect(counts.0 >= 16)
+        #expect(counts.1 <= 2, "only the two HTTP/2-over-TLS 1.3 cases may fail: \(r.text.split(separator: "\n").filter { $0.hasPrefix("FAIL") })")
+        let failures = r.text.split(separator: "\n").filter { $0.hasPrefix("FAIL") }
+        #expect(failures.allSatisfy { $0.contains("-h2 ") }, "\(failures)")
+    }
 }

@@ -55,4 +55,82 @@ import Testing
         let text = try CLI.run(["report", "-r", capture])
         #expect(text.text.contains("TLS: 3 connections"), "\(text.text)")
     }
+
+    let keys = CLI.capture("tls-sample.keys")
+
+    /// With curl's key log: the HTTP/1.1 inside TLS 1.3 and 1.2 (resumed too), as https
+    /// transactions timed like cleartext ones, with the handshake as timings.ssl.
+    @Test func keyLogDecryptsTheTransactions() throws {
+        let r = try CLI.run(["-r", capture, "--keylog", keys, "--har"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.contains("3 TLS connections (3 decrypted)"), "\(r.stderr)")
+        let har = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any])
+        let log = try #require(har["log"] as? [String: Any])
+        let entries = try #require(log["entries"] as? [[String: Any]])
+        try #require(entries.count == 3)
+        for e in entries {
+            let request = try #require(e["request"] as? [String: Any]), response = try #require(e["response"] as? [String: Any])
+            #expect(request["method"] as? String == "GET")
+            #expect(request["url"] as? String == "https://tls.icy.test:44330/")
+            #expect(response["status"] as? Int == 200)
+            #expect(((response["content"] as? [String: Any])?["size"] as? Int ?? 0) > 1000, "the s_server status page")
+            let t = try #require(e["timings"] as? [String: Any])
+            let ssl = try #require(t["ssl"] as? Double), connect = try #require(t["connect"] as? Double)
+            #expect(ssl > 0 && connect >= ssl, "HAR 1.2: ssl is part of connect (\(t))")
+        }
+        let tls = (log["_connections"] as? [[String: Any]] ?? []).compactMap { $0["tls"] as? [String: Any] }
+        #expect(tls.count == 3 && tls.allSatisfy { $0["decrypted"] as? Bool == true })
+        #expect(tls.first?["earlyData"] as? Bool == false, "known with keys")
+        // Key material never appears in an output.
+        let secrets = try String(contentsOfFile: keys, encoding: .utf8).split(separator: "\n").compactMap { $0.split(separator: " ").last }
+        #expect(!secrets.isEmpty)
+        for secret in secrets { #expect(!r.text.contains(String(secret)) && !r.stderr.contains(String(secret))) }
+    }
+
+    /// Wrong keys give a clear flag, never garbage: a key log with every secret changed.
+    @Test func wrongKeysAreFlaggedNotDecodedAsGarbage() throws {
+        let text = try String(contentsOfFile: keys, encoding: .utf8)
+        let wrong = text.split(separator: "\n").map { line -> String in
+            var parts = line.split(separator: " ").map(String.init)
+            guard parts.count == 3 else { return String(line) }
+            parts[2] = String(parts[2].reversed())
+            return parts.joined(separator: " ")
+        }.joined(separator: "\n")
+        let path = CLI.temporaryDirectory().appendingPathComponent("wrong.keys")
+        try wrong.write(to: path, atomically: true, encoding: .utf8)
+        let r = try CLI.run(["-r", capture, "--keylog", path.path, "--format", "ndjson"])
+        #expect(r.status == 0)
+        #expect(r.text.isEmpty, "no transaction from bytes that did not authenticate: \(r.text)")
+        #expect(r.stderr.contains("tls_decryption_failed"), "\(r.stderr)")
+        // Keys for other connections only: the connections are named, not decrypted.
+        let others = CLI.temporaryDirectory().appendingPathComponent("other.keys")
+        try "CLIENT_RANDOM \(String(repeating: "ab", count: 32)) \(String(repeating: "cd", count: 48))\n".write(to: others, atomically: true, encoding: .utf8)
+        let o = try CLI.run(["-r", capture, "--keylog", others.path, "--connections", "--format", "tsv"])
+        #expect(o.text.components(separatedBy: "tls_keys_not_found").count - 1 == 3, "\(o.text)")
+        let missing = try CLI.run(["-r", capture, "--keylog", "/nonexistent.keys"])
+        #expect(missing.status == 2 && missing.stderr.hasPrefix("icy-sniff: cannot read key log '/nonexistent.keys'"), "\(missing.stderr)")
+    }
+
+    /// One byte of an encrypted record changed in the capture: that direction stops being
+    /// decrypted at that record (flagged), the other connections are unaffected.
+    @Test func aTamperedRecordIsFlagged() throws {
+        var data = try Data(contentsOf: URL(fileURLWithPath: capture))
+        // The last application-data record of the capture's first connection's server side is
+        // inside its largest packet: flip a byte in the middle of the largest packet.
+        var offset = 24, largest = (offset: 0, length: 0)
+        while offset + 16 <= data.count {
+            let caplen = Int(data[offset + 8]) | Int(data[offset + 9]) << 8 | Int(data[offset + 10]) << 16 | Int(data[offset + 11]) << 24
+            if caplen > largest.length { largest = (offset + 16, caplen) }
+            offset += 16 + caplen
+        }
+        data[largest.offset + largest.length - 40] ^= 0x01
+        let path = CLI.temporaryDirectory().appendingPathComponent("tampered.pcap")
+        try data.write(to: path)
+        let r = try CLI.run(["-r", path.path, "--keylog", keys, "--format", "ndjson"])
+        #expect(r.status == 0)
+        #expect(r.stderr.contains("tls_decryption_failed×1"), "\(r.stderr)")
+        let rows = r.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(rows.count == 3, "the request is still there")
+        #expect(rows.filter { ($0["status"] as? Int) == 200 }.count == 2, "the tampered response is not")
+    }
 }

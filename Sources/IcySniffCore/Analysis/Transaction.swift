@@ -7,6 +7,9 @@ public struct ConnectionSnapshot: Sendable {
     public var synAckTime: Timestamp?
     public var handshakeAckTime: Timestamp?
     public var midstream: Bool
+    /// The TLS handshake of the connection (first ClientHello byte, client Finished), if any.
+    public var tlsHandshakeStart: Timestamp?
+    public var tlsHandshakeEnd: Timestamp?
 
     init(_ c: Connection) {
         id = c.id
@@ -16,6 +19,8 @@ public struct ConnectionSnapshot: Sendable {
         synAckTime = c.synAckTime
         handshakeAckTime = c.handshakeAckTime
         midstream = c.clientHalf.midstream || c.serverHalf.midstream
+        tlsHandshakeStart = c.tls?.handshakeStart
+        tlsHandshakeEnd = c.tls?.handshakeEnd
     }
 
     public var label: String { "C\(id)" }

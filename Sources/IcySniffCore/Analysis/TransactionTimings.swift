@@ -17,6 +17,8 @@ public struct TransactionTimings: Sendable {
     }
 
     /// - connect: first SYN to the client's ACK of the SYN-ACK, first request of a connection only;
+    ///   over TLS, first SYN to the end of the TLS handshake, and ssl is the handshake (included
+    ///   in connect, HAR 1.2) — as far as it came before the request (0-RTT sends it earlier);
     /// - send: first to last byte of the request; wait: last request byte to first response byte;
     /// - receive: first to last response byte; dns: a matching captured lookup, when one is given.
     static func compute(for t: Transaction, dns lookup: DNSLookup?) -> TransactionTimings {
@@ -28,6 +30,14 @@ public struct TransactionTimings: Sendable {
         if t.depth == 1, let syn = t.connection.synTime, let ack = t.connection.handshakeAckTime, ack >= syn, syn <= firstRequestByte {
             timings.connect = ack.milliseconds(since: syn)
             start = syn
+            if let tlsStart = t.connection.tlsHandshakeStart, tlsStart >= ack {
+                // 0-RTT: the request went before the handshake ended (even before it is known).
+                let end = min(t.connection.tlsHandshakeEnd ?? firstRequestByte, firstRequestByte)
+                if end >= tlsStart {
+                    timings.ssl = end.milliseconds(since: tlsStart)
+                    timings.connect = end.milliseconds(since: syn)
+                }
+            }
             if let lookup, lookup.answered <= syn {
                 timings.dns = lookup.answered.milliseconds(since: lookup.queried)
                 start = lookup.queried

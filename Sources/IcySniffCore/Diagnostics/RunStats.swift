@@ -10,6 +10,8 @@ public struct RunStats: Sendable {
     public var transactions: UInt64 = 0
     /// Connections that carried TLS (their metadata is in `log._connections` / `--connections`).
     public var tlsConnections: UInt64 = 0
+    /// Of those, the ones decrypted with a key log.
+    public var tlsDecrypted: UInt64 = 0
     public var weirds: [Weird: UInt64] = [:]
     public var firstPacket: Timestamp? = nil
     public var lastPacket: Timestamp? = nil
@@ -28,6 +30,7 @@ public struct RunStats: Sendable {
         connections += other.connections
         transactions += other.transactions
         tlsConnections += other.tlsConnections
+        tlsDecrypted += other.tlsDecrypted
         for (k, v) in other.weirds { weirds[k, default: 0] += v }
         if let f = other.firstPacket { firstPacket = min(firstPacket ?? f, f) }
         if let l = other.lastPacket { lastPacket = max(lastPacket ?? l, l) }

@@ -62,6 +62,13 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
     case interruptedByClose = "interrupted_by_connection_close"
     case tunnel = "tunnel"
     case pipelined = "pipelined_request"
+
+    // TLS (connection scope).
+    case tlsKeysNotFound = "tls_keys_not_found"
+    case tlsDecryptionFailed = "tls_decryption_failed"
+    case tlsRecordLost = "tls_record_lost"
+    case tlsEarlyDataRejected = "tls_early_data_rejected"
+    case http2NotDecoded = "http2_not_decoded"
     case bodyTruncatedInMemory = "body_truncated_in_memory"
 
     public static func < (a: Weird, b: Weird) -> Bool { a.rawValue < b.rawValue }
@@ -123,6 +130,11 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
         case .smugglingSuspected: return "framing that front and back ends may read differently (request smuggling)"
         case .interruptedByClose: return "the connection closed before the message ended"
         case .tunnel: return "CONNECT or Upgrade turned the rest of the connection into a tunnel"
+        case .tlsKeysNotFound: return "a key log was given, but it has no secrets for this TLS connection (its ClientHello random); only the handshake is shown"
+        case .tlsDecryptionFailed: return "a TLS record did not authenticate with the logged secrets (wrong keys, or a damaged record): nothing after it in that direction is decrypted, no garbage is passed on"
+        case .tlsRecordLost: return "part of an encrypted TLS record was never captured: the record cannot be decrypted, its plaintext is a gap"
+        case .tlsEarlyDataRejected: return "the client sent TLS 1.3 early data (0-RTT) that the server did not accept: it is not analysed"
+        case .http2NotDecoded: return "the decrypted connection carries HTTP/2 (ALPN h2), which icy-sniff does not decode yet: listed, not dropped"
         case .pipelined: return "the request was sent before the previous response arrived"
         case .bodyTruncatedInMemory: return "the body exceeded the in-memory cap; sizes are exact, the kept text is not"
         }

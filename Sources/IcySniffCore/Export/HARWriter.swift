@@ -220,7 +220,7 @@ public struct ConnectionSummary: Sendable {
         w.optionalNumber("handshakeMs", tls.handshakeMilliseconds)
         w.int("applicationBytesFromClient", tls.applicationBytesFromClient)
         w.int("applicationBytesFromServer", tls.applicationBytesFromServer)
-        w.bool("decrypted", false)
+        w.bool("decrypted", tls.decrypted)
         if tls.incomplete { w.bool("incomplete", true) }
         w.endObject()
     }

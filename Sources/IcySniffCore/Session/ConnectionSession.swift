@@ -25,12 +25,17 @@ public protocol SessionFactory {
 /// port), HTTP/1.x otherwise.
 public struct StandardSessionFactory: SessionFactory {
     public var options: HTTPParserOptions
-    public init(options: HTTPParserOptions) { self.options = options }
+    /// TLS secrets (`--keylog`); nil: TLS connections show their handshakes only.
+    public var keyLog: KeyLog?
+    public init(options: HTTPParserOptions, keyLog: KeyLog? = nil) {
+        self.options = options
+        self.keyLog = keyLog
+    }
 
     public func makeSession(for connection: Connection, emitter: TransactionEmitter,
                             firstBytes: UnsafeRawBufferPointer?, from direction: Direction) -> any ConnectionSession {
         if let firstBytes, TLSRecordReader.looksLikeRecord(firstBytes, handshakeType: direction == .fromClient ? 1 : 2) {
-            return TLSSession(connection: connection)
+            return TLSSession(connection: connection, emitter: emitter, options: options, keyLog: keyLog)
         }
         return HTTP1Session(connection: connection, emitter: emitter, options: options, scheme: "http")
     }

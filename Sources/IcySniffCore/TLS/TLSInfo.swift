@@ -33,6 +33,8 @@ public struct TLSInfo: Sendable, Equatable {
     public var applicationBytesFromServer: UInt64 = 0
     /// The handshake could not be read to its end (a gap, a record that is not TLS).
     public var incomplete = false
+    /// The connection's records were decrypted with secrets from a key log.
+    public var decrypted = false
 
     public init() {}
 

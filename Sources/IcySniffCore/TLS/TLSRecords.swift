@@ -10,6 +10,8 @@ final class TLSRecordReader {
         var length: Int
         var firstByte: Timestamp
         var lastByte: Timestamp
+        /// Part of the body was never captured: the record cannot be read (its bytes are counted).
+        var lost = false
     }
 
     /// Largest record a peer may send: 2^14 plus the expansion TLS 1.2 allows (RFC 5246 §6.2.3).
@@ -67,19 +69,24 @@ final class TLSRecordReader {
         }
     }
 
+    private var lost = false
+
     private func finishRecord(at ts: Timestamp, _ record: (Record) -> Void) {
         inBody = false
-        let b = body
+        let b = lost ? nil : body
         body = nil
-        record(Record(type: type, body: b, length: length, firstByte: first, lastByte: ts))
+        let wasLost = lost
+        lost = false
+        record(Record(type: type, body: b, length: length, firstByte: first, lastByte: ts, lost: wasLost))
     }
 
-    /// Bytes that were never captured: inside the body of a record whose body is not kept they
-    /// are skipped (the record is still counted); anywhere else the framing is lost.
+    /// Bytes that were never captured: inside a record's body they are skipped and the record is
+    /// reported lost (counted, not readable); anywhere else the framing is lost.
     func gap(_ length: UInt64, at ts: Timestamp, record: (Record) -> Void) {
         guard !broken else { return }
-        if inBody, body == nil, length <= UInt64(remaining) {
+        if inBody, length <= UInt64(remaining) {
             remaining -= Int(length)
+            lost = true
             if remaining == 0 { finishRecord(at: ts, record) }
             return
         }

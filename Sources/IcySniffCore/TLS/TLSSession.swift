@@ -1,14 +1,48 @@
 /// The session of a connection that carries TLS (recognised by content, on any port).
 ///
-/// Without keys it reads what the handshake shows in clear (`TLSInfo`: SNI, ALPN offered,
-/// version, cipher suite, group, resumption, HelloRetryRequest, handshake start and end) and
-/// counts the application-data records each way; the connection is listed in HAR
-/// `log._connections` with its `tls` object and gives no transactions (the HTTP inside is
-/// encrypted). Decryption from a key log plugs in here: the plaintext goes to an inner HTTP
-/// session with the timestamps of the segments that carried each record.
+/// Always, without keys: it reads what the handshake shows in clear (`TLSInfo`: SNI, ALPN
+/// offered, version, cipher suite, group, resumption, HelloRetryRequest, handshake start and end)
+/// and counts the application-data records each way; the connection is listed in HAR
+/// `log._connections` with its `tls` object.
+///
+/// With the connection's secrets in a key log (found by the ClientHello random): it decrypts the
+/// records (TLS 1.3: handshake, application and 0-RTT traffic secrets, KeyUpdate; TLS 1.2: the
+/// master secret's key block; AES-GCM and ChaCha20-Poly1305, through OpenSSL) and hands the
+/// plaintext to an inner HTTP/1.x session, each record with the capture time of the segment that
+/// completed it, so the transactions are timed like cleartext ones (their URLs are `https`). A
+/// record that does not authenticate is flagged and nothing after it in that direction is passed
+/// on; a record partly lost is a gap in the plaintext.
 final class TLSSession: ConnectionSession {
     let scheme = "https"
     private unowned let connection: Connection
+    private unowned let emitter: TransactionEmitter
+    private let options: HTTPParserOptions
+    private let keyLog: KeyLog?
+    private var clientRandom: [UInt8] = []
+    private var serverRandom: [UInt8] = []
+    private var cipher: TLSCipherParameters? = nil
+    private var secrets: TLSSecrets? = nil
+    /// The protection of each direction's next record (TLS 1.2: set at its ChangeCipherSpec).
+    private var clientProtection: RecordProtection? = nil
+    private var serverProtection: RecordProtection? = nil
+    private var clientPending: RecordProtection? = nil
+    private var serverPending: RecordProtection? = nil
+    /// TLS 1.3 0-RTT: the early-data protection, and early records held until the server says
+    /// (EncryptedExtensions) whether it accepted them.
+    private var earlyProtection: RecordProtection? = nil
+    private var earlyActive = false
+    private var heldEarly: [TLSRecordReader.Record] = []
+    /// TLS 1.3 current traffic secrets (for KeyUpdate).
+    private var clientSecret: [UInt8]? = nil
+    private var serverSecret: [UInt8]? = nil
+    /// Decrypted handshake messages (TLS 1.3).
+    private var clientSealedHandshake = TLSHandshakeBuffer()
+    private var serverSealedHandshake = TLSHandshakeBuffer()
+    /// A direction stops being decrypted at its first record that does not authenticate.
+    private var decryptionFailed = [false, false]
+    private var inner: (any ConnectionSession)? = nil
+    private var innerRefused = false
+    private var plaintextOffset: [UInt64] = [0, 0]
     private(set) var info = TLSInfo()
     private let clientRecords = TLSRecordReader()
     private let serverRecords = TLSRecordReader()
@@ -25,8 +59,20 @@ final class TLSSession: ConnectionSession {
     private var clientEncrypted = false
     private var serverEncrypted = false
 
-    init(connection: Connection) {
+    init(connection: Connection, emitter: TransactionEmitter, options: HTTPParserOptions, keyLog: KeyLog?) {
         self.connection = connection
+        self.emitter = emitter
+        self.options = options
+        self.keyLog = keyLog
+    }
+
+    /// Whether a record of `type` from `direction` is to be kept whole: cleartext handshake
+    /// records, and everything that may be decrypted.
+    private func keeps(_ type: UInt8, _ direction: Direction) -> Bool {
+        let encrypted = direction == .fromClient ? clientEncrypted : serverEncrypted
+        if type == 22 && !encrypted { return true }
+        guard secrets != nil, !decryptionFailed[direction.index], (21...23).contains(type) else { return false }
+        return true
     }
 
     private var isTLS13: Bool { info.version == 0x0304 }
@@ -37,25 +83,38 @@ final class TLSSession: ConnectionSession {
         // Whether a record's body is kept is decided when its header arrives, by the state the
         // records before it (in the same chunk too) left.
         if direction == .fromClient {
-            clientRecords.feed(chunk.bytes, at: chunk.timestamp, keep: { $0 == 22 && !self.clientEncrypted }) { clientRecord($0) }
+            clientRecords.feed(chunk.bytes, at: chunk.timestamp, keep: { self.keeps($0, .fromClient) }) { clientRecord($0) }
         } else {
-            serverRecords.feed(chunk.bytes, at: chunk.timestamp, keep: { $0 == 22 && !self.serverEncrypted }) { serverRecord($0) }
+            serverRecords.feed(chunk.bytes, at: chunk.timestamp, keep: { self.keeps($0, .fromServer) }) { serverRecord($0) }
         }
         if clientRecords.broken || serverRecords.broken { noteBroken() }
     }
 
     func missed(_ gap: StreamGap, from direction: Direction, on connection: Connection) {
         let reader = direction == .fromClient ? clientRecords : serverRecords
+        let wasBroken = reader.broken
         reader.gap(gap.length, at: gap.timestamp) { direction == .fromClient ? clientRecord($0) : serverRecord($0) }
-        if reader.broken { noteBroken() }
+        if reader.broken {
+            noteBroken()
+            // The record framing is lost: the plaintext of the rest of the direction is unknown.
+            if !wasBroken, let inner {
+                inner.missed(StreamGap(offset: plaintextOffset[direction.index], length: gap.length, timestamp: gap.timestamp),
+                             from: direction, on: connection)
+                plaintextOffset[direction.index] &+= gap.length
+            }
+        }
     }
 
-    func ended(_ direction: Direction, reason: CloseReason, at timestamp: Timestamp, on connection: Connection) {}
+    func ended(_ direction: Direction, reason: CloseReason, at timestamp: Timestamp, on connection: Connection) {
+        inner?.ended(direction, reason: reason, at: timestamp, on: connection)
+    }
 
     func finished(_ connection: Connection, at timestamp: Timestamp) {
         if info.handshakeEnd == nil || clientHandshake.overflowed || serverHandshake.overflowed { info.incomplete = true }
         if info.version != 0 && !isTLS13 { info.earlyDataAccepted = false }
+        if !heldEarly.isEmpty { settleEarlyData(accepted: info.earlyDataAccepted ?? false) }
         connection.tls = info
+        inner?.finished(connection, at: timestamp)
     }
 
     private func noteBroken() {
@@ -66,32 +125,53 @@ final class TLSSession: ConnectionSession {
 
     private func clientRecord(_ r: TLSRecordReader.Record) {
         switch r.type {
-        case 22:
+        case 22 where !clientEncrypted:
             if let body = r.body {
-                if info.handshakeStart == nil { info.handshakeStart = r.firstByte }
+                if info.handshakeStart == nil {
+                    info.handshakeStart = r.firstByte
+                    connection.tls = info
+                }
                 clientHandshake.append(body) { type, message in
                     if type == 1 { clientHello(message) }
                 }
-            } else if clientEncrypted, info.handshakeEnd == nil {
-                // TLS 1.2: the client's first record after its ChangeCipherSpec is its Finished.
-                info.handshakeEnd = r.lastByte
             }
+        case 22:
+            // TLS 1.2: the client's first record after its ChangeCipherSpec is its Finished.
+            if info.handshakeEnd == nil { handshakeEnded(at: r.lastByte) }
+            sealed(r, from: .fromClient)
         case 20:
             // TLS 1.3 sends a ChangeCipherSpec only for middlebox compatibility: it changes nothing.
-            if sawServerHello && !isTLS13 { clientEncrypted = true }
+            if sawServerHello && !isTLS13 {
+                clientEncrypted = true
+                clientProtection = clientPending
+            }
         case 23:
             info.applicationBytesFromClient &+= UInt64(r.length + 5)
-            // TLS 1.3: the client's first encrypted record after the ServerHello ends its flight
-            // (0-RTT records come before the ServerHello and do not count).
-            if isTLS13, sawServerHello, info.handshakeEnd == nil { info.handshakeEnd = r.lastByte }
+            if !sawServerHello {
+                // 0-RTT early data, sent with the ClientHello: held until the server's
+                // EncryptedExtensions say whether it was accepted.
+                if r.body != nil || r.lost { heldEarly.append(r) }
+                return
+            }
+            // TLS 1.3: the client's first encrypted record after the ServerHello ends its flight.
+            if isTLS13, sawServerHello, info.handshakeEnd == nil { handshakeEnded(at: r.lastByte) }
+            sealed(r, from: .fromClient)
+        case 21:
+            sealed(r, from: .fromClient)
         default:
             break
         }
     }
 
+    private func handshakeEnded(at ts: Timestamp) {
+        info.handshakeEnd = ts
+        // The transactions that follow take their ssl timing from it.
+        connection.tls = info
+    }
+
     private func serverRecord(_ r: TLSRecordReader.Record) {
         switch r.type {
-        case 22:
+        case 22 where !serverEncrypted:
             guard let body = r.body else { return }
             serverHandshake.append(body) { type, message in
                 switch type {
@@ -101,9 +181,12 @@ final class TLSSession: ConnectionSession {
                 default: break
                 }
             }
+        case 22, 21:
+            sealed(r, from: .fromServer)
         case 20:
             if sawServerHello && !isTLS13 {
                 serverEncrypted = true
+                serverProtection = serverPending
                 // An abbreviated handshake: ChangeCipherSpec right after the ServerHello.
                 if !sawCertificate {
                     info.resumed = true
@@ -112,8 +195,192 @@ final class TLSSession: ConnectionSession {
             }
         case 23:
             info.applicationBytesFromServer &+= UInt64(r.length + 5)
+            sealed(r, from: .fromServer)
         default:
             break
+        }
+    }
+
+    // MARK: Decryption
+
+    /// An encrypted record of `direction`: opened with the direction's protection, then its
+    /// content handled by type.
+    private func sealed(_ r: TLSRecordReader.Record, from direction: Direction, with protection: RecordProtection? = nil) {
+        guard secrets != nil, !decryptionFailed[direction.index] else { return }
+        let chosen: RecordProtection?
+        if let protection { chosen = protection }
+        else if direction == .fromClient { chosen = earlyActive ? earlyProtection : clientProtection }
+        else { chosen = serverProtection }
+        guard let p = chosen else { return }
+        guard let body = r.body, !r.lost else {
+            // Not captured whole: the record cannot be opened; its plaintext is a gap.
+            p.skip()
+            connection.note(.tlsRecordLost)
+            if r.type == 23 || isTLS13 {
+                let estimate = UInt64(max(0, r.length - 16 - (isTLS13 ? 1 : (cipher?.tls12ImplicitIVLength == 4 ? 8 : 0))))
+                deliverGap(estimate, at: r.lastByte, from: direction)
+            }
+            return
+        }
+        guard var plaintext = p.open(type: r.type, version: 0x0303, body: body) else {
+            decryptionFailed[direction.index] = true
+            connection.note(.tlsDecryptionFailed)
+            return
+        }
+        info.decrypted = true
+        var type = r.type
+        if isTLS13 {
+            // TLSInnerPlaintext: content, the real type, then zero padding (RFC 8446 §5.2).
+            while let last = plaintext.last, last == 0 { plaintext.removeLast() }
+            guard let inner = plaintext.popLast() else { return }
+            type = inner
+        }
+        switch type {
+        case 23: deliver(plaintext, at: r.lastByte, from: direction)
+        case 22 where isTLS13:
+            if direction == .fromClient {
+                clientSealedHandshake.append(plaintext) { t, m in clientSealedMessage(t, m) }
+            } else {
+                serverSealedHandshake.append(plaintext) { t, m in serverSealedMessage(t, m) }
+            }
+        default: break   // TLS 1.2 Finished, alerts
+        }
+    }
+
+    private func serverSealedMessage(_ type: UInt8, _ message: ArraySlice<UInt8>) {
+        switch type {
+        case 8:   // EncryptedExtensions: the negotiated ALPN, and whether 0-RTT was accepted
+            var r = TLSReader(message)
+            var accepted = false
+            if let block = r.vector(2) {
+                for (t, data) in TLSReader.extensions(block) {
+                    var e = TLSReader(data)
+                    if t == 16, let list = e.vector(2) {
+                        var protocols = TLSReader(list)
+                        if let p = protocols.vector(1) { info.alpn = String(decoding: p, as: UTF8.self) }
+                    }
+                    if t == 42 { accepted = true }
+                }
+            }
+            info.earlyDataAccepted = accepted
+            settleEarlyData(accepted: accepted)
+        case 20:  // Finished: the server's application traffic keys from here
+            if let c = cipher, let secret = secrets?.serverTraffic0 {
+                serverSecret = secret
+                serverProtection = RecordProtection(tls13Secret: secret, cipher: c)
+            } else {
+                serverProtection = nil
+            }
+        case 24:  // KeyUpdate
+            serverSecret = nextSecret(serverSecret)
+            serverProtection = serverSecret.flatMap { s in cipher.flatMap { RecordProtection(tls13Secret: s, cipher: $0) } }
+        default:
+            break
+        }
+    }
+
+    private func clientSealedMessage(_ type: UInt8, _ message: ArraySlice<UInt8>) {
+        switch type {
+        case 5:   // EndOfEarlyData: the client's handshake keys from here
+            earlyActive = false
+        case 20:  // Finished: the client's application traffic keys from here
+            earlyActive = false
+            if let c = cipher, let secret = secrets?.clientTraffic0 {
+                clientSecret = secret
+                clientProtection = RecordProtection(tls13Secret: secret, cipher: c)
+            } else {
+                clientProtection = nil
+            }
+        case 24:
+            clientSecret = nextSecret(clientSecret)
+            clientProtection = clientSecret.flatMap { s in cipher.flatMap { RecordProtection(tls13Secret: s, cipher: $0) } }
+        default:
+            break
+        }
+    }
+
+    /// RFC 8446 §7.2: application_traffic_secret_N+1.
+    private func nextSecret(_ secret: [UInt8]?) -> [UInt8]? {
+        guard let secret, let c = cipher else { return nil }
+        return TLSKeys.expandLabel(secret, "traffic upd", length: c.hashLength, sha384: c.sha384)
+    }
+
+    /// 0-RTT records held since the ClientHello: decrypted with the early traffic secret when
+    /// the server accepted them; otherwise the server never read them, and neither do we.
+    private func settleEarlyData(accepted: Bool) {
+        let held = heldEarly
+        heldEarly = []
+        guard accepted || !held.isEmpty else { return }
+        guard accepted, let c = cipher, let secret = secrets?.clientEarly, let early = RecordProtection(tls13Secret: secret, cipher: c) else {
+            connection.note(accepted ? .tlsKeysNotFound : .tlsEarlyDataRejected)
+            return
+        }
+        earlyProtection = early
+        for r in held { sealed(r, from: .fromClient, with: early) }
+        // The client's records after the server's flight use the early keys until EndOfEarlyData.
+        earlyActive = true
+    }
+
+    /// Plaintext application data: to the inner session, chosen by the negotiated protocol.
+    private func deliver(_ plaintext: [UInt8], at ts: Timestamp, from direction: Direction) {
+        guard !plaintext.isEmpty, let inner = innerSession(for: plaintext) else { return }
+        plaintext.withUnsafeBytes { raw in
+            inner.received(StreamChunk(offset: plaintextOffset[direction.index], bytes: raw, timestamp: ts), from: direction, on: connection)
+        }
+        plaintextOffset[direction.index] &+= UInt64(plaintext.count)
+    }
+
+    private func deliverGap(_ length: UInt64, at ts: Timestamp, from direction: Direction) {
+        guard length > 0, let inner else { return }
+        inner.missed(StreamGap(offset: plaintextOffset[direction.index], length: length, timestamp: ts), from: direction, on: connection)
+        plaintextOffset[direction.index] &+= length
+    }
+
+    private static let http2Preface = Array("PRI * HTTP/2.0\r\n".utf8)
+
+    private func innerSession(for plaintext: [UInt8]) -> (any ConnectionSession)? {
+        if let inner { return inner }
+        guard !innerRefused else { return nil }
+        if info.alpn == "h2" || plaintext.starts(with: Self.http2Preface) {
+            // HTTP/2 inside TLS is the next issue's: the connection is listed, flagged, not dropped.
+            innerRefused = true
+            connection.note(.http2NotDecoded)
+            return nil
+        }
+        let session = HTTP1Session(connection: connection, emitter: emitter, options: options, scheme: "https")
+        inner = session
+        return session
+    }
+
+    /// After the ServerHello: the keys of both directions, from the key log.
+    private func setUpKeys() {
+        guard let keyLog else { return }
+        guard let found = secrets ?? keyLog.secrets(forClientRandom: clientRandom), !found.isEmpty else {
+            connection.note(.tlsKeysNotFound)
+            return
+        }
+        guard let c = cipher else {
+            // A suite icy-sniff cannot decrypt (CBC, CCM): the handshake only.
+            secrets = nil
+            return
+        }
+        secrets = found
+        if isTLS13 {
+            if let s = found.serverHandshake { serverProtection = RecordProtection(tls13Secret: s, cipher: c) }
+            if let s = found.clientHandshake { clientProtection = RecordProtection(tls13Secret: s, cipher: c) }
+            if serverProtection == nil && clientProtection == nil { secrets = nil; connection.note(.tlsKeysNotFound) }
+        } else if let master = found.masterSecret {
+            // RFC 5246 §6.3: key_block = PRF(master, "key expansion", server_random + client_random).
+            let ivLength = c.tls12ImplicitIVLength
+            let length = 2 * c.keyLength + 2 * ivLength
+            guard let block = TLSKeys.prf(master, "key expansion", seed: serverRandom + clientRandom, length: length, sha384: c.sha384) else { return }
+            let k = c.keyLength
+            clientPending = RecordProtection(key: Array(block[0..<k]), iv: Array(block[(2 * k)..<(2 * k + ivLength)]), cipher: c, tls13: false)
+            serverPending = RecordProtection(key: Array(block[k..<(2 * k)]), iv: Array(block[(2 * k + ivLength)..<(2 * k + 2 * ivLength)]),
+                                             cipher: c, tls13: false)
+        } else {
+            secrets = nil
+            connection.note(.tlsKeysNotFound)
         }
     }
 
@@ -122,13 +389,16 @@ final class TLSSession: ConnectionSession {
     /// RFC 8446 §4.1.2 (and RFC 5246 §7.4.1.2): the client's offer.
     private func clientHello(_ message: ArraySlice<UInt8>) {
         var r = TLSReader(message)
-        guard r.u16() != nil, r.take(32) != nil, let sessionID = r.vector(1), r.vector(2) != nil, r.vector(1) != nil else {
+        guard r.u16() != nil, let random = r.take(32), let sessionID = r.vector(1), r.vector(2) != nil, r.vector(1) != nil else {
             info.incomplete = true
             return
         }
         // After a HelloRetryRequest the second ClientHello repeats the offer: the first one counts.
         clientHellos += 1
         guard clientHellos == 1 else { return }
+        clientRandom = Array(random)
+        // Looked up now: 0-RTT records follow the ClientHello before the ServerHello.
+        if let keyLog, let found = keyLog.secrets(forClientRandom: clientRandom), !found.isEmpty { secrets = found }
         _ = sessionID
         guard let block = r.vector(2) else { return }
         for (type, data) in TLSReader.extensions(block) {
@@ -197,6 +467,8 @@ final class TLSSession: ConnectionSession {
         sawServerHello = true
         info.version = version
         info.cipherSuite = cipher
+        serverRandom = Array(random)
+        self.cipher = TLSCipherParameters(suite: cipher)
         if let group { info.group = group }
         if version == 0x0304 {
             serverEncrypted = true
@@ -205,6 +477,7 @@ final class TLSSession: ConnectionSession {
             info.alpn = alpn
         }
         _ = sessionID
+        setUpKeys()
     }
 
     /// TLS 1.2 ECDHE: ServerKeyExchange names the curve (RFC 8422 §5.4).

@@ -1,0 +1,33 @@
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+// The TLS cryptography icy-sniff needs to decrypt a capture with a key log, as thin wrappers
+// over OpenSSL's libcrypto (EVP AEAD ciphers, the HKDF and TLS1-PRF KDFs): no cipher or KDF is
+// implemented here, only the calls and the TLS label formats.
+
+// AEAD ciphers of TLS 1.2 and 1.3.
+enum icy_aead_kind { ICY_AES_128_GCM = 1, ICY_AES_256_GCM = 2, ICY_CHACHA20_POLY1305 = 3 };
+
+// RFC 8446 §7.1 HKDF-Expand-Label(secret, label, context, length), "tls13 " prefixed.
+// sha384: 1 for SHA-384, 0 for SHA-256. Returns 1 on success.
+int icy_hkdf_expand_label(int sha384, const uint8_t *secret, size_t secret_len, const char *label,
+                          const uint8_t *context, size_t context_len, uint8_t *out, size_t out_len);
+
+// RFC 5246 §5 PRF(secret, label, seed) with SHA-256 or SHA-384. Returns 1 on success.
+int icy_tls12_prf(int sha384, const uint8_t *secret, size_t secret_len, const char *label,
+                  const uint8_t *seed, size_t seed_len, uint8_t *out, size_t out_len);
+
+// An AEAD decryption context for one key (opaque). NULL on failure.
+void *icy_aead_new(int kind, const uint8_t *key, size_t key_len);
+void icy_aead_free(void *ctx);
+
+// Decrypts and authenticates `in` (ciphertext followed by the 16-byte tag) with a 12-byte
+// nonce and `aad`; writes in_len - 16 bytes to `out` (which may equal `in`).
+// Returns the plaintext length, or -1 when authentication fails.
+long icy_aead_open(void *ctx, const uint8_t *nonce, const uint8_t *aad, size_t aad_len,
+                   const uint8_t *in, size_t in_len, uint8_t *out);
+
+// Encrypts (tests build records with it). Writes in_len + 16 bytes. Returns that or -1.
+long icy_aead_seal(void *ctx, const uint8_t *nonce, const uint8_t *aad, size_t aad_len,
+                   const uint8_t *in, size_t in_len, uint8_t *out);

@@ -1,0 +1,170 @@
+import CIcyCrypto
+
+/// What decryption needs to know of a cipher suite (the AEAD suites of TLS 1.2 and 1.3).
+struct TLSCipherParameters {
+    enum AEAD { case aes128gcm, aes256gcm, chacha20poly1305 }
+    var aead: AEAD
+    /// The hash of the suite's PRF / HKDF: SHA-384 or SHA-256.
+    var sha384: Bool
+
+    var keyLength: Int { aead == .aes128gcm ? 16 : 32 }
+    var hashLength: Int { sha384 ? 48 : 32 }
+    /// TLS 1.2 GCM: a 4-byte implicit IV and an 8-byte explicit nonce in every record (RFC 5288);
+    /// ChaCha20-Poly1305 and TLS 1.3: a 12-byte IV xor-ed with the sequence number.
+    var tls12ImplicitIVLength: Int { aead == .chacha20poly1305 ? 12 : 4 }
+
+    init?(suite: UInt16) {
+        switch suite {
+        case 0x1301: self.init(aead: .aes128gcm, sha384: false)
+        case 0x1302: self.init(aead: .aes256gcm, sha384: true)
+        case 0x1303: self.init(aead: .chacha20poly1305, sha384: false)
+        case 0xC02B, 0xC02F, 0x009C, 0x009E: self.init(aead: .aes128gcm, sha384: false)
+        case 0xC02C, 0xC030, 0x009D, 0x009F: self.init(aead: .aes256gcm, sha384: true)
+        case 0xCCA8, 0xCCA9, 0xCCAA: self.init(aead: .chacha20poly1305, sha384: false)
+        default: return nil
+        }
+    }
+
+    init(aead: AEAD, sha384: Bool) {
+        self.aead = aead
+        self.sha384 = sha384
+    }
+
+    var kind: Int32 {
+        switch aead {
+        case .aes128gcm: return Int32(ICY_AES_128_GCM.rawValue)
+        case .aes256gcm: return Int32(ICY_AES_256_GCM.rawValue)
+        case .chacha20poly1305: return Int32(ICY_CHACHA20_POLY1305.rawValue)
+        }
+    }
+}
+
+/// The key derivations of TLS, through OpenSSL's KDFs.
+enum TLSKeys {
+    /// RFC 8446 §7.1 HKDF-Expand-Label.
+    static func expandLabel(_ secret: [UInt8], _ label: String, context: [UInt8] = [], length: Int, sha384: Bool) -> [UInt8]? {
+        var out = [UInt8](repeating: 0, count: length)
+        let ok = secret.withUnsafeBufferPointer { s in
+            context.withUnsafeBufferPointer { c in
+                out.withUnsafeMutableBufferPointer { o in
+                    icy_hkdf_expand_label(sha384 ? 1 : 0, s.baseAddress, s.count, label, c.baseAddress, c.count, o.baseAddress, length)
+                }
+            }
+        }
+        return ok == 1 ? out : nil
+    }
+
+    /// RFC 5246 §5 PRF.
+    static func prf(_ secret: [UInt8], _ label: String, seed: [UInt8], length: Int, sha384: Bool) -> [UInt8]? {
+        var out = [UInt8](repeating: 0, count: length)
+        let ok = secret.withUnsafeBufferPointer { s in
+            seed.withUnsafeBufferPointer { d in
+                out.withUnsafeMutableBufferPointer { o in
+                    icy_tls12_prf(sha384 ? 1 : 0, s.baseAddress, s.count, label, d.baseAddress, d.count, o.baseAddress, length)
+                }
+            }
+        }
+        return ok == 1 ? out : nil
+    }
+}
+
+/// One direction's record protection: an AEAD key, its IV and the record sequence number.
+final class RecordProtection {
+    private let context: OpaquePointer
+    private let iv: [UInt8]
+    private let tls13: Bool
+    private(set) var sequence: UInt64 = 0
+
+    /// TLS 1.3: key and IV from a traffic secret (RFC 8446 §7.3).
+    convenience init?(tls13Secret secret: [UInt8], cipher: TLSCipherParameters) {
+        guard let key = TLSKeys.expandLabel(secret, "key", length: cipher.keyLength, sha384: cipher.sha384),
+              let iv = TLSKeys.expandLabel(secret, "iv", length: 12, sha384: cipher.sha384) else { return nil }
+        self.init(key: key, iv: iv, cipher: cipher, tls13: true)
+    }
+
+    init?(key: [UInt8], iv: [UInt8], cipher: TLSCipherParameters, tls13: Bool) {
+        guard let ctx = key.withUnsafeBufferPointer({ icy_aead_new(cipher.kind, $0.baseAddress, $0.count) }) else { return nil }
+        self.context = OpaquePointer(ctx)
+        self.iv = iv
+        self.tls13 = tls13
+    }
+
+    deinit { icy_aead_free(UnsafeMutableRawPointer(context)) }
+
+    /// The per-record nonce: the IV xor-ed with the sequence number (TLS 1.3, and TLS 1.2
+    /// ChaCha20), or the implicit IV followed by the record's explicit nonce (TLS 1.2 GCM).
+    private func nonce(explicit: ArraySlice<UInt8>?) -> [UInt8] {
+        if let explicit { return iv + explicit }
+        var n = iv
+        for k in 0..<8 { n[11 - k] ^= UInt8(truncatingIfNeeded: sequence >> (8 * UInt64(k))) }
+        return n
+    }
+
+    /// A record that could not be read still used a sequence number.
+    func skip() { sequence &+= 1 }
+
+    /// Opens one record's body; nil when it does not authenticate (wrong key, tampered, or not
+    /// the record it was expected to be). The sequence number advances either way.
+    func open(type: UInt8, version: UInt16, body: [UInt8]) -> [UInt8]? {
+        defer { sequence &+= 1 }
+        var explicit: ArraySlice<UInt8>? = nil
+        var ciphertext = body[...]
+        if !tls13 && iv.count == 4 {
+            guard body.count >= 8 + 16 else { return nil }
+            explicit = body[0..<8]
+            ciphertext = body[8...]
+        }
+        guard ciphertext.count >= 16 else { return nil }
+        let aad: [UInt8]
+        if tls13 {
+            aad = [type, UInt8(version >> 8), UInt8(version & 0xFF), UInt8(body.count >> 8), UInt8(body.count & 0xFF)]
+        } else {
+            let length = ciphertext.count - 16
+            var a = [UInt8](repeating: 0, count: 8)
+            for k in 0..<8 { a[7 - k] = UInt8(truncatingIfNeeded: sequence >> (8 * UInt64(k))) }
+            aad = a + [type, UInt8(version >> 8), UInt8(version & 0xFF), UInt8(length >> 8), UInt8(length & 0xFF)]
+        }
+        let n = nonce(explicit: explicit)
+        var out = [UInt8](repeating: 0, count: ciphertext.count - 16)
+        let result = n.withUnsafeBufferPointer { np in
+            aad.withUnsafeBufferPointer { ap in
+                ciphertext.withUnsafeBufferPointer { cp in
+                    out.withUnsafeMutableBufferPointer { op in
+                        icy_aead_open(UnsafeMutableRawPointer(context), np.baseAddress, ap.baseAddress, ap.count,
+                                      cp.baseAddress, cp.count, op.baseAddress)
+                    }
+                }
+            }
+        }
+        return result >= 0 ? out : nil
+    }
+
+    /// Seals a record body (tests build captures with it): the inverse of `open`.
+    func seal(type: UInt8, version: UInt16, plaintext: [UInt8], explicitNonce: [UInt8]? = nil) -> [UInt8]? {
+        defer { sequence &+= 1 }
+        let overhead = (explicitNonce?.count ?? 0) + 16
+        let bodyLength = plaintext.count + overhead
+        let aad: [UInt8]
+        if tls13 {
+            aad = [type, UInt8(version >> 8), UInt8(version & 0xFF), UInt8(bodyLength >> 8), UInt8(bodyLength & 0xFF)]
+        } else {
+            var a = [UInt8](repeating: 0, count: 8)
+            for k in 0..<8 { a[7 - k] = UInt8(truncatingIfNeeded: sequence >> (8 * UInt64(k))) }
+            aad = a + [type, UInt8(version >> 8), UInt8(version & 0xFF), UInt8(plaintext.count >> 8), UInt8(plaintext.count & 0xFF)]
+        }
+        let n = nonce(explicit: explicitNonce.map { $0[...] })
+        var out = [UInt8](repeating: 0, count: plaintext.count + 16)
+        let result = n.withUnsafeBufferPointer { np in
+            aad.withUnsafeBufferPointer { ap in
+                plaintext.withUnsafeBufferPointer { pp in
+                    out.withUnsafeMutableBufferPointer { op in
+                        icy_aead_seal(UnsafeMutableRawPointer(context), np.baseAddress, ap.baseAddress, ap.count,
+                                      pp.baseAddress, pp.count, op.baseAddress)
+                    }
+                }
+            }
+        }
+        guard result >= 0 else { return nil }
+        return (explicitNonce ?? []) + out
+    }
+}
