@@ -106,37 +106,45 @@ final class RecordProtection {
     /// Opens one record's body; nil when it does not authenticate (wrong key, tampered, or not
     /// the record it was expected to be). The sequence number advances either way.
     func open(type: UInt8, version: UInt16, body: [UInt8]) -> [UInt8]? {
+        let out = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, body.count), alignment: 16)
+        defer { out.deallocate() }
+        guard let n = open(type: type, version: version, body: body, into: out) else { return nil }
+        return Array(UnsafeRawBufferPointer(rebasing: out[0..<n]))
+    }
+
+    /// `open`, into a buffer the caller owns and reuses (at least the body's size): the
+    /// plaintext is `out[0..<n]`. No allocation per record.
+    func open(type: UInt8, version: UInt16, body: [UInt8], into out: UnsafeMutableRawBufferPointer) -> Int? {
         defer { sequence &+= 1 }
         var explicit: ArraySlice<UInt8>? = nil
-        var ciphertext = body[...]
+        var start = 0
         if !tls13 && iv.count == 4 {
             guard body.count >= 8 + 16 else { return nil }
             explicit = body[0..<8]
-            ciphertext = body[8...]
+            start = 8
         }
-        guard ciphertext.count >= 16 else { return nil }
+        let ciphertextCount = body.count - start
+        guard ciphertextCount >= 16 else { return nil }
         let aad: [UInt8]
         if tls13 {
             aad = [type, UInt8(version >> 8), UInt8(version & 0xFF), UInt8(body.count >> 8), UInt8(body.count & 0xFF)]
         } else {
-            let length = ciphertext.count - 16
+            let length = ciphertextCount - 16
             var a = [UInt8](repeating: 0, count: 8)
             for k in 0..<8 { a[7 - k] = UInt8(truncatingIfNeeded: sequence >> (8 * UInt64(k))) }
             aad = a + [type, UInt8(version >> 8), UInt8(version & 0xFF), UInt8(length >> 8), UInt8(length & 0xFF)]
         }
         let n = nonce(explicit: explicit)
-        var out = [UInt8](repeating: 0, count: ciphertext.count - 16)
+        guard out.count >= ciphertextCount - 16, let outBase = out.baseAddress else { return nil }
         let result = n.withUnsafeBufferPointer { np in
             aad.withUnsafeBufferPointer { ap in
-                ciphertext.withUnsafeBufferPointer { cp in
-                    out.withUnsafeMutableBufferPointer { op in
-                        icy_aead_open(UnsafeMutableRawPointer(context), np.baseAddress, ap.baseAddress, ap.count,
-                                      cp.baseAddress, cp.count, op.baseAddress)
-                    }
+                body.withUnsafeBufferPointer { bp in
+                    icy_aead_open(UnsafeMutableRawPointer(context), np.baseAddress, ap.baseAddress, ap.count,
+                                  bp.baseAddress! + start, ciphertextCount, outBase.assumingMemoryBound(to: UInt8.self))
                 }
             }
         }
-        return result >= 0 ? out : nil
+        return result >= 0 ? ciphertextCount - 16 : nil
     }
 
     /// Seals a record body (tests build captures with it): the inverse of `open`.

@@ -22,7 +22,10 @@ final class TLSRecordReader {
     private var length = 0
     private var remaining = 0
     private var inBody = false
-    private var body: [UInt8]? = nil
+    /// The body of the record being read, when it is kept; reused from record to record (its
+    /// buffer is handed to the callback and is unique again once the callback returns).
+    private var storage: [UInt8] = []
+    private var keeping = false
     private var first: Timestamp = .zero
     /// Set when the bytes stop being TLS records (or a gap broke the framing): nothing more is read.
     private(set) var broken = false
@@ -57,11 +60,15 @@ final class TLSRecordReader {
                 header.removeAll(keepingCapacity: true)
                 remaining = length
                 inBody = true
-                body = keep(type) ? [] : nil
+                keeping = keep(type)
+                if keeping {
+                    storage.removeAll(keepingCapacity: true)
+                    storage.reserveCapacity(length)
+                }
                 if remaining == 0 { finishRecord(at: ts, record) }
             } else {
                 let take = min(remaining, n - i)
-                if body != nil { body!.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[i..<(i + take)])) }
+                if keeping { storage.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[i..<(i + take)])) }
                 i += take
                 remaining -= take
                 if remaining == 0 { finishRecord(at: ts, record) }
@@ -73,8 +80,8 @@ final class TLSRecordReader {
 
     private func finishRecord(at ts: Timestamp, _ record: (Record) -> Void) {
         inBody = false
-        let b = lost ? nil : body
-        body = nil
+        let b: [UInt8]? = keeping && !lost ? storage : nil
+        keeping = false
         let wasLost = lost
         lost = false
         record(Record(type: type, body: b, length: length, firstByte: first, lastByte: ts, lost: wasLost))

@@ -43,6 +43,15 @@ final class TLSSession: ConnectionSession {
     private var inner: (any ConnectionSession)? = nil
     private var innerRefused = false
     private var plaintextOffset: [UInt64] = [0, 0]
+    /// Where records are decrypted to, one at a time (the inner session borrows it for a call);
+    /// made with the first record decrypted, freed with the session.
+    private var scratch: UnsafeMutableRawBufferPointer? = nil
+    private var plaintextBuffer: UnsafeMutableRawBufferPointer {
+        if let scratch { return scratch }
+        let made = UnsafeMutableRawBufferPointer.allocate(byteCount: TLSRecordReader.maxRecordLength, alignment: 16)
+        scratch = made
+        return made
+    }
     private(set) var info = TLSInfo()
     private let clientRecords = TLSRecordReader()
     private let serverRecords = TLSRecordReader()
@@ -58,6 +67,10 @@ final class TLSSession: ConnectionSession {
     /// ChangeCipherSpec; TLS 1.3: the server's after its ServerHello).
     private var clientEncrypted = false
     private var serverEncrypted = false
+
+    deinit {
+        scratch?.deallocate()
+    }
 
     init(connection: Connection, emitter: TransactionEmitter, options: HTTPParserOptions, keyLog: KeyLog?) {
         self.connection = connection
@@ -222,7 +235,8 @@ final class TLSSession: ConnectionSession {
             }
             return
         }
-        guard var plaintext = p.open(type: r.type, version: 0x0303, body: body) else {
+        let out = plaintextBuffer
+        guard var end = p.open(type: r.type, version: 0x0303, body: body, into: out) else {
             decryptionFailed[direction.index] = true
             connection.note(.tlsDecryptionFailed)
             return
@@ -231,17 +245,19 @@ final class TLSSession: ConnectionSession {
         var type = r.type
         if isTLS13 {
             // TLSInnerPlaintext: content, the real type, then zero padding (RFC 8446 §5.2).
-            while let last = plaintext.last, last == 0 { plaintext.removeLast() }
-            guard let inner = plaintext.popLast() else { return }
-            type = inner
+            while end > 0 && out[end - 1] == 0 { end -= 1 }
+            guard end > 0 else { return }
+            end -= 1
+            type = out[end]
         }
+        let plaintext = UnsafeRawBufferPointer(rebasing: out[0..<end])
         switch type {
         case 23: deliver(plaintext, at: r.lastByte, from: direction)
         case 22 where isTLS13:
             if direction == .fromClient {
-                clientSealedHandshake.append(plaintext) { t, m in clientSealedMessage(t, m) }
+                clientSealedHandshake.append(Array(plaintext)) { t, m in clientSealedMessage(t, m) }
             } else {
-                serverSealedHandshake.append(plaintext) { t, m in serverSealedMessage(t, m) }
+                serverSealedHandshake.append(Array(plaintext)) { t, m in serverSealedMessage(t, m) }
             }
         default: break   // TLS 1.2 Finished, alerts
         }
@@ -322,11 +338,9 @@ final class TLSSession: ConnectionSession {
     }
 
     /// Plaintext application data: to the inner session, chosen by the negotiated protocol.
-    private func deliver(_ plaintext: [UInt8], at ts: Timestamp, from direction: Direction) {
+    private func deliver(_ plaintext: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) {
         guard !plaintext.isEmpty, let inner = innerSession(for: plaintext) else { return }
-        plaintext.withUnsafeBytes { raw in
-            inner.received(StreamChunk(offset: plaintextOffset[direction.index], bytes: raw, timestamp: ts), from: direction, on: connection)
-        }
+        inner.received(StreamChunk(offset: plaintextOffset[direction.index], bytes: plaintext, timestamp: ts), from: direction, on: connection)
         plaintextOffset[direction.index] &+= UInt64(plaintext.count)
     }
 
@@ -338,7 +352,7 @@ final class TLSSession: ConnectionSession {
 
     private static let http2Preface = Array("PRI * HTTP/2.0\r\n".utf8)
 
-    private func innerSession(for plaintext: [UInt8]) -> (any ConnectionSession)? {
+    private func innerSession(for plaintext: UnsafeRawBufferPointer) -> (any ConnectionSession)? {
         if let inner { return inner }
         guard !innerRefused else { return nil }
         if info.alpn == "h2" || plaintext.starts(with: Self.http2Preface) {
@@ -478,6 +492,8 @@ final class TLSSession: ConnectionSession {
         }
         _ = sessionID
         setUpKeys()
+        // The transactions that follow name the version and SNI.
+        connection.tls = info
     }
 
     /// TLS 1.2 ECDHE: ServerKeyExchange names the curve (RFC 8422 §5.4).

@@ -67,6 +67,19 @@ import Testing
         }
     }
 
+    /// The ClientHello flight (two records) cut into two segments at every byte boundary.
+    @Test func clientHelloSplitAtEveryByte() throws {
+        let whole = try #require(Self.run(Self.tls13, segmentSize: 0))
+        let flight = Self.tls13[0].1
+        for cut in 1..<flight.count {
+            let blocks = [(Transcript.Side.client, Array(flight[..<cut])), (.client, Array(flight[cut...]))] + Array(Self.tls13.dropFirst())
+            let split = try #require(Self.run(blocks, segmentSize: 0), "cut at \(cut)")
+            #expect(split.sni == whole.sni && split.alpnOffered == whole.alpnOffered && split.earlyDataOffered
+                    && split.cipherSuite == whole.cipherSuite && split.version == whole.version && !split.incomplete, "cut at \(cut)")
+            #expect(split.handshakeStart != nil && split.handshakeEnd != nil, "cut at \(cut)")
+        }
+    }
+
     @Test func tls12ResumedBySessionID() throws {
         let hello = Self.clientHello(sni: "api.example.test", alpn: ["http/1.1"], earlyData: false)
         let sh = Self.serverHello(version: 0x0303, cipher: 0xC02F, extensions: Self.ext(16, Self.u16(9) + [8] + Array("http/1.1".utf8)))
