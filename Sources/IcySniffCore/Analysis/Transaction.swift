@@ -10,6 +10,9 @@ public struct ConnectionSnapshot: Sendable {
     /// The TLS handshake of the connection (first ClientHello byte, client Finished), if any.
     public var tlsHandshakeStart: Timestamp?
     public var tlsHandshakeEnd: Timestamp?
+    /// "TLS 1.3", … and the ClientHello's server_name, for a transaction carried by TLS.
+    public var tlsVersion: String?
+    public var sni: String?
 
     init(_ c: Connection) {
         id = c.id
@@ -21,6 +24,8 @@ public struct ConnectionSnapshot: Sendable {
         midstream = c.clientHalf.midstream || c.serverHalf.midstream
         tlsHandshakeStart = c.tls?.handshakeStart
         tlsHandshakeEnd = c.tls?.handshakeEnd
+        tlsVersion = c.tls?.versionName
+        sni = c.tls?.sni
     }
 
     public var label: String { "C\(id)" }

@@ -11,7 +11,7 @@ public enum TableFormat: Sendable {
 public enum Field: String, CaseIterable, Sendable {
     case time, capture, connection, depth, client, server, method, host, path, url, version, status, reason,
          contentType = "type", requestSize = "req_size", size, encodedSize = "encoded_size",
-         duration, connect, send, wait, receive, cache, flags
+         duration, connect, send, wait, receive, ssl, cache, tlsVersion = "tls_version", sni, flags
 
     public static let defaultColumns: [Field] = [.time, .client, .method, .url, .status, .contentType, .size, .duration, .cache, .flags]
 }
@@ -105,6 +105,9 @@ public final class TableWriter {
         case .send: return ms(t.timings.send)
         case .wait: return ms(t.timings.wait)
         case .receive: return ms(t.timings.receive)
+        case .ssl: return t.timings.ssl < 0 ? "-" : ms(t.timings.ssl)
+        case .tlsVersion: return t.connection.tlsVersion ?? "-"
+        case .sni: return t.connection.sni ?? "-"
         case .cache: return t.cache?.label ?? "-"
         case .flags:
             let w = t.allWeirds.filter { $0 != .midstreamPickup }
@@ -231,7 +234,8 @@ public final class TableWriter {
         case .status: return 6
         case .contentType: return 16
         case .size, .encodedSize, .requestSize: return 9
-        case .duration, .connect, .send, .wait, .receive: return 8
+        case .duration, .connect, .send, .wait, .receive, .ssl: return 8
+        case .tlsVersion: return 11
         case .cache: return 16
         case .depth: return 5
         case .connection: return 6
@@ -358,6 +362,9 @@ enum NDJSONEncoder {
             w.optionalNumber("cache_fresh_for", c.freshFor)
             w.bool("cache_avoidable", c.avoidable)
         }
+        w.optionalString("tls_version", t.connection.tlsVersion)
+        w.optionalString("sni", t.connection.sni)
+        if t.timings.ssl < 0 { w.key("ssl_ms"); w.null() } else { w.number("ssl_ms", t.timings.ssl) }
         w.key("flags"); w.beginArray(); for f in t.allWeirds { w.string(f.rawValue) }; w.endArray()
         w.endObject()
     }
