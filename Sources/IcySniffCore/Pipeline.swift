@@ -30,6 +30,8 @@ public final class Pipeline {
     private let emitter: TransactionEmitter
     private let dns = DNSTracker()
     private let options: PipelineOptions
+    /// TLS secrets: `--keylog` files, and the key logs embedded in the captures read.
+    private let keyLog: KeyLog
     public private(set) var stats = RunStats()
     private var lastIdleCheck: Timestamp = .zero
 
@@ -38,7 +40,9 @@ public final class Pipeline {
         self.options = options
         let emitter = TransactionEmitter(sink: sink, dns: dns)
         self.emitter = emitter
-        let factory: any SessionFactory = sessions ?? StandardSessionFactory(options: options.http, keyLog: options.keyLog)
+        let keyLog = options.keyLog ?? KeyLog(text: "")
+        self.keyLog = keyLog
+        let factory: any SessionFactory = sessions ?? StandardSessionFactory(options: options.http, keyLog: keyLog)
         table = ConnectionTable(limits: options.reassembly, speakerHint: { factory.speakerHint($0) }) { _ in
             SessionSlot(factory: factory, emitter: emitter)
         }
@@ -117,6 +121,11 @@ public final class Pipeline {
     private func countExpiredFragments(_ decoder: inout PacketDecoder) {
         let n = decoder.takeExpiredFragments()
         if n > 0 { stats.count(.fragmentTimeout, by: UInt64(n)) }
+    }
+
+    /// Adds TLS secrets for the connections still to come (a capture's Decryption Secrets Blocks).
+    public func addSecrets(_ keyLogText: String) {
+        keyLog.add(text: keyLogText)
     }
 
     /// Feeds one TCP segment that was decoded elsewhere (tests, other capture front ends).

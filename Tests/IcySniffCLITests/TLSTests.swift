@@ -133,4 +133,21 @@ import Testing
         #expect(rows.count == 3, "the request is still there")
         #expect(rows.filter { ($0["status"] as? Int) == 200 }.count == 2, "the tampered response is not")
     }
+
+    /// Keys embedded in a pcapng Decryption Secrets Block (editcap --inject-secrets) are used
+    /// without any option, gzip-compressed too.
+    @Test func decryptionSecretsBlocksAreUsedWithoutAnOption() throws {
+        let dsb = CLI.packageRoot.appendingPathComponent("Tests/Fixtures/tls/tls-sample-dsb.pcapng").path
+        let gz = CLI.temporaryDirectory().appendingPathComponent("dsb.pcapng.gz").path
+        let zip = try CLI.run(["sh", "-c", "gzip -c \"$0\" > \"$1\"", dsb, gz], executable: "/usr/bin/env")
+        #expect(zip.status == 0)
+        for path in [dsb, gz] {
+            let r = try CLI.run(["-r", path, "--format", "tsv", "--fields", "method,url,status,tls_version"])
+            #expect(r.status == 0, "\(r.stderr)")
+            let rows = r.text.split(separator: "\n").dropFirst().map(String.init)
+            #expect(rows == ["GET\thttps://tls.icy.test:44330/\t200\tTLS 1.3", "GET\thttps://tls.icy.test:44330/\t200\tTLS 1.2",
+                             "GET\thttps://tls.icy.test:44330/\t200\tTLS 1.2"], "\(path): \(r.text)")
+            #expect(r.stderr.contains("(3 decrypted)"), "\(r.stderr)")
+        }
+    }
 }

@@ -118,6 +118,8 @@ public struct CaptureDriver {
             if case .badFilter = error { failed.stopsRun = true }
             return failed
         }
+        // pcapng Decryption Secrets Blocks: keys that came with the capture, no option needed.
+        if let secrets = CaptureSecrets.tlsKeyLog(in: path) { pipeline.addSecrets(secrets) }
         let stop = shouldStop
         let outcome = pipeline.run(source, maxPackets: maxPackets) {
             progress?(source)

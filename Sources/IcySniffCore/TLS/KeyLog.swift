@@ -73,6 +73,13 @@ public final class KeyLog: @unchecked Sendable {
         return secrets.count
     }
 
+    /// More secrets (a pcapng Decryption Secrets Block's key log).
+    public func add(text: String) {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        parse(Array(text.utf8))
+    }
+
     /// The secrets logged for the connection whose ClientHello carried `clientRandom`.
     public func secrets(forClientRandom clientRandom: [UInt8]) -> TLSSecrets? {
         pthread_mutex_lock(&mutex)

@@ -368,7 +368,7 @@ final class TLSSession: ConnectionSession {
 
     /// After the ServerHello: the keys of both directions, from the key log.
     private func setUpKeys() {
-        guard let keyLog else { return }
+        guard let keyLog, keyLog.count > 0 else { return }
         guard let found = secrets ?? keyLog.secrets(forClientRandom: clientRandom), !found.isEmpty else {
             connection.note(.tlsKeysNotFound)
             return
