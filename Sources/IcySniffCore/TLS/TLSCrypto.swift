@@ -43,26 +43,24 @@ struct TLSCipherParameters {
 enum TLSKeys {
     /// RFC 8446 §7.1 HKDF-Expand-Label.
     static func expandLabel(_ secret: [UInt8], _ label: String, context: [UInt8] = [], length: Int, sha384: Bool) -> [UInt8]? {
-        var out = [UInt8](repeating: 0, count: length)
-        let ok = secret.withUnsafeBufferPointer { s in
-            context.withUnsafeBufferPointer { c in
-                out.withUnsafeMutableBufferPointer { o in
-                    icy_hkdf_expand_label(sha384 ? 1 : 0, s.baseAddress, s.count, label, c.baseAddress, c.count, o.baseAddress, length)
-                }
-            }
+        derive(secret, context, length) { s, c, o in
+            icy_hkdf_expand_label(sha384 ? 1 : 0, s.baseAddress, s.count, label, c.baseAddress, c.count, o, length)
         }
-        return ok == 1 ? out : nil
     }
 
     /// RFC 5246 §5 PRF.
     static func prf(_ secret: [UInt8], _ label: String, seed: [UInt8], length: Int, sha384: Bool) -> [UInt8]? {
+        derive(secret, seed, length) { s, d, o in
+            icy_tls12_prf(sha384 ? 1 : 0, s.baseAddress, s.count, label, d.baseAddress, d.count, o, length)
+        }
+    }
+
+    /// `length` bytes from a KDF call given the secret, a second input and the output buffer.
+    private static func derive(_ secret: [UInt8], _ input: [UInt8], _ length: Int,
+                               _ kdf: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>, UnsafeMutablePointer<UInt8>?) -> Int32) -> [UInt8]? {
         var out = [UInt8](repeating: 0, count: length)
         let ok = secret.withUnsafeBufferPointer { s in
-            seed.withUnsafeBufferPointer { d in
-                out.withUnsafeMutableBufferPointer { o in
-                    icy_tls12_prf(sha384 ? 1 : 0, s.baseAddress, s.count, label, d.baseAddress, d.count, o.baseAddress, length)
-                }
-            }
+            input.withUnsafeBufferPointer { i in out.withUnsafeMutableBufferPointer { kdf(s, i, $0.baseAddress) } }
         }
         return ok == 1 ? out : nil
     }
@@ -100,6 +98,17 @@ final class RecordProtection {
         return n
     }
 
+    /// The AEAD's additional data: TLS 1.3, the record header (RFC 8446 §5.2); TLS 1.2, the
+    /// sequence number, type, version and plaintext length (RFC 5246 §6.2.3.3).
+    private func additionalData(type: UInt8, version: UInt16, recordLength: Int, plaintextLength: Int) -> [UInt8] {
+        if tls13 {
+            return [type, UInt8(version >> 8), UInt8(version & 0xFF), UInt8(recordLength >> 8), UInt8(recordLength & 0xFF)]
+        }
+        var a = [UInt8](repeating: 0, count: 8)
+        for k in 0..<8 { a[7 - k] = UInt8(truncatingIfNeeded: sequence >> (8 * UInt64(k))) }
+        return a + [type, UInt8(version >> 8), UInt8(version & 0xFF), UInt8(plaintextLength >> 8), UInt8(plaintextLength & 0xFF)]
+    }
+
     /// A record that could not be read still used a sequence number.
     func skip() { sequence &+= 1 }
 
@@ -125,15 +134,7 @@ final class RecordProtection {
         }
         let ciphertextCount = body.count - start
         guard ciphertextCount >= 16 else { return nil }
-        let aad: [UInt8]
-        if tls13 {
-            aad = [type, UInt8(version >> 8), UInt8(version & 0xFF), UInt8(body.count >> 8), UInt8(body.count & 0xFF)]
-        } else {
-            let length = ciphertextCount - 16
-            var a = [UInt8](repeating: 0, count: 8)
-            for k in 0..<8 { a[7 - k] = UInt8(truncatingIfNeeded: sequence >> (8 * UInt64(k))) }
-            aad = a + [type, UInt8(version >> 8), UInt8(version & 0xFF), UInt8(length >> 8), UInt8(length & 0xFF)]
-        }
+        let aad = additionalData(type: type, version: version, recordLength: body.count, plaintextLength: ciphertextCount - 16)
         let n = nonce(explicit: explicit)
         guard out.count >= ciphertextCount - 16, let outBase = out.baseAddress else { return nil }
         let result = n.withUnsafeBufferPointer { np in
@@ -151,15 +152,7 @@ final class RecordProtection {
     func seal(type: UInt8, version: UInt16, plaintext: [UInt8], explicitNonce: [UInt8]? = nil) -> [UInt8]? {
         defer { sequence &+= 1 }
         let overhead = (explicitNonce?.count ?? 0) + 16
-        let bodyLength = plaintext.count + overhead
-        let aad: [UInt8]
-        if tls13 {
-            aad = [type, UInt8(version >> 8), UInt8(version & 0xFF), UInt8(bodyLength >> 8), UInt8(bodyLength & 0xFF)]
-        } else {
-            var a = [UInt8](repeating: 0, count: 8)
-            for k in 0..<8 { a[7 - k] = UInt8(truncatingIfNeeded: sequence >> (8 * UInt64(k))) }
-            aad = a + [type, UInt8(version >> 8), UInt8(version & 0xFF), UInt8(plaintext.count >> 8), UInt8(plaintext.count & 0xFF)]
-        }
+        let aad = additionalData(type: type, version: version, recordLength: plaintext.count + overhead, plaintextLength: plaintext.count)
         let n = nonce(explicit: explicitNonce.map { $0[...] })
         var out = [UInt8](repeating: 0, count: plaintext.count + 16)
         let result = n.withUnsafeBufferPointer { np in
