@@ -32,6 +32,10 @@ final class TLSSession: ConnectionSession {
     private var earlyProtection: RecordProtection? = nil
     private var earlyActive = false
     private var heldEarly: [TLSRecordReader.Record] = []
+    private var heldEarlyBytes = 0
+    private var earlyDataDropped = false
+    /// 0-RTT data held at most (servers accept 16 KiB to a few hundred; more is not 0-RTT).
+    static let maxEarlyDataHeld = 1 << 20
     /// TLS 1.3 current traffic secrets (for KeyUpdate).
     private var clientSecret: [UInt8]? = nil
     private var serverSecret: [UInt8]? = nil
@@ -163,7 +167,10 @@ final class TLSSession: ConnectionSession {
             if !sawServerHello {
                 // 0-RTT early data, sent with the ClientHello: held until the server's
                 // EncryptedExtensions say whether it was accepted.
-                if r.body != nil || r.lost { heldEarly.append(r) }
+                if r.body != nil || r.lost {
+                    heldEarlyBytes += r.length
+                    if heldEarlyBytes <= Self.maxEarlyDataHeld { heldEarly.append(r) } else { earlyDataDropped = true }
+                }
                 return
             }
             // TLS 1.3: the client's first encrypted record after the ServerHello ends its flight.
@@ -333,6 +340,7 @@ final class TLSSession: ConnectionSession {
         }
         earlyProtection = early
         for r in held { sealed(r, from: .fromClient, with: early) }
+        if earlyDataDropped { connection.note(.tlsRecordLost) }
         // The client's records after the server's flight use the early keys until EndOfEarlyData.
         earlyActive = true
     }
