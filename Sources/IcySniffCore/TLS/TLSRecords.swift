@@ -164,6 +164,14 @@ struct TLSReader {
         return take(n)
     }
 
+    /// An ALPN ProtocolNameList's names (RFC 7301 §3.1), in order.
+    static func protocolNames(_ list: ArraySlice<UInt8>) -> [String] {
+        var r = TLSReader(list)
+        var names: [String] = []
+        while let p = r.vector(1) { names.append(String(decoding: p, as: UTF8.self)) }
+        return names
+    }
+
     /// Extensions: (type, data) pairs, up to the end of the block.
     static func extensions(_ block: ArraySlice<UInt8>) -> [(UInt16, ArraySlice<UInt8>)] {
         var r = TLSReader(block)

@@ -56,7 +56,11 @@ final class TLSSession: ConnectionSession {
         scratch = made
         return made
     }
-    private(set) var info = TLSInfo()
+    /// What the handshake showed so far. The connection carries a copy, kept current here, so
+    /// that the transactions it emits (and the outputs at its end) see the same.
+    private(set) var info = TLSInfo() {
+        didSet { connection.tls = info }
+    }
     private let clientRecords = TLSRecordReader()
     private let serverRecords = TLSRecordReader()
     private var clientHandshake = TLSHandshakeBuffer()
@@ -114,11 +118,7 @@ final class TLSSession: ConnectionSession {
         if reader.broken {
             noteBroken()
             // The record framing is lost: the plaintext of the rest of the direction is unknown.
-            if !wasBroken, let inner {
-                inner.missed(StreamGap(offset: plaintextOffset[direction.index], length: gap.length, timestamp: gap.timestamp),
-                             from: direction, on: connection)
-                plaintextOffset[direction.index] &+= gap.length
-            }
+            if !wasBroken { deliverGap(gap.length, at: gap.timestamp, from: direction) }
         }
     }
 
@@ -130,7 +130,6 @@ final class TLSSession: ConnectionSession {
         if info.handshakeEnd == nil || clientHandshake.overflowed || serverHandshake.overflowed { info.incomplete = true }
         if info.version != 0 && !isTLS13 { info.earlyDataAccepted = false }
         if !heldEarly.isEmpty { settleEarlyData(accepted: info.earlyDataAccepted ?? false) }
-        connection.tls = info
         inner?.finished(connection, at: timestamp)
     }
 
@@ -144,17 +143,14 @@ final class TLSSession: ConnectionSession {
         switch r.type {
         case 22 where !clientEncrypted:
             if let body = r.body {
-                if info.handshakeStart == nil {
-                    info.handshakeStart = r.firstByte
-                    connection.tls = info
-                }
+                if info.handshakeStart == nil { info.handshakeStart = r.firstByte }
                 clientHandshake.append(body) { type, message in
                     if type == 1 { clientHello(message) }
                 }
             }
         case 22:
             // TLS 1.2: the client's first record after its ChangeCipherSpec is its Finished.
-            if info.handshakeEnd == nil { handshakeEnded(at: r.lastByte) }
+            if info.handshakeEnd == nil { info.handshakeEnd = r.lastByte }
             sealed(r, from: .fromClient)
         case 20:
             // TLS 1.3 sends a ChangeCipherSpec only for middlebox compatibility: it changes nothing.
@@ -174,19 +170,13 @@ final class TLSSession: ConnectionSession {
                 return
             }
             // TLS 1.3: the client's first encrypted record after the ServerHello ends its flight.
-            if isTLS13, sawServerHello, info.handshakeEnd == nil { handshakeEnded(at: r.lastByte) }
+            if isTLS13, info.handshakeEnd == nil { info.handshakeEnd = r.lastByte }
             sealed(r, from: .fromClient)
         case 21:
             sealed(r, from: .fromClient)
         default:
             break
         }
-    }
-
-    private func handshakeEnded(at ts: Timestamp) {
-        info.handshakeEnd = ts
-        // The transactions that follow take their ssl timing from it.
-        connection.tls = info
     }
 
     private func serverRecord(_ r: TLSRecordReader.Record) {
@@ -278,25 +268,18 @@ final class TLSSession: ConnectionSession {
             if let block = r.vector(2) {
                 for (t, data) in TLSReader.extensions(block) {
                     var e = TLSReader(data)
-                    if t == 16, let list = e.vector(2) {
-                        var protocols = TLSReader(list)
-                        if let p = protocols.vector(1) { info.alpn = String(decoding: p, as: UTF8.self) }
-                    }
+                    if t == 16, let list = e.vector(2), let chosen = TLSReader.protocolNames(list).first { info.alpn = chosen }
                     if t == 42 { accepted = true }
                 }
             }
             info.earlyDataAccepted = accepted
             settleEarlyData(accepted: accepted)
         case 20:  // Finished: the server's application traffic keys from here
-            if let c = cipher, let secret = secrets?.serverTraffic0 {
-                serverSecret = secret
-                serverProtection = RecordProtection(tls13Secret: secret, cipher: c)
-            } else {
-                serverProtection = nil
-            }
+            serverSecret = secrets?.serverTraffic0
+            serverProtection = protection(for: serverSecret)
         case 24:  // KeyUpdate
             serverSecret = nextSecret(serverSecret)
-            serverProtection = serverSecret.flatMap { s in cipher.flatMap { RecordProtection(tls13Secret: s, cipher: $0) } }
+            serverProtection = protection(for: serverSecret)
         default:
             break
         }
@@ -308,18 +291,20 @@ final class TLSSession: ConnectionSession {
             earlyActive = false
         case 20:  // Finished: the client's application traffic keys from here
             earlyActive = false
-            if let c = cipher, let secret = secrets?.clientTraffic0 {
-                clientSecret = secret
-                clientProtection = RecordProtection(tls13Secret: secret, cipher: c)
-            } else {
-                clientProtection = nil
-            }
-        case 24:
+            clientSecret = secrets?.clientTraffic0
+            clientProtection = protection(for: clientSecret)
+        case 24:  // KeyUpdate
             clientSecret = nextSecret(clientSecret)
-            clientProtection = clientSecret.flatMap { s in cipher.flatMap { RecordProtection(tls13Secret: s, cipher: $0) } }
+            clientProtection = protection(for: clientSecret)
         default:
             break
         }
+    }
+
+    /// A TLS 1.3 traffic secret's record protection (RFC 8446 §7.3); nil without the secret.
+    private func protection(for secret: [UInt8]?) -> RecordProtection? {
+        guard let secret, let c = cipher else { return nil }
+        return RecordProtection(tls13Secret: secret, cipher: c)
     }
 
     /// RFC 8446 §7.2: application_traffic_secret_N+1.
@@ -334,7 +319,7 @@ final class TLSSession: ConnectionSession {
         let held = heldEarly
         heldEarly = []
         guard accepted || !held.isEmpty else { return }
-        guard accepted, let c = cipher, let secret = secrets?.clientEarly, let early = RecordProtection(tls13Secret: secret, cipher: c) else {
+        guard accepted, let early = protection(for: secrets?.clientEarly) else {
             connection.note(accepted ? .tlsKeysNotFound : .tlsEarlyDataRejected)
             return
         }
@@ -388,8 +373,8 @@ final class TLSSession: ConnectionSession {
         }
         secrets = found
         if isTLS13 {
-            if let s = found.serverHandshake { serverProtection = RecordProtection(tls13Secret: s, cipher: c) }
-            if let s = found.clientHandshake { clientProtection = RecordProtection(tls13Secret: s, cipher: c) }
+            serverProtection = protection(for: found.serverHandshake)
+            clientProtection = protection(for: found.clientHandshake)
             if serverProtection == nil && clientProtection == nil { secrets = nil; connection.note(.tlsKeysNotFound) }
         } else if let master = found.masterSecret {
             // RFC 5246 §6.3: key_block = PRF(master, "key expansion", server_random + client_random).
@@ -411,7 +396,7 @@ final class TLSSession: ConnectionSession {
     /// RFC 8446 §4.1.2 (and RFC 5246 §7.4.1.2): the client's offer.
     private func clientHello(_ message: ArraySlice<UInt8>) {
         var r = TLSReader(message)
-        guard r.u16() != nil, let random = r.take(32), let sessionID = r.vector(1), r.vector(2) != nil, r.vector(1) != nil else {
+        guard r.u16() != nil, let random = r.take(32), r.vector(1) != nil, r.vector(2) != nil, r.vector(1) != nil else {
             info.incomplete = true
             return
         }
@@ -421,7 +406,6 @@ final class TLSSession: ConnectionSession {
         clientRandom = Array(random)
         // Looked up now: 0-RTT records follow the ClientHello before the ServerHello.
         if let keyLog, let found = keyLog.secrets(forClientRandom: clientRandom), !found.isEmpty { secrets = found }
-        _ = sessionID
         guard let block = r.vector(2) else { return }
         for (type, data) in TLSReader.extensions(block) {
             var e = TLSReader(data)
@@ -434,10 +418,7 @@ final class TLSSession: ConnectionSession {
                 }
             case 16:  // application_layer_protocol_negotiation
                 guard info.alpnOffered == nil, let list = e.vector(2) else { continue }
-                var protocols = TLSReader(list)
-                var offered: [String] = []
-                while let p = protocols.vector(1) { offered.append(String(decoding: p, as: UTF8.self)) }
-                info.alpnOffered = offered
+                info.alpnOffered = TLSReader.protocolNames(list)
             case 35:  // session_ticket
                 if !data.isEmpty { ticketOffered = true }
             case 42:  // early_data
@@ -456,7 +437,7 @@ final class TLSSession: ConnectionSession {
 
     private func serverHello(_ message: ArraySlice<UInt8>) {
         var r = TLSReader(message)
-        guard let legacyVersion = r.u16(), let random = r.take(32), let sessionID = r.vector(1),
+        guard let legacyVersion = r.u16(), let random = r.take(32), r.vector(1) != nil,
               let cipher = r.u16(), r.u8() != nil else {
             info.incomplete = true
             return
@@ -474,10 +455,7 @@ final class TLSSession: ConnectionSession {
                 case 51: group = e.u16()                               // key_share (HRR: the group asked for)
                 case 41: psk = true                                    // pre_shared_key
                 case 16:                                                // ALPN (TLS 1.2 only in clear)
-                    if let list = e.vector(2) {
-                        var protocols = TLSReader(list)
-                        if let p = protocols.vector(1) { alpn = String(decoding: p, as: UTF8.self) }
-                    }
+                    if let list = e.vector(2) { alpn = TLSReader.protocolNames(list).first }
                 default: break
                 }
             }
@@ -498,10 +476,7 @@ final class TLSSession: ConnectionSession {
         } else {
             info.alpn = alpn
         }
-        _ = sessionID
         setUpKeys()
-        // The transactions that follow name the version and SNI.
-        connection.tls = info
     }
 
     /// TLS 1.2 ECDHE: ServerKeyExchange names the curve (RFC 8422 §5.4).
