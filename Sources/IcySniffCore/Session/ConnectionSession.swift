@@ -19,6 +19,8 @@ public protocol SessionFactory {
     /// Reads the first bytes of a connection whose handshake was not captured: do they look like
     /// a client's or a server's? (Reassembly decides the direction with it.)
     func speakerHint(_ firstBytes: UnsafeRawBufferPointer) -> SpeakerHint
+    /// Whether these first bytes are too few to choose by (the slot holds them until more come).
+    func needsMoreBytes(_ firstBytes: UnsafeRawBufferPointer) -> Bool
 }
 
 /// The factory a pipeline uses: TLS where the first bytes are a TLS handshake record (on any
@@ -38,6 +40,11 @@ public struct StandardSessionFactory: SessionFactory {
             return TLSSession(connection: connection, emitter: emitter, options: options, keyLog: keyLog)
         }
         return HTTP1Session(connection: connection, emitter: emitter, options: options, scheme: "http")
+    }
+
+    /// A TLS record header cut by the segmenting: the handshake type is needed to tell.
+    public func needsMoreBytes(_ firstBytes: UnsafeRawBufferPointer) -> Bool {
+        firstBytes.count < TLSRecordReader.bytesToRecognise && TLSRecordReader.mayBeginHandshakeRecord(firstBytes)
     }
 
     public func speakerHint(_ firstBytes: UnsafeRawBufferPointer) -> SpeakerHint {
@@ -77,13 +84,11 @@ public final class SessionSlot: StreamHandler {
         return chosen
     }
 
-    /// The first bytes, while too few to choose by (a TLS record header cut by the segmenting).
+    /// The first bytes, while too few for the factory to choose by.
     private var held: [UInt8] = []
     private var heldOffset: UInt64 = 0
     private var heldTime: Timestamp = .zero
     private var heldDirection = Direction.fromClient
-    /// Bytes a choice needs: a TLS record header and the handshake type.
-    static let bytesToChoose = 6
 
     @inline(__always)
     public func received(_ chunk: StreamChunk, from direction: Direction, on connection: Connection) {
@@ -94,31 +99,34 @@ public final class SessionSlot: StreamHandler {
         }
     }
 
-    /// Until a session is chosen. Bytes that may begin a TLS handshake record but are too few
-    /// to tell are held (at most 5) and delivered, with their own offset and time, once chosen.
+    /// Until a session is chosen. First bytes too few for the factory to choose by are held
+    /// and delivered, with their own offset and time, once it has chosen.
     private func firstReceived(_ chunk: StreamChunk, from direction: Direction, on connection: Connection) {
-        if !held.isEmpty && direction != heldDirection {
-            // The other side spoke first after all: choose with what is held.
-            releaseHeld(on: connection)
-            session!.received(chunk, from: direction, on: connection)
+        if held.isEmpty {
+            if factory.needsMoreBytes(chunk.bytes) {
+                held = Array(chunk.bytes)
+                heldOffset = chunk.offset
+                heldTime = chunk.timestamp
+                heldDirection = direction
+                return
+            }
+            choose(connection, firstBytes: chunk.bytes, from: direction).received(chunk, from: direction, on: connection)
             return
         }
-        var all = held
-        all.append(contentsOf: chunk.bytes)
-        if all.count < Self.bytesToChoose && Self.mayBeginHandshakeRecord(all) {
-            if held.isEmpty { heldOffset = chunk.offset; heldTime = chunk.timestamp; heldDirection = direction }
-            held = all
-            return
-        }
-        let chosen = all.withUnsafeBytes { choose(connection, firstBytes: $0, from: direction) }
-        if !held.isEmpty {
+        if direction == heldDirection {
+            let all = held + chunk.bytes
+            if all.withUnsafeBytes({ factory.needsMoreBytes($0) }) {
+                held = all
+                return
+            }
+            let chosen = all.withUnsafeBytes { choose(connection, firstBytes: $0, from: direction) }
             deliverHeld(to: chosen, on: connection)
+            chosen.received(chunk, from: direction, on: connection)
+            return
         }
-        chosen.received(chunk, from: direction, on: connection)
-    }
-
-    static func mayBeginHandshakeRecord(_ bytes: [UInt8]) -> Bool {
-        (bytes.count < 1 || bytes[0] == 22) && (bytes.count < 2 || bytes[1] == 3) && (bytes.count < 3 || bytes[2] <= 4)
+        // The other side spoke first after all: choose with what is held.
+        releaseHeld(on: connection)
+        session!.received(chunk, from: direction, on: connection)
     }
 
     private func deliverHeld(to chosen: any ConnectionSession, on connection: Connection) {

@@ -41,6 +41,14 @@ final class TLSRecordReader {
         return true
     }
 
+    /// Bytes `looksLikeRecord` needs to recognise a handshake record: the header and the type.
+    static let bytesToRecognise = 6
+
+    /// Whether `bytes`, fewer than `bytesToRecognise`, may still begin a handshake record.
+    static func mayBeginHandshakeRecord(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        (bytes.count < 1 || bytes[0] == 22) && (bytes.count < 2 || bytes[1] == 3) && (bytes.count < 3 || bytes[2] <= 4)
+    }
+
     func feed(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, keep: (UInt8) -> Bool, record: (Record) -> Void) {
         var i = 0
         let n = bytes.count
