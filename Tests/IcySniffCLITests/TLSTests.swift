@@ -52,8 +52,12 @@ import Testing
         #expect((tls["versions"] as? [String: Int]) == ["TLS 1.2": 2, "TLS 1.3": 1])
         let hosts = try #require(tls["hosts"] as? [[String: Any]])
         #expect(hosts.first?["sni"] as? String == "tls.icy.test" && hosts.first?["sequentialConnections"] as? Int == 2)
+        #expect(tls["decrypted"] as? Int == 0)
         let text = try CLI.run(["report", "-r", capture])
-        #expect(text.text.contains("TLS: 3 connections"), "\(text.text)")
+        #expect(text.text.contains("TLS: 3 connections (handshakes only: not decrypted)"), "\(text.text)")
+        // With the key log the report says so (it said "not decrypted" whatever happened).
+        let keyed = try CLI.run(["report", "-r", capture, "--keylog", keys])
+        #expect(keyed.text.contains("TLS: 3 connections (all decrypted), 1 resumed"), "\(keyed.text)")
     }
 
     let keys = CLI.capture("tls-sample.keys")

@@ -68,6 +68,8 @@ public struct Report: Sendable {
             public var sequential: Int
         }
         public var connections = 0
+        /// Of those, the ones decrypted with a key log.
+        public var decrypted = 0
         public var resumed = 0
         public var versions: [(version: String, count: Int)] = []
         /// Handshake times (ms): median, 90th percentile and maximum.
@@ -110,6 +112,7 @@ public final class ReportCollector: TransactionSink {
     private var slowest: [(line: Report.Line, wait: Double)] = []
     private let slowestKept = 10
     private var tlsConnections = 0
+    private var tlsDecrypted = 0
     private var tlsResumed = 0
     private var tlsVersions: [String: Int] = [:]
     /// Handshake times: all of the first `handshakesKept`, then a deterministic reservoir sample.
@@ -192,6 +195,7 @@ public final class ReportCollector: TransactionSink {
 
     private func tlsFinished(_ tls: TLSInfo, _ connection: Connection) {
         tlsConnections += 1
+        if tls.decrypted { tlsDecrypted += 1 }
         if tls.resumed { tlsResumed += 1 }
         tlsVersions[tls.versionName ?? "unknown", default: 0] += 1
         if let ms = tls.handshakeMilliseconds {
@@ -221,6 +225,7 @@ public final class ReportCollector: TransactionSink {
         guard tlsConnections > 0 else { return nil }
         var s = Report.TLSSummary()
         s.connections = tlsConnections
+        s.decrypted = tlsDecrypted
         s.resumed = tlsResumed
         s.versions = tlsVersions.sorted { ($0.value, $0.key) > ($1.value, $1.key) }.map { ($0.key, $0.value) }
         let sorted = handshakes.sorted()

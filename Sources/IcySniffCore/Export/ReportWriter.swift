@@ -3,6 +3,12 @@ public enum ReportWriter {
     public static func text(_ r: Report, maxLines: Int = 10) -> String {
         var out = ""
         func line(_ s: String = "") { out += s + "\n" }
+        func ms(_ v: Double?) -> String {
+            guard let v else { return "-" }
+            let w = ByteBuffer(capacity: 32)
+            JSONWriter.appendNumber(v, decimals: 1, to: w)
+            return w.text + " ms"
+        }
         func bytes(_ n: UInt64) -> String {
             if n >= 10_000_000 { return "\(n / 1_000_000) MB" }
             if n >= 10_000 { return "\(n / 1000) kB" }
@@ -39,22 +45,16 @@ public enum ReportWriter {
         line()
         line("Slowest by wait (server time):")
         for (l, wait) in r.slowestByWait.prefix(maxLines) {
-            let w = ByteBuffer(capacity: 64)
-            JSONWriter.appendNumber(wait, decimals: 1, to: w)
-            line("  \(w.text) ms  \(l.method) \(l.url) → \(l.status)")
+            line("  \(ms(wait))  \(l.method) \(l.url) → \(l.status)")
         }
         line(r.errorsByHost.isEmpty ? "Errors by host: none" : "Errors by host:")
         for e in r.errorsByHost.prefix(maxLines) { line("  \(e.host): \(e.count) × \(e.status)") }
         if let tls = r.tls {
-            func ms(_ v: Double?) -> String {
-                guard let v else { return "-" }
-                let w = ByteBuffer(capacity: 32)
-                JSONWriter.appendNumber(v, decimals: 1, to: w)
-                return w.text + " ms"
-            }
             line()
             let rate = Int((tls.resumptionRate * 100).rounded())
-            line("TLS: \(tls.connections) connections (handshakes only: not decrypted), \(tls.resumed) resumed (\(rate)%)")
+            let decryption = tls.decrypted == tls.connections ? "all decrypted"
+                : tls.decrypted == 0 ? "handshakes only: not decrypted" : "\(tls.decrypted) decrypted"
+            line("TLS: \(tls.connections) connections (\(decryption)), \(tls.resumed) resumed (\(rate)%)")
             line("  versions: " + tls.versions.map { "\($0.version) \($0.count)" }.joined(separator: ", "))
             line("  handshake time: median \(ms(tls.handshakeP50)), 90th percentile \(ms(tls.handshakeP90)), max \(ms(tls.handshakeMax))")
             for h in tls.hosts.prefix(maxLines) {
@@ -118,6 +118,7 @@ public enum ReportWriter {
             if let tls = r.tls {
                 w.key("tls"); w.beginObject()
                 w.int("connections", tls.connections)
+                w.int("decrypted", tls.decrypted)
                 w.int("resumed", tls.resumed)
                 w.key("versions"); w.beginObject(); for v in tls.versions { w.key(text: v.version); w.int(v.count) }; w.endObject()
                 w.optionalNumber("handshakeP50", tls.handshakeP50)
