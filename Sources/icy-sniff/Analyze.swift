@@ -67,12 +67,7 @@ struct Analyze: ParsableCommand {
             return
         }
         var frontend = Frontend(input: input, output: output, filter: try filters.makeFilter())
-        if !input.keylog.isEmpty {
-            do { frontend.keyLog = try KeyLog(paths: input.keylog) } catch {
-                Diagnostics.error(error.message)
-                throw ExitCode(Frontend.Exit.badInput)
-            }
-        }
+        frontend.keyLog = try Diagnostics.loadKeyLog(input.keylog)
         let code = frontend.run()
         if code != 0 { throw ExitCode(code) }
     }

@@ -1,3 +1,5 @@
+import ArgumentParser
+import IcySniffCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,6 +16,25 @@ enum Diagnostics {
 
     static func info(_ message: String) {
         write(message + "\n")
+    }
+
+    /// A diagnostic of the library (an input's outcome), if there is one.
+    static func show(_ diagnostic: Diagnostic?) {
+        switch diagnostic {
+        case .error(let text)?: error(text)
+        case .warning(let text)?: warning(text)
+        case nil: break
+        }
+    }
+
+    /// `--keylog` files, read once for the whole run: an unreadable one is the user's error
+    /// (one line, exit 2). Nil when none was given.
+    static func loadKeyLog(_ paths: [String]) throws -> KeyLog? {
+        guard !paths.isEmpty else { return nil }
+        do { return try KeyLog(paths: paths) } catch {
+            Self.error(error.message)
+            throw ExitCode(ExitStatus.badInput.rawValue)
+        }
     }
 
     /// Text as it is (progress lines).

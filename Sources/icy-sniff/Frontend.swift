@@ -100,11 +100,7 @@ struct Frontend {
         var code = ExitStatus.ok
         var comments: [String] = []
         for outcome in outcomes {
-            switch outcome.diagnostic(signalled: Signals.stop) {
-            case .error(let text)?: Diagnostics.error(text)
-            case .warning(let text)?: Diagnostics.warning(text)
-            case nil: break
-            }
+            Diagnostics.show(outcome.diagnostic(signalled: Signals.stop))
             if let comment = outcome.outputComment(signalled: Signals.stop) { comments.append(comment) }
             code = max(code, outcome.exitStatus(strict: input.strict))
             if outcome.stopsRun { return code.rawValue }

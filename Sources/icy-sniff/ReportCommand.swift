@@ -35,23 +35,14 @@ struct ReportCommand: ParsableCommand {
         for problem in expanded.problems { Diagnostics.error(problem); code = 2 }
         var reports: [Report] = []
         var options = PipelineOptions()
-        if !keylog.isEmpty {
-            do { options.keyLog = try KeyLog(paths: keylog) } catch {
-                Diagnostics.error(error.message)
-                throw ExitCode(2)
-            }
-        }
+        options.keyLog = try Diagnostics.loadKeyLog(keylog)
         var driver = CaptureDriver(captureFilter: filter)
         driver.shouldStop = { Signals.stop }
         for capture in expanded.captures {
             let collector = ReportCollector()
             let pipeline = Pipeline(sink: CacheJudgingSink(next: collector), options: options)
             let outcome = driver.run(capture.path, through: pipeline)
-            switch outcome.diagnostic(signalled: Signals.stop) {
-            case .error(let text)?: Diagnostics.error(text)
-            case .warning(let text)?: Diagnostics.warning(text)
-            case nil: break
-            }
+            Diagnostics.show(outcome.diagnostic(signalled: Signals.stop))
             code = max(code, outcome.exitStatus(strict: false).rawValue)
             if outcome.stopsRun { throw ExitCode(code) }
             guard outcome.analysed else { continue }
