@@ -116,18 +116,9 @@ extension HTTPStreamParser {
             }
             if requestBeingAnswered().isHTTP09 {
                 // HTTP/0.9: no status line, the whole rest of the stream is the body.
-                let m = begin()
-                m.isHTTP09 = true
-                m.startLineParsed = true
-                m.headersComplete = true
-                m.headersEnd = headTime
-                m.closeDelimited = true
-                m.note(.http09)
-                callout { delegate.parserCompletedHead(m) }
+                let m = beginHTTP09Reply(headersEnd: headTime)
                 transition(to: .untilClose)
-                let held = buffer
-                buffer.removeAll(keepingCapacity: true)
-                held.withUnsafeBytes { bodyData($0, wire: $0.count) }
+                bodyFromBuffer()
                 m.lastByte = ts
                 return true
             }
@@ -158,6 +149,27 @@ extension HTTPStreamParser {
         setMessage(m)
         callout { delegate.parserBegan(m) }
         return m
+    }
+
+    /// A reply to an HTTP/0.9 request: no status line, no header section, the rest of the stream
+    /// is its body. `headersEnd`: when the head "ended" (unknown for a reply cut short).
+    func beginHTTP09Reply(headersEnd: Timestamp?) -> HTTPMessage {
+        let m = begin()
+        m.isHTTP09 = true
+        m.startLineParsed = true
+        m.headersComplete = true
+        if let headersEnd { m.headersEnd = headersEnd }
+        m.closeDelimited = true
+        m.note(.http09)
+        callout { delegate.parserCompletedHead(m) }
+        return m
+    }
+
+    /// What the head buffer holds is body after all (an HTTP/0.9 reply).
+    func bodyFromBuffer() {
+        let held = buffer
+        buffer.removeAll(keepingCapacity: true)
+        held.withUnsafeBytes { bodyData($0, wire: $0.count) }
     }
 
     /// The request a response starting now answers (asked of the delegate: the pairing knows).
@@ -274,16 +286,8 @@ extension HTTPStreamParser {
         }
         if message == nil, role == .response, !buffer.isEmpty, requestBeingAnswered().isHTTP09 {
             // An HTTP/0.9 reply shorter than one line.
-            let m = begin()
-            m.isHTTP09 = true
-            m.startLineParsed = true
-            m.headersComplete = true
-            m.closeDelimited = true
-            m.note(.http09)
-            callout { delegate.parserCompletedHead(m) }
-            let held = buffer
-            buffer.removeAll(keepingCapacity: true)
-            held.withUnsafeBytes { bodyData($0, wire: $0.count) }
+            _ = beginHTTP09Reply(headersEnd: nil)
+            bodyFromBuffer()
             lineStart = 0
             endMessage(at: ts, complete: true)
             return
