@@ -32,6 +32,15 @@ struct ConformanceTests {
         return nil
     }
 
+    /// Runs a shared checker (`tools/NAME`) on the binary under test: its closing counts (the
+    /// run fails when it printed none) and its FAIL lines.
+    func check(_ tool: String, _ arguments: [String] = []) throws -> (passed: Int, failed: Int, failures: [Substring]) {
+        let r = try CLI.run(arguments + ["--cmd", "\(CLI.binary) -r {pcap} --har --quiet"],
+                            executable: CLI.shared.appendingPathComponent("tools/\(tool)").path)
+        let counts = try #require(passed(r.text, label: "\(tool):"), "\(r.text.suffix(1000))")
+        return (counts.0, counts.1, r.text.split(separator: "\n").filter { $0.hasPrefix("FAIL") })
+    }
+
     @Test func everyHARIsValidAndReadableByHaralyzer() throws {
         let dir = CLI.temporaryDirectory()
         var files: [String] = []
@@ -63,43 +72,35 @@ struct ConformanceTests {
     }
 
     @Test func transactionConformanceAtLeast95Percent() throws {
-        let r = try CLI.run(["--cmd", "\(CLI.binary) -r {pcap} --har --quiet"],
-                            executable: CLI.shared.appendingPathComponent("tools/conformance").path)
-        let counts = try #require(passed(r.text, label: "conformance:"), "\(r.text.suffix(1000))")
-        let total = counts.0 + counts.1
+        let r = try check("conformance")
+        let total = r.passed + r.failed
         #expect(total >= 100)
-        #expect(Double(counts.0) >= 0.95 * Double(total), "\(r.text.split(separator: "\n").filter { $0.hasPrefix("FAIL") })")
+        #expect(Double(r.passed) >= 0.95 * Double(total), "\(r.failures)")
     }
 
     @Test func cacheConformancePassesEveryCase() throws {
-        let r = try CLI.run(["--cmd", "\(CLI.binary) -r {pcap} --har --quiet"],
-                            executable: CLI.shared.appendingPathComponent("tools/cache-conformance").path)
-        let counts = try #require(passed(r.text, label: "cache-conformance:"), "\(r.text.suffix(1000))")
-        #expect(counts.0 >= 54)
-        #expect(counts.1 == 0, "\(r.text.split(separator: "\n").filter { $0.hasPrefix("FAIL") })")
+        let r = try check("cache-conformance")
+        #expect(r.passed >= 54)
+        #expect(r.failed == 0, "\(r.failures)")
     }
+
+    static var tlsCorpus: String { CLI.shared.appendingPathComponent("corpus/tls").path }
 
     /// TLS metadata without keys (issue 15, first part): every keyless case of the TLS corpus.
     @Test func tlsMetadataWithoutKeysPassesEveryKeylessCase() throws {
-        let r = try CLI.run(["--corpus", CLI.shared.appendingPathComponent("corpus/tls").path, "--only", "nokeys",
-                             "--cmd", "\(CLI.binary) -r {pcap} --har --quiet"],
-                            executable: CLI.shared.appendingPathComponent("tools/conformance").path)
-        let counts = try #require(passed(r.text, label: "conformance:"), "\(r.text.suffix(1000))")
-        #expect(counts.0 >= 15)
-        #expect(counts.1 == 0, "\(r.text.split(separator: "\n").filter { $0.hasPrefix("FAIL") })")
+        let r = try check("conformance", ["--corpus", Self.tlsCorpus, "--only", "nokeys"])
+        #expect(r.passed >= 15)
+        #expect(r.failed == 0, "\(r.failures)")
     }
 
     /// TLS decryption with the key logs (issue 15): every HTTP/1.1-over-TLS case, TLS 1.2 and 1.3,
     /// resumption and 0-RTT, with the TLS and ssl-timing checks. The HTTP/2 cases are the next
     /// issue's.
     @Test func tlsDecryptionPassesEveryHTTP1Case() throws {
-        let r = try CLI.run(["--corpus", CLI.shared.appendingPathComponent("corpus/tls").path, "--only", "^(tls1|resume|large|h1-)",
-                             "--cmd", "\(CLI.binary) -r {pcap} --har --quiet", "--keylog-opt", "--keylog {keylog}"],
-                            executable: CLI.shared.appendingPathComponent("tools/conformance").path)
-        let counts = try #require(passed(r.text, label: "conformance:"), "\(r.text.suffix(1000))")
-        #expect(counts.0 >= 16)
-        #expect(counts.1 <= 2, "only the two HTTP/2-over-TLS 1.3 cases may fail: \(r.text.split(separator: "\n").filter { $0.hasPrefix("FAIL") })")
-        let failures = r.text.split(separator: "\n").filter { $0.hasPrefix("FAIL") }
-        #expect(failures.allSatisfy { $0.contains("-h2 ") }, "\(failures)")
+        let r = try check("conformance", ["--corpus", Self.tlsCorpus, "--only", "^(tls1|resume|large|h1-)",
+                                          "--keylog-opt", "--keylog {keylog}"])
+        #expect(r.passed >= 16)
+        #expect(r.failed <= 2, "only the two HTTP/2-over-TLS 1.3 cases may fail: \(r.failures)")
+        #expect(r.failures.allSatisfy { $0.contains("-h2 ") }, "\(r.failures)")
     }
 }
