@@ -1,0 +1,94 @@
+/// The body of one message as it arrives, whatever frames it: counted, content-decoded (gzip,
+/// deflate, br, zstd) and kept when asked. HTTP/1.x's parser feeds it the de-chunked bytes, the
+/// HTTP/2 session the payload of DATA frames; one place decides sizes, decoding and `--bodies`.
+extension HTTPMessage {
+    /// Chooses the content decoder from Content-Encoding (at the end of the head).
+    func setUpBodyDecoder(options: HTTPParserOptions) {
+        guard let first = headers.index(of: .contentEncoding) else { return }
+        let tokens: [String]
+        // The usual case, one `Content-Encoding: gzip` line, without splitting Strings.
+        if headers.count(of: .contentEncoding) == 1,
+           headers.withValueBytes(at: first, { equalsBytes($0, "gzip") }) {
+            tokens = ["gzip"]
+        } else {
+            guard let encoding = headers.combined(.contentEncoding) else { return }
+            tokens = encoding.split(separator: ",").map { $0.trimmingASCIIWhitespace() }
+        }
+        contentEncodings = tokens
+        do {
+            decoder = try ContentDecoder(encodings: tokens, maxOutput: options.maxDecodedBytes,
+                                         keepsOutput: options.keepBodies)
+        } catch {
+            note(.unsupportedContentEncoding)
+        }
+    }
+
+    /// Body bytes as sent (after any transfer framing); `wire` counts the framing too.
+    @inline(__always)
+    func receiveBody(_ data: UnsafeRawBufferPointer, wire: Int, options: HTTPParserOptions) {
+        guard data.count > 0 else { return }
+        bodyBytes &+= UInt64(data.count)
+        bodyWireBytes &+= UInt64(wire)
+        if let decoder, !decodeFailed {
+            let keep = options.keepBodies
+            let cap = options.maxBodyBytes
+            let ok = decoder.feed(data) { out in
+                if keep { self.keepBody(out, cap: cap) }
+            }
+            decoderStatus(decoder, ok: ok)
+        } else {
+            decodedBytes &+= UInt64(data.count)
+            if options.keepBodies && decoder == nil { keepBody(data, cap: options.maxBodyBytes) }
+        }
+    }
+
+    /// Body bytes lost in a capture gap: counted, flagged; decoding cannot go on past them.
+    func receiveBodyGap(_ length: UInt64) {
+        guard length > 0 else { return }
+        bodyBytes &+= length
+        bodyWireBytes &+= length
+        bodyGapBytes &+= length
+        note(.bodyGap)
+        if decoder != nil && !decodeFailed { decodeFailed = true }
+    }
+
+    /// The body is over (`complete`: as framed): the decoder's last output and the final sizes.
+    func endBody(complete: Bool, options: HTTPParserOptions) {
+        if let decoder, !decodeFailed {
+            let keep = options.keepBodies
+            let cap = options.maxBodyBytes
+            let ok = decoder.finish { out in
+                if keep { self.keepBody(out, cap: cap) }
+            }
+            decoderStatus(decoder, ok: ok)
+        }
+        if complete, bodyBytes > 0, !decodeFailed, !decodeCapped, let decoder, !decoder.finishedCleanly {
+            // The framing says the body is whole, but its compressed stream did not end (a
+            // sender that cut it short): the decoded size counts only what was decoded.
+            note(.bodyDecodeIncomplete)
+        }
+        if decodeFailed || decoder == nil {
+            decodedBytes = bodyBytes
+        }
+    }
+
+    @inline(__always)
+    private func decoderStatus(_ decoder: ContentDecoder, ok: Bool) {
+        decodedBytes = decoder.decodedCount
+        if decoder.capped && !decodeCapped { decodeCapped = true; note(.bodyDecodeCapped) }
+        if !ok { decodeFailed = true; note(.bodyDecodeFailed) }
+    }
+
+    private func keepBody(_ data: UnsafeRawBufferPointer, cap: Int) {
+        if body == nil { body = [] }
+        let room = cap - body!.count
+        if room <= 0 { if !bodyTruncated { bodyTruncated = true; note(.bodyTruncatedInMemory) }; return }
+        if data.count > room {
+            body!.append(contentsOf: UnsafeRawBufferPointer(rebasing: data[0..<room]))
+            bodyTruncated = true
+            note(.bodyTruncatedInMemory)
+        } else {
+            body!.append(contentsOf: data)
+        }
+    }
+}
