@@ -3,7 +3,8 @@ import PackageDescription
 
 // The folders are the pipeline: Capture → Decode → Reassembly → HTTP → Analysis → Export.
 // C libraries come from Debian's -dev packages (libpcap-dev, zlib1g-dev, libbrotli-dev, libzstd-dev,
-// libdeflate-dev, libssl-dev for libcrypto).
+// libdeflate-dev, libssl-dev for libcrypto,
+// libnghttp2-dev for HPACK).
 let package = Package(
     name: "icy-sniff",
     platforms: [.macOS(.v13)],
@@ -21,6 +22,8 @@ let package = Package(
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         // Whole-buffer inflate for the common small gzip/deflate body (2-3x zlib's speed).
         .systemLibrary(name: "CDeflate", pkgConfig: "libdeflate", providers: [.apt(["libdeflate-dev"])]),
+        // HPACK (RFC 7541): libnghttp2's header inflater, the decoder curl and nginx rely on.
+        .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         // Small C helpers that are awkward from Swift (a FILE* over a gzip stream for libpcap).
         .target(name: "CIcyShims", dependencies: ["CZlib"]),
         // TLS decryption: thin wrappers over OpenSSL's libcrypto (Debian's libssl-dev): EVP AEAD
@@ -33,7 +36,7 @@ let package = Package(
         // third of a run (NDJSON of an 825 MB capture: 6.8 s with them, 4.4 s without).
         .target(
             name: "IcySniffCore",
-            dependencies: ["CPcap", "CZlib", "CBrotli", "CZstd", "CDeflate", "CIcyShims", "CIcyCrypto"]
+            dependencies: ["CPcap", "CZlib", "CBrotli", "CZstd", "CDeflate", "CIcyShims", "CIcyCrypto", "CNghttp2"]
         ),
         .executableTarget(
             name: "icy-sniff",
@@ -49,7 +52,7 @@ let package = Package(
             linkerSettings: [.unsafeFlags(["-static-stdlib", "-l_FoundationCollections", "-l_FoundationCShims", "-lswiftSynchronization",
                                            "-lmimalloc"], .when(platforms: [.linux], configuration: .release))]
         ),
-        .testTarget(name: "IcySniffCoreTests", dependencies: ["IcySniffCore", "CZlib"]),
+        .testTarget(name: "IcySniffCoreTests", dependencies: ["IcySniffCore", "CZlib", "CNghttp2"]),
         .testTarget(name: "IcySniffCLITests", dependencies: ["icy-sniff"]),
     ]
 )

@@ -69,6 +69,21 @@ final class InOrderPairing {
         return .none
     }
 
+    /// The connection switched to HTTP/2 after `Upgrade: h2c` and a 101: the upgrading
+    /// transaction leaves this pairing (its response comes on HTTP/2 stream 1), its 101 kept as
+    /// an interim response.
+    func takeUpgradedTransaction() -> Transaction? {
+        guard let t = tunnelTransaction, let index = queue[head...].firstIndex(where: { $0 === t }) else { return nil }
+        tunnelTransaction = nil
+        queue.remove(at: index)
+        if let switching = t.response {
+            t.interimResponses.append(switching)
+            t.response = nil
+        }
+        t.weirds.removeAll { $0 == .tunnel }
+        return t
+    }
+
     func messageEnded() {
         emitReady()
     }

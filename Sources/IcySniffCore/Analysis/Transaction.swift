@@ -68,6 +68,10 @@ public final class Transaction {
     public internal(set) var captureName: String = ""
     /// The URL scheme of the session that carried it ("http"; "https" inside TLS).
     public let scheme: String
+    /// HTTP/2: the stream it was carried on (nil for HTTP/1.x).
+    public internal(set) var http2Stream: UInt32? = nil
+    /// HTTP/2 server push: the request is the server's PUSH_PROMISE, not the client's.
+    public internal(set) var pushed = false
 
     init(connection: ConnectionSnapshot, depth: Int, scheme: String = "http") {
         self.connection = connection
@@ -115,7 +119,11 @@ public final class Transaction {
     private var cachedURL: String? = nil
 
     private func computeHost() -> String {
-        if let h = request?.headers.first(.host), !h.isEmpty { return h }
+        if let request {
+            // HTTP/2's :authority stands for Host (RFC 9113 §8.3.1), and wins over one.
+            if http2Stream != nil, let a = request.headers.first(.authority), !a.isEmpty { return a }
+            if let h = request.headers.first(.host), !h.isEmpty { return h }
+        }
         let s = connection.server
         let addr = s.address.isIPv4 ? s.address.description : "[\(s.address.description)]"
         return s.port == defaultPort ? addr : "\(addr):\(s.port)"

@@ -68,8 +68,19 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
     case tlsDecryptionFailed = "tls_decryption_failed"
     case tlsRecordLost = "tls_record_lost"
     case tlsEarlyDataRejected = "tls_early_data_rejected"
-    case http2NotDecoded = "http2_not_decoded"
     case bodyTruncatedInMemory = "body_truncated_in_memory"
+
+    // HTTP/2 (connection scope, then transaction scope).
+    case http2BadPreface = "http2_bad_preface"
+    case http2MalformedFrame = "http2_malformed_frame"
+    case http2FrameTooLarge = "http2_frame_too_large"
+    case http2FramingLost = "http2_framing_lost"
+    case http2HeaderBlockLost = "http2_header_block_lost"
+    case http2HeadersUndecodable = "http2_headers_undecodable"
+    case http2GoawayError = "http2_goaway_error"
+    case http2StreamReset = "http2_stream_reset"
+    case http2RefusedByGoaway = "http2_refused_by_goaway"
+    case http2DataWithoutHeaders = "http2_data_without_headers"
 
     public static func < (a: Weird, b: Weird) -> Bool { a.rawValue < b.rawValue }
 
@@ -134,7 +145,16 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
         case .tlsDecryptionFailed: return "a TLS record did not authenticate with the logged secrets (wrong keys, or a damaged record): nothing after it in that direction is decrypted, no garbage is passed on"
         case .tlsRecordLost: return "part of an encrypted TLS record was never captured: the record cannot be decrypted, its plaintext is a gap"
         case .tlsEarlyDataRejected: return "the client sent TLS 1.3 early data (0-RTT) that the server did not accept: it is not analysed"
-        case .http2NotDecoded: return "the decrypted connection carries HTTP/2 (ALPN h2), which icy-sniff does not decode yet: listed, not dropped"
+        case .http2BadPreface: return "the client's bytes do not start with the HTTP/2 connection preface; the connection's frames are not read"
+        case .http2MalformedFrame: return "an HTTP/2 frame breaks RFC 9113 §6 (a length its type does not allow, padding longer than the frame, a frame on the wrong stream); skipped, or the rest of the direction when its framing is unsure"
+        case .http2FrameTooLarge: return "an HTTP/2 frame is longer than the receiver's SETTINGS_MAX_FRAME_SIZE; read anyway"
+        case .http2FramingLost: return "a capture gap cut an HTTP/2 frame header: the frames after it in that direction cannot be delimited; open streams are reported as far as they came, flagged"
+        case .http2HeaderBlockLost: return "a capture gap cut an HTTP/2 header block: the HPACK table of that direction is unknown from here, so later header blocks are not decoded (never guessed); DATA is still counted"
+        case .http2HeadersUndecodable: return "the headers of this HTTP/2 message could not be decoded (HPACK state lost to a gap, or a block that does not decode): method, URL or status are unknown"
+        case .http2GoawayError: return "an endpoint closed the HTTP/2 connection with GOAWAY and an error code other than NO_ERROR"
+        case .http2StreamReset: return "the HTTP/2 stream was reset (RST_STREAM) before both sides finished it; what arrived is reported"
+        case .http2RefusedByGoaway: return "the server's GOAWAY says this HTTP/2 stream was never processed (its id is above the last stream id); the client may retry it"
+        case .http2DataWithoutHeaders: return "DATA arrived on an HTTP/2 stream before its HEADERS (or on a stream that was never opened); counted on the stream when there is one"
         case .pipelined: return "the request was sent before the previous response arrived"
         case .bodyTruncatedInMemory: return "the body exceeded the in-memory cap; sizes are exact, the kept text is not"
         }

@@ -43,6 +43,13 @@ public protocol HTTPParserDelegate: AnyObject {
     func parserRequestBeingAnswered() -> RequestContext
     /// Data that is not HTTP where a message should start (counted, then skipped).
     func parserSkipped(_ weird: Weird, bytes: Int)
+    /// Bytes of a tunnel (after a 101 or a CONNECT 2xx), for a delegate that reads what the
+    /// connection switched to (h2c after `Upgrade: h2c`). Counted by the parser either way.
+    func parserTunnelData(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp)
+}
+
+extension HTTPParserDelegate {
+    public func parserTunnelData(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp) {}
 }
 
 /// An incremental HTTP/1.x parser for one direction of a connection (requests or responses).
@@ -234,6 +241,8 @@ public final class HTTPStreamParser {
                 if tunnelStart == nil { tunnelStart = ts }
                 tunnelEnd = ts
                 tunnelBytes &+= UInt64(n - i)
+                let rest = UnsafeRawBufferPointer(rebasing: bytes[i..<n])
+                callout { delegate.parserTunnelData(rest, at: ts) }
                 i = n
             case .resync:
                 i = consumeResync(bytes, from: i, offset: chunk.offset, at: ts)

@@ -50,6 +50,17 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
                         id: FieldName(name)))
     }
 
+    /// Appends one field from bytes elsewhere (an HPACK decoder's output).
+    mutating func append(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        let nameStart = storage.count
+        storage.append(contentsOf: name)
+        let valueStart = storage.count
+        storage.append(contentsOf: value)
+        refs.append(Ref(nameStart: UInt32(nameStart), nameCount: UInt32(name.count),
+                        valueStart: UInt32(valueStart), valueCount: UInt32(value.count),
+                        id: FieldName(buffer: name)))
+    }
+
     /// obs-fold: the last field's value continues with `more` (joined by one space).
     mutating func continueLast(with more: ArraySlice<UInt8>) {
         guard var last = refs.popLast(), !more.isEmpty else { return }
@@ -238,6 +249,8 @@ public enum FieldName: UInt8, Sendable, CaseIterable {
     case expect, upgrade, connection
     case contentLength, transferEncoding, contentEncoding, contentType
     case cacheControl, expires, date, age, lastModified, etag, location, vary, pragma, setCookie
+    /// HTTP/2's `:authority` pseudo-header (the Host of an HTTP/2 request).
+    case authority
 
     /// Fields whose values are credentials: redacted in exports unless `--keep-secrets`.
     public var isSecret: Bool {
@@ -273,6 +286,7 @@ public enum FieldName: UInt8, Sendable, CaseIterable {
         case .vary: return "Vary"
         case .pragma: return "Pragma"
         case .setCookie: return "Set-Cookie"
+        case .authority: return ":authority"
         }
     }
 
@@ -303,6 +317,7 @@ public enum FieldName: UInt8, Sendable, CaseIterable {
         case (7, 0x72): candidate = ("referer", .referer)
         case (7, 0x75): candidate = ("upgrade", .upgrade)
         case (8, 0x6C): candidate = ("location", .location)
+        case (10, 0x3A): candidate = (":authority", .authority)
         case (10, 0x63): candidate = ("connection", .connection)
         case (10, 0x73): candidate = ("set-cookie", .setCookie)
         case (10, 0x75): candidate = ("user-agent", .userAgent)

@@ -23,8 +23,9 @@ public protocol SessionFactory {
     func needsMoreBytes(_ firstBytes: UnsafeRawBufferPointer) -> Bool
 }
 
-/// The factory a pipeline uses: TLS where the first bytes are a TLS handshake record (on any
-/// port), HTTP/1.x otherwise.
+/// The factory a pipeline uses, by content on any port: TLS where the first bytes are a TLS
+/// handshake record; HTTP/2 (h2c) where they are the client's connection preface, the server's
+/// SETTINGS, or, on a connection picked up mid-stream, HTTP/2 frames; HTTP/1.x otherwise.
 public struct StandardSessionFactory: SessionFactory {
     public var options: HTTPParserOptions
     /// TLS secrets (`--keylog`); nil: TLS connections show their handshakes only.
@@ -39,18 +40,34 @@ public struct StandardSessionFactory: SessionFactory {
         if let firstBytes, TLSRecordReader.looksLikeRecord(firstBytes, handshakeType: direction == .fromClient ? 1 : 2) {
             return TLSSession(connection: connection, emitter: emitter, options: options, keyLog: keyLog)
         }
+        if let firstBytes, let preface = Self.http2Start(firstBytes, from: direction, on: connection) {
+            return HTTP2Session(connection: connection, emitter: emitter, options: options, scheme: "http", expectsPreface: preface)
+        }
         return HTTP1Session(connection: connection, emitter: emitter, options: options, scheme: "http")
     }
 
-    /// A TLS record header cut by the segmenting: the handshake type is needed to tell.
+    /// Whether a connection starts as HTTP/2 in clear, and if so whether the client's preface is
+    /// to come (nil: not HTTP/2).
+    static func http2Start(_ bytes: UnsafeRawBufferPointer, from direction: Direction, on connection: Connection) -> Bool? {
+        let midstream = connection.clientHalf.midstream || connection.serverHalf.midstream
+        if direction == .fromClient && bytes.starts(with: HTTP2FrameHeader.preface.prefix(16)) { return true }
+        if direction == .fromServer && !midstream && HTTP2FrameHeader.looksLikeSettings(bytes) { return true }
+        if midstream && HTTP2FrameHeader.looksLikeFrames(bytes) { return false }
+        return nil
+    }
+
+    /// A TLS record header or the HTTP/2 preface cut by the segmenting: more is needed to tell.
     public func needsMoreBytes(_ firstBytes: UnsafeRawBufferPointer) -> Bool {
-        firstBytes.count < TLSRecordReader.bytesToRecognise && TLSRecordReader.mayBeginHandshakeRecord(firstBytes)
+        if firstBytes.count < 16 && !firstBytes.isEmpty && HTTP2FrameHeader.preface.starts(with: firstBytes) { return true }
+        return firstBytes.count < TLSRecordReader.bytesToRecognise && TLSRecordReader.mayBeginHandshakeRecord(firstBytes)
     }
 
     public func speakerHint(_ firstBytes: UnsafeRawBufferPointer) -> SpeakerHint {
         // A TLS ClientHello comes from the client, a ServerHello from the server.
         if TLSRecordReader.looksLikeRecord(firstBytes, handshakeType: 1) { return .client }
         if TLSRecordReader.looksLikeRecord(firstBytes, handshakeType: 2) { return .server }
+        // The HTTP/2 preface is the client's (it also reads as a request line).
+        if firstBytes.starts(with: HTTP2FrameHeader.preface.prefix(16)) { return .client }
         return HTTP1Session.speakerHint(firstBytes)
     }
 }

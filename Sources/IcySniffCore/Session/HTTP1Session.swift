@@ -8,7 +8,11 @@
 final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
     let scheme: String
     private unowned let connection: Connection
+    private unowned let emitter: TransactionEmitter
+    private let options: HTTPParserOptions
     private let pairing: InOrderPairing
+    /// After `Upgrade: h2c` and a 101: the HTTP/2 session the rest of the connection goes to.
+    private var upgraded: HTTP2Session? = nil
     private var requestParser: HTTPStreamParser!
     private var responseParser: HTTPStreamParser!
     /// The two parsers again, unretained, for the per-packet path (they are never replaced).
@@ -17,6 +21,8 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
     init(connection: Connection, emitter: TransactionEmitter, options: HTTPParserOptions, scheme: String) {
         self.scheme = scheme
         self.connection = connection
+        self.emitter = emitter
+        self.options = options
         self.pairing = InOrderPairing(connection: connection, emitter: emitter, scheme: scheme)
         requestParser = HTTPStreamParser(role: .request, options: options, delegate: self)
         responseParser = HTTPStreamParser(role: .response, options: options, delegate: self)
@@ -37,6 +43,7 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
     // MARK: StreamHandler
 
     func received(_ chunk: StreamChunk, from direction: Direction, on connection: Connection) {
+        if let upgraded { return upgraded.received(chunk, from: direction, on: connection) }
         // Every data packet: the parser is used unretained (choosing one of two references makes
         // a retained copy); `self` holds both parsers for as long as it lives.
         let unretained = direction == .fromClient ? unretainedParsers.request : unretainedParsers.response
@@ -44,10 +51,12 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
     }
 
     func missed(_ gap: StreamGap, from direction: Direction, on connection: Connection) {
+        if let upgraded { return upgraded.missed(gap, from: direction, on: connection) }
         parser(for: direction).gap(gap)
     }
 
     func ended(_ direction: Direction, reason: CloseReason, at timestamp: Timestamp, on connection: Connection) {
+        if let upgraded { return upgraded.ended(direction, reason: reason, at: timestamp, on: connection) }
         parser(for: direction).finish(at: timestamp, reason: reason)
     }
 
@@ -60,6 +69,7 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
         summary.start = [requestParser.tunnelStart, responseParser.tunnelStart].compactMap { $0 }.min()
         summary.end = [requestParser.tunnelEnd, responseParser.tunnelEnd].compactMap { $0 }.max()
         pairing.finish(tunnel: summary)
+        upgraded?.finished(connection, at: timestamp)
     }
 
     @inline(__always) private func parser(for direction: Direction) -> HTTPStreamParser {
@@ -78,10 +88,29 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
     func parserCompletedHead(_ message: HTTPMessage) {
         guard message.kind == .response else { return }
         if pairing.responseHeadCompleted(message) == .tunnel {
+            if message.status == 101, Self.upgradesToH2c(message), let t = pairing.takeUpgradedTransaction() {
+                // h2c (RFC 7540 §3.2): both directions are HTTP/2 from here; the request that
+                // asked for it is stream 1. The server's bytes after the 101 in this chunk come
+                // through `parserTunnelData`, everything later straight to the HTTP/2 session.
+                let h2 = HTTP2Session(connection: connection, emitter: emitter, options: options, scheme: scheme, expectsPreface: true)
+                h2.adoptUpgradeRequest(t)
+                upgraded = h2
+                return
+            }
             // The response parser tunnels on its own (its framing says so); the client's side
             // follows from here.
             requestParser.enterTunnel()
         }
+    }
+
+    /// A 101 whose Upgrade names h2c.
+    private static func upgradesToH2c(_ message: HTTPMessage) -> Bool {
+        guard let value = message.headers.combined(.upgrade) else { return false }
+        return value.split(separator: ",").contains { $0.trimmingASCIIWhitespace().lowercased() == "h2c" }
+    }
+
+    func parserTunnelData(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp) {
+        upgraded?.received(StreamChunk(offset: 0, bytes: bytes, timestamp: ts), from: .fromServer, on: connection)
     }
 
     func parserEnded(_ message: HTTPMessage) {

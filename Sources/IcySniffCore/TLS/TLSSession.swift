@@ -45,7 +45,6 @@ final class TLSSession: ConnectionSession {
     /// A direction stops being decrypted at its first record that does not authenticate.
     private var decryptionFailed = [false, false]
     private var inner: (any ConnectionSession)? = nil
-    private var innerRefused = false
     private var plaintextOffset: [UInt64] = [0, 0]
     /// Where records are decrypted to, one at a time (the inner session borrows it for a call);
     /// made with the first record decrypted, freed with the session.
@@ -343,18 +342,14 @@ final class TLSSession: ConnectionSession {
         plaintextOffset[direction.index] &+= length
     }
 
-    private static let http2Preface = Array("PRI * HTTP/2.0\r\n".utf8)
-
     private func innerSession(for plaintext: UnsafeRawBufferPointer) -> (any ConnectionSession)? {
         if let inner { return inner }
-        guard !innerRefused else { return nil }
-        if info.alpn == "h2" || plaintext.starts(with: Self.http2Preface) {
-            // HTTP/2 inside TLS is the next issue's: the connection is listed, flagged, not dropped.
-            innerRefused = true
-            connection.note(.http2NotDecoded)
-            return nil
+        let session: any ConnectionSession
+        if info.alpn == "h2" || plaintext.starts(with: HTTP2FrameHeader.preface.prefix(16)) {
+            session = HTTP2Session(connection: connection, emitter: emitter, options: options, scheme: "https", expectsPreface: true)
+        } else {
+            session = HTTP1Session(connection: connection, emitter: emitter, options: options, scheme: "https")
         }
-        let session = HTTP1Session(connection: connection, emitter: emitter, options: options, scheme: "https")
         inner = session
         return session
     }

@@ -37,6 +37,9 @@ func analyse(_ path: String, options: PipelineOptions = PipelineOptions()) throw
 struct Transcript {
     enum Side { case client, server }
     var blocks: [(Side, [UInt8])]
+    /// Blocks whose bytes are missing from the capture (their sequence numbers are used up, so
+    /// what follows them is a gap for the reassembly).
+    var lostBlocks: Set<Int> = []
 
     init(_ text: String) {
         var blocks: [(Side, [UInt8])] = []
@@ -107,7 +110,11 @@ struct Transcript {
             send(.server, [.syn, .ack], [])
             send(.client, [.ack], [])
         }
-        for (side, bytes) in blocks {
+        for (index, (side, bytes)) in blocks.enumerated() {
+            if lostBlocks.contains(index) {
+                if side == .client { clientSeq = clientSeq &+ UInt32(bytes.count) } else { serverSeq = serverSeq &+ UInt32(bytes.count) }
+                continue
+            }
             let size = segmentSize > 0 ? segmentSize : max(1, bytes.count)
             var i = 0
             while i < bytes.count {
