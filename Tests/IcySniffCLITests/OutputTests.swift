@@ -6,7 +6,7 @@ import Testing
         let r = try CLI.run(["-r", CLI.capture("nginx-cache-demo.pcap.gz"), "--quiet"])
         #expect(r.status == 0)
         let lines = r.text.split(separator: "\n")
-        #expect(lines.first == "time\tclient\tmethod\turl\tstatus\ttype\tsize\tduration\tcache\tflags")
+        #expect(lines.first == "time\tclient\tmethod\turl\tstatus\tprotocol\ttype\tsize\tduration\tcache\tflags")
         #expect(lines.count == 13)
         #expect(lines.filter { $0.contains("\tAVOIDABLE\t") }.count == 2)
     }

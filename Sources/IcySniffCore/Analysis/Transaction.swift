@@ -79,6 +79,21 @@ public final class Transaction {
         self.scheme = scheme
     }
 
+    /// The protocol as ALPN names it (and DevTools shows it): "h2" inside TLS, "h2c" in clear,
+    /// else the HTTP/1.x version in lower case ("http/1.1"); "-" when no message says.
+    public var protocolName: String {
+        if http2Stream != nil && (response?.version == "HTTP/2.0" || request?.version == "HTTP/2.0") {
+            return scheme == "https" ? "h2" : "h2c"
+        }
+        guard let m = request ?? response, m.startLineParsed else { return "-" }
+        switch m.versionText {
+        case "HTTP/1.1": return "http/1.1"
+        case "HTTP/1.0": return "http/1.0"
+        case "HTTP/0.9": return "http/0.9"
+        default: return m.versionText.lowercased()
+        }
+    }
+
     /// The port a URL of this scheme leaves out.
     var defaultPort: UInt16 { scheme == "https" ? 443 : 80 }
 

@@ -9,11 +9,11 @@ public enum TableFormat: Sendable {
 
 /// A column of the tabular outputs (`--fields`); names are stable and documented in docs/CLI.md.
 public enum Field: String, CaseIterable, Sendable {
-    case time, capture, connection, depth, client, server, method, host, path, url, version, status, reason,
+    case time, capture, connection, depth, client, server, method, host, path, url, version, proto = "protocol", status, reason,
          contentType = "type", requestSize = "req_size", size, encodedSize = "encoded_size",
-         duration, connect, send, wait, receive, ssl, cache, tlsVersion = "tls_version", sni, flags
+         duration, connect, send, wait, receive, ssl, cache, tlsVersion = "tls_version", sni, stream, flags
 
-    public static let defaultColumns: [Field] = [.time, .client, .method, .url, .status, .contentType, .size, .duration, .cache, .flags]
+    public static let defaultColumns: [Field] = [.time, .client, .method, .url, .status, .proto, .contentType, .size, .duration, .cache, .flags]
 }
 
 /// Writes transactions as a terminal table, TSV, CSV or NDJSON, one row as each completes.
@@ -92,6 +92,8 @@ public final class TableWriter {
             if format == .table, url.hasPrefix("http://") { return String(url.dropFirst(7)) }
             return url
         case .version: return resp?.versionText ?? req?.versionText ?? "-"
+        case .proto: return t.protocolName
+        case .stream: return t.http2Stream.map { String($0) } ?? "-"
         case .status: return resp.map { $0.isHTTP09 ? "0.9" : String($0.status) } ?? "-"
         case .reason: return resp?.reason ?? "-"
         case .contentType:
@@ -240,6 +242,8 @@ public final class TableWriter {
         case .depth: return 5
         case .connection: return 6
         case .version: return 8
+        case .proto: return 8
+        case .stream: return 6
         case .flags: return 24
         default: return nil
         }
@@ -335,6 +339,7 @@ enum NDJSONEncoder {
         w.string("host", t.host)
         w.optionalString("target", req?.targetString)
         w.optionalString("url", req.map { _ in EntryEncoder.redactURL(t.url, options: options) })
+        w.string("protocol", t.protocolName)
         w.optionalString("request_version", req?.versionText)
         w.headerValue("user_agent", req?.headers, .userAgent)
         w.headerValue("referrer", req?.headers, .referer)
@@ -365,6 +370,8 @@ enum NDJSONEncoder {
         w.optionalString("tls_version", t.connection.tlsVersion)
         w.optionalString("sni", t.connection.sni)
         if t.timings.ssl < 0 { w.key("ssl_ms"); w.null() } else { w.number("ssl_ms", t.timings.ssl) }
+        w.key("stream"); if let stream = t.http2Stream { w.int(stream) } else { w.null() }
+        if t.pushed { w.bool("pushed", true) }
         w.key("flags"); w.beginArray(); for f in t.allWeirds { w.string(f.rawValue) }; w.endArray()
         w.endObject()
     }

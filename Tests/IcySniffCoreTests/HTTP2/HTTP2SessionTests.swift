@@ -148,7 +148,7 @@ import Testing
         let byPath = Dictionary(sink.transactions.map { ($0.request?.targetString ?? "", $0) }, uniquingKeysWith: { first, _ in first })
         #expect(sink.transactions.count == 5)
         let index = try #require(byPath["/index.html"])
-        #expect(index.response?.status == 200 && index.response?.decodedBytes == 5000)
+        #expect(index.response?.status == 200 && index.response?.decodedBytes == 5000 && index.protocolName == "h2c")
         #expect(index.request?.headers.all("continuation-test-1").first?.count == 4096)
         #expect(index.request?.headersSize ?? 0 > 16_384, "a header block over several frames")
         let pushed = try #require(byPath["/style.css"])
