@@ -29,3 +29,35 @@ import Testing
         #expect(text.text.contains("Avoidable requests (a stored response was still fresh): 2"))
     }
 }
+
+/// The report's HTTP/2 section and its HTTP/1.x hosts that opened parallel connections.
+@Suite struct HTTP2ReportTests {
+    static func report(_ capture: String) throws -> [String: Any] {
+        let r = try CLI.run(["report", "-r", CLI.packageRoot.appendingPathComponent("captures/\(capture)").path, "--format", "json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let reports = try JSONSerialization.jsonObject(with: r.stdout) as! [[String: Any]]
+        return try #require(reports.first)
+    }
+
+    @Test func streamsPerConnectionConcurrencyAndPush() throws {
+        let report = try Self.report("h2c-sample.pcap")
+        let h2 = try #require(report["http2"] as? [String: Any])
+        // Three connections: nghttp's (index.html, app.js and the pushed style.css), the
+        // upgraded one (stream 1) and the upload.
+        #expect(h2["connections"] as? Int == 3)
+        #expect(h2["streams"] as? Int == 5)
+        #expect(h2["maxStreamsPerConnection"] as? Int == 3)
+        #expect(h2["peakConcurrentStreams"] as? Int == 3)
+        #expect(h2["pushed"] as? Int == 1)
+        #expect((report["parallelHTTP1Hosts"] as? [Any])?.isEmpty == true)
+    }
+
+    @Test func httpOneHostsWithParallelConnectionsAreNamed() throws {
+        let report = try Self.report("wikipedia.pcap")
+        #expect(report["http2"] == nil)
+        let hosts = try #require(report["parallelHTTP1Hosts"] as? [[String: Any]])
+        let upload = try #require(hosts.first)
+        #expect(upload["host"] as? String == "upload.wikimedia.org")
+        #expect(upload["connections"] as? Int == 6 && upload["peakParallel"] as? Int == 6)
+    }
+}

@@ -56,6 +56,30 @@ public struct Report: Sendable {
     public var errorsByHost: [(host: String, status: Int, count: Int)] = []
     /// TLS connections (from their cleartext handshakes); nil when there were none.
     public var tls: TLSSummary? = nil
+    /// HTTP/2 connections; nil when there were none.
+    public var http2: HTTP2Summary? = nil
+    /// HTTP/1.x hosts that had several connections open at once: one HTTP/2 connection would
+    /// have carried their requests (most parallel first).
+    public var parallelHTTP1Hosts: [ParallelHost] = []
+
+    public struct HTTP2Summary: Sendable {
+        public var connections = 0
+        public var streams = 0
+        public var maxStreamsPerConnection = 0
+        /// The most streams one connection had open at once.
+        public var peakConcurrentStreams = 0
+        public var pushed = 0
+        public var reset = 0
+        public var streamsPerConnection: Double { connections == 0 ? 0 : Double(streams) / Double(connections) }
+    }
+
+    public struct ParallelHost: Sendable {
+        public var host: String
+        public var connections: Int
+        /// The most of them open at the same time.
+        public var peakParallel: Int
+        public var requests: Int
+    }
 
     /// The TLS part of the report: what the handshakes say, without keys.
     public struct TLSSummary: Sendable {
@@ -102,6 +126,11 @@ public final class ReportCollector: TransactionSink {
     private var r = Report()
     /// Requests per open connection; folded into the per-host figures when it finishes.
     private var open: [UInt64: (host: String, count: Int)] = [:]
+    private var http2Summary = Report.HTTP2Summary()
+    /// HTTP/1.x connections per host: when each was open, and its requests (at most
+    /// `intervalsKept` per host, hosts least recently used out).
+    private var http1Intervals = BoundedLRU<String, [(start: Timestamp, end: Timestamp, requests: Int)]>(capacity: 10_000)
+    private let intervalsKept = 4096
     private var byHost: [String: Report.HostConnections] = [:]
     private var connectionCount = 0
     /// The last 200 of each URL (validator and length), for "re-downloaded unchanged": bounded,
@@ -189,8 +218,43 @@ public final class ReportCollector: TransactionSink {
 
     public func connectionFinished(_ connection: Connection) {
         if let tls = connection.tls { tlsFinished(tls, connection) }
+        if let h2 = connection.http2, h2.streams > 0 {
+            http2Summary.connections += 1
+            http2Summary.streams += h2.streams
+            http2Summary.maxStreamsPerConnection = max(http2Summary.maxStreamsPerConnection, h2.streams)
+            http2Summary.peakConcurrentStreams = max(http2Summary.peakConcurrentStreams, h2.peakConcurrentStreams)
+            http2Summary.pushed += h2.pushed
+            http2Summary.reset += h2.reset
+        }
         guard let c = open.removeValue(forKey: connection.id) else { return }
+        if connection.http2 == nil {
+            let start = connection.synTime ?? connection.firstSeen
+            let end = connection.finishedAt ?? connection.lastSeen
+            let kept = intervalsKept
+            http1Intervals.update(c.host) { entry in
+                var list = entry ?? []
+                if list.count < kept { list.append((start, end, c.count)) }
+                entry = list
+            }
+        }
         fold(c)
+    }
+
+    /// HTTP/1.x hosts with connections open at the same time, from the kept intervals.
+    private func parallelHosts() -> [Report.ParallelHost] {
+        var out: [Report.ParallelHost] = []
+        for host in http1Intervals.keys {
+            guard let list = http1Intervals.peek(host), list.count >= 2 else { continue }
+            // Sweep: +1 at each start, -1 at each end (ends first at equal times: back to back
+            // is not parallel).
+            let events = list.flatMap { [($0.start, 1), ($0.end, -1)] }.sorted { ($0.0, $0.1) < ($1.0, $1.1) }
+            var open = 0, peak = 0
+            for (_, delta) in events { open += delta; peak = max(peak, open) }
+            if peak >= 2 {
+                out.append(.init(host: host, connections: list.count, peakParallel: peak, requests: list.reduce(0) { $0 + $1.requests }))
+            }
+        }
+        return Array(out.sorted { ($0.peakParallel, $0.connections, $0.host) > ($1.peakParallel, $1.connections, $1.host) }.prefix(Report.hostsKept))
     }
 
     private func tlsFinished(_ tls: TLSInfo, _ connection: Connection) {
@@ -269,6 +333,8 @@ public final class ReportCollector: TransactionSink {
         out.shortConnectionHosts = hosts.filter { $0.connections >= 3 && $0.singleRequestConnections * 2 >= $0.connections }
         out.hosts = Array(hosts.prefix(Report.hostsKept))
         out.tls = tlsSummary()
+        out.http2 = http2Summary.connections > 0 ? http2Summary : nil
+        out.parallelHTTP1Hosts = parallelHosts()
         out.errorsByHost = errors.flatMap { host, statuses in statuses.map { (host, $0.key, $0.value) } }
             .sorted { ($0.count, $0.host, $1.status) > ($1.count, $1.host, $0.status) }
         return out

@@ -21,6 +21,7 @@ final class StreamPairing {
         self.connection = connection
         self.emitter = emitter
         self.scheme = scheme
+        if connection.http2 == nil { connection.http2 = HTTP2Stats() }
     }
 
     var openStreams: Int { open.count }
@@ -41,6 +42,11 @@ final class StreamPairing {
         t.http2Stream = stream
         t.pushed = pushed
         open[stream] = t
+        var stats = connection.http2 ?? HTTP2Stats()
+        stats.streams += 1
+        if pushed { stats.pushed += 1 }
+        stats.peakConcurrentStreams = max(stats.peakConcurrentStreams, open.count)
+        connection.http2 = stats
         if stream % 2 == 1 { highest.odd = max(highest.odd, stream) } else { highest.even = max(highest.even, stream) }
         return t
     }
@@ -52,6 +58,10 @@ final class StreamPairing {
         open[stream] = t
         depth = max(depth, t.depth)
         highest.odd = max(highest.odd, stream)
+        var stats = connection.http2 ?? HTTP2Stats()
+        stats.streams += 1
+        stats.peakConcurrentStreams = max(stats.peakConcurrentStreams, open.count)
+        connection.http2 = stats
     }
 
     /// Response headers on a stream: an interim 1xx, the final response, or (after it) trailers
@@ -82,6 +92,7 @@ final class StreamPairing {
     func reset(_ stream: UInt32, at ts: Timestamp) {
         guard let t = open[stream] else { return }
         t.note(.http2StreamReset)
+        connection.http2?.reset += 1
         endUnfinished(t, at: ts)
         close(stream, t)
     }

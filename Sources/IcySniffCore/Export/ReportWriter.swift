@@ -65,6 +65,21 @@ public enum ReportWriter {
             }
             if tls.hosts.count > maxLines { line("  … \(tls.hosts.count - maxLines) more hosts") }
         }
+        if let h2 = r.http2 {
+            line()
+            line("HTTP/2: \(h2.connections) connection\(h2.connections == 1 ? "" : "s"), \(h2.streams) streams "
+                 + "(\(Double((h2.streamsPerConnection * 10).rounded()) / 10) per connection, at most \(h2.maxStreamsPerConnection)), "
+                 + "at most \(h2.peakConcurrentStreams) open at once on one connection"
+                 + (h2.pushed > 0 ? ", \(h2.pushed) pushed" : "") + (h2.reset > 0 ? ", \(h2.reset) reset" : ""))
+        }
+        if !r.parallelHTTP1Hosts.isEmpty {
+            line()
+            line("HTTP/1.x hosts with parallel connections (one HTTP/2 connection would carry them all):")
+            for h in r.parallelHTTP1Hosts.prefix(maxLines) {
+                line("  \(h.host): \(h.connections) connections, up to \(h.peakParallel) at once, \(h.requests) requests")
+            }
+            if r.parallelHTTP1Hosts.count > maxLines { line("  … \(r.parallelHTTP1Hosts.count - maxLines) more hosts") }
+        }
         return out
     }
 
@@ -132,6 +147,23 @@ public enum ReportWriter {
                 w.endArray()
                 w.endObject()
             }
+            if let h2 = r.http2 {
+                w.key("http2"); w.beginObject()
+                w.int("connections", h2.connections)
+                w.int("streams", h2.streams)
+                w.number("streamsPerConnection", h2.streamsPerConnection)
+                w.int("maxStreamsPerConnection", h2.maxStreamsPerConnection)
+                w.int("peakConcurrentStreams", h2.peakConcurrentStreams)
+                w.int("pushed", h2.pushed)
+                w.int("reset", h2.reset)
+                w.endObject()
+            }
+            w.key("parallelHTTP1Hosts"); w.beginArray()
+            for h in r.parallelHTTP1Hosts {
+                w.beginObject(); w.string("host", h.host); w.int("connections", h.connections); w.int("peakParallel", h.peakParallel)
+                w.int("requests", h.requests); w.endObject()
+            }
+            w.endArray()
             w.key("errorsByHost"); w.beginArray()
             for e in r.errorsByHost {
                 w.beginObject(); w.string("host", e.host); w.int("status", e.status); w.int("count", e.count); w.endObject()

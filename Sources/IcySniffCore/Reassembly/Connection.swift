@@ -59,6 +59,8 @@ public final class Connection {
     public internal(set) var finishedAt: Timestamp? = nil
     /// What the cleartext TLS handshake showed, for a connection that carried TLS.
     public internal(set) var tls: TLSInfo? = nil
+    /// What the connection's HTTP/2 session counted (nil: not HTTP/2).
+    public internal(set) var http2: HTTP2Stats? = nil
     /// Zeek-style history letters (upper case: originator): S h a d f r g.
     public internal(set) var history: [UInt8] = []
 
@@ -114,4 +116,13 @@ public final class Connection {
 
     /// The connection id as shown in outputs ("C" and a number).
     public var label: String { "C\(id)" }
+}
+
+/// Streams of an HTTP/2 connection, as its session saw them.
+public struct HTTP2Stats: Sendable, Equatable {
+    public var streams = 0
+    /// The most streams open at once (both messages not yet ended).
+    public var peakConcurrentStreams = 0
+    public var pushed = 0
+    public var reset = 0
 }
