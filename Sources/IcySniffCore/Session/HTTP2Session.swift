@@ -31,6 +31,8 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
     /// SETTINGS_MAX_FRAME_SIZE each direction's endpoint advertised (limits what it receives).
     private var maxFrameSize = [HTTP2FrameHeader.defaultMaxFrameSize, HTTP2FrameHeader.defaultMaxFrameSize]
     private var noted = Set<Weird>()
+    /// Fields of the block being turned into a message were dropped at a cap (flagged on it).
+    private var droppedFields: Weird? = nil
 
     struct HeaderBlock {
         var stream: UInt32
@@ -120,6 +122,12 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
             }
         case .continuation:
             guard var block = pendingBlock[direction.index], block.stream == h.stream else { return malformed() }
+            if block.bytes.count + payload.count > options.maxHeaderBytes {
+                // A CONTINUATION flood: the block is not collected past the cap. Its fields are
+                // lost, and with them the direction's HPACK state.
+                note(.headerTooLarge)
+                return abandonBlock(from: direction, at: last)
+            }
             block.bytes.append(contentsOf: payload)
             if h.endHeaders {
                 pendingBlock[direction.index] = nil
@@ -269,14 +277,26 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
 
     private func blockComplete(_ block: HeaderBlock, at ts: Timestamp, from direction: Direction) {
         var fields = HeaderFields()
+        // What a block decodes to is bounded as an HTTP/1.x head is (an HPACK bomb repeats a
+        // large table entry by one-byte references): past the caps the fields are dropped,
+        // flagged, while decoding goes on so that the table stays right.
+        var decodedBytes = 0
+        var dropped: Weird? = nil
+        let maxBytes = options.maxHeaderBytes, maxFields = options.maxHeaderFields
         let decoded = block.bytes.withUnsafeBytes { raw in
-            decoders[direction.index].decode(raw) { name, value in fields.append(name: name, value: value) }
+            decoders[direction.index].decode(raw) { name, value in
+                decodedBytes += name.count + value.count + 4
+                if decodedBytes > maxBytes { dropped = .headerTooLarge; return }
+                if fields.count >= maxFields { dropped = .tooManyHeaders; return }
+                fields.append(name: name, value: value)
+            }
         }
         guard decoded else {
             note(.http2HeaderBlockLost)
             if block.type == .headers { headersUnknown(on: block.stream, endStream: block.endStream, first: block.first, at: ts, from: direction) }
             return
         }
+        droppedFields = dropped
         if block.type == .pushPromise {
             // The server's promise: the request of a new, even-numbered stream (§8.4).
             guard direction == .fromServer, block.promised != 0 else { return malformed() }
@@ -357,6 +377,7 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
 
     /// Start line and fields of a message from its decoded header block.
     private func fill(_ m: HTTPMessage, _ fields: HeaderFields, _ block: HeaderBlock, at ts: Timestamp) {
+        if let dropped = droppedFields { m.note(dropped); droppedFields = nil }
         m.headers = fields
         m.version = "HTTP/2.0"
         m.startLineParsed = true

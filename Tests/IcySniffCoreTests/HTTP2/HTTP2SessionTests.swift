@@ -164,3 +164,45 @@ import Testing
         for t in sink.transactions { #expect(t.allWeirds.isEmpty, "\(t.url): \(t.allWeirds)") }
     }
 }
+
+/// What a peer can make icy-sniff hold is bounded as for HTTP/1.x heads.
+@Suite struct HTTP2LimitsTests {
+    /// An HPACK bomb: a large table entry referenced by one-byte indices, many times. The fields
+    /// past the cap are dropped and flagged; the table stays right for the next block.
+    @Test func decodedHeadersAreCappedAndTheTableStaysRight() throws {
+        var options = HTTPParserOptions()
+        options.maxHeaderBytes = 4096
+        let c = HPACKEncoder(), s = HPACKEncoder()
+        let big = String(repeating: "x", count: 1000)
+        let client = HTTP2FrameHeader.preface + H2.settings()
+            + H2.frame(.headers, flags: H2.endHeaders | H2.endStream, stream: 1, HTTP2SessionTests.request(c, "GET", "/big", [("x-big", big)]))
+            + H2.frame(.headers, flags: H2.endHeaders | H2.endStream, stream: 3,
+                       HTTP2SessionTests.request(c, "GET", "/bomb", Array(repeating: ("x-big", big), count: 50)))
+            + H2.frame(.headers, flags: H2.endHeaders | H2.endStream, stream: 5, HTTP2SessionTests.request(c, "GET", "/after", [("x-big", big)]))
+        let server = H2.settings() + [1, 3, 5].flatMap { stream in
+            H2.frame(.headers, flags: H2.endHeaders | H2.endStream, stream: UInt32(stream), s.encode([(":status", "204")]))
+        }
+        let transactions = Transcript(blocks: [(.client, client), (.server, server)]).run(options: options)
+        let byPath = Dictionary(uniqueKeysWithValues: transactions.map { ($0.request?.targetString ?? "", $0) })
+        let bomb = try #require(byPath["/bomb"])
+        #expect(bomb.allWeirds.contains(.headerTooLarge))
+        #expect(bomb.request?.headers.all("x-big").count ?? 99 < 5)
+        #expect(byPath["/after"]?.request?.headers.first("x-big") == big, "the next block decodes")
+        #expect(byPath["/after"]?.allWeirds.isEmpty == true && byPath["/big"]?.allWeirds.isEmpty == true)
+    }
+
+    /// A header block that never ends (CONTINUATION after CONTINUATION) is not collected past
+    /// the cap: the stream's headers are unknown, flagged, and memory stays bounded.
+    @Test func aContinuationFloodIsCutAtTheCap() throws {
+        var options = HTTPParserOptions()
+        options.maxHeaderBytes = 10_000
+        let c = HPACKEncoder()
+        let first = HTTP2SessionTests.request(c, "GET", "/flood")
+        var client = HTTP2FrameHeader.preface + H2.settings() + H2.frame(.headers, flags: H2.endStream, stream: 1, first)
+        for _ in 0..<40 { client += H2.frame(.continuation, stream: 1, Array(repeating: 0x40, count: 1000)) }
+        let sink = Transcript(blocks: [(.client, client), (.server, H2.settings())]).collect(options: options)
+        let t = try #require(sink.transactions.first)
+        #expect(t.allWeirds.contains(.http2HeadersUndecodable))
+        #expect(sink.connections.first?.weirds.contains { $0.0 == .headerTooLarge } ?? false)
+    }
+}
