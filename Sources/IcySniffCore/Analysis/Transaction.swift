@@ -157,7 +157,8 @@ public final class Transaction {
         var target = request.targetString
         let absolute = target.withUTF8 { hasPrefixIgnoringCase($0, "http://") || hasPrefixIgnoringCase($0, "https://") }
         if absolute { return URLText.sanitize(target) }
-        if request.method == "CONNECT" { return "https://\(URLText.sanitize(target))" }
+        // CONNECT's authority-form target; an extended CONNECT (RFC 8441) has a path instead.
+        if request.method == "CONNECT" && !target.hasPrefix("/") { return "https://\(URLText.sanitize(target))" }
         var out: [UInt8] = []
         out.reserveCapacity(target.utf8.count + 64)
         out.append(contentsOf: scheme.utf8)

@@ -125,6 +125,30 @@ import Testing
         #expect(sink.connections.first?.weirds.contains { $0.0 == .http2FramingLost } ?? false)
     }
 
+    /// CONNECT names its target by :authority alone (RFC 9113 §8.5); extended CONNECT (RFC 8441,
+    /// WebSocket over HTTP/2) has :protocol and :path. Their DATA is the tunnel, flagged so.
+    @Test func connectAndExtendedConnectAreTunnels() throws {
+        let c = HPACKEncoder(), s = HPACKEncoder()
+        let client = HTTP2FrameHeader.preface + H2.settings()
+            + H2.frame(.headers, flags: H2.endHeaders, stream: 1, c.encode([(":method", "CONNECT"), (":authority", "backend.test:443")]))
+            + H2.frame(.headers, flags: H2.endHeaders, stream: 3, c.encode([(":method", "CONNECT"), (":protocol", "websocket"),
+                                                                             (":scheme", "http"), (":path", "/chat"), (":authority", "example.test")]))
+        let server = H2.settings([(8, 1)])
+            + H2.frame(.headers, flags: H2.endHeaders, stream: 1, s.encode([(":status", "200")]))
+            + H2.frame(.headers, flags: H2.endHeaders, stream: 3, s.encode([(":status", "200")]))
+        let client2 = H2.frame(.data, flags: H2.endStream, stream: 1, Array(repeating: 0x16, count: 300))
+            + H2.frame(.data, flags: H2.endStream, stream: 3, [0x81, 0x02, 0x68, 0x69])
+        let server2 = H2.frame(.data, flags: H2.endStream, stream: 1, Array(repeating: 0x17, count: 900))
+            + H2.frame(.data, flags: H2.endStream, stream: 3, [0x81, 0x00])
+        let transactions = Transcript(blocks: [(.client, client), (.server, server), (.client, client2), (.server, server2)]).run()
+        let byStream = Dictionary(uniqueKeysWithValues: transactions.map { ($0.http2Stream!, $0) })
+        let connect = try #require(byStream[1]), websocket = try #require(byStream[3])
+        #expect(connect.url == "https://backend.test:443" && connect.allWeirds == [.tunnel])
+        #expect(connect.request?.bodyBytes == 300 && connect.response?.bodyBytes == 900)
+        #expect(websocket.url == "http://example.test/chat" && websocket.allWeirds == [.tunnel])
+        #expect(websocket.request?.headers.first(":protocol") == "websocket")
+    }
+
     /// Picked up mid-stream (no handshake, no preface): the frames are recognised; headers that
     /// use only the static table and literals decode, a reference to an unseen entry does not.
     @Test func aConnectionPickedUpMidStreamIsReadFromItsFrames() throws {
