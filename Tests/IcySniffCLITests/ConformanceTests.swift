@@ -46,7 +46,10 @@ struct ConformanceTests {
         var files: [String] = []
         for (i, capture) in Self.allCaptures.enumerated() {
             let out = dir.appendingPathComponent("\(i).har").path
-            let r = try CLI.run(["-r", capture, "--har", "--bodies", "-o", out, "--quiet"])
+            // With its key log where it has one: the decrypted HTTP/1.1 and HTTP/2 entries too.
+            let keys = (capture.hasSuffix(".pcap") ? String(capture.dropLast(5)) : capture) + ".keys"
+            let keyLog = FileManager.default.fileExists(atPath: keys) ? ["--keylog", keys] : []
+            let r = try CLI.run(["-r", capture, "--har", "--bodies", "-o", out, "--quiet"] + keyLog)
             #expect(r.status == 0, "\(capture): \(r.stderr)")
             files.append(out)
         }
@@ -93,14 +96,12 @@ struct ConformanceTests {
         #expect(r.failed == 0, "\(r.failures)")
     }
 
-    /// TLS decryption with the key logs (issue 15): every HTTP/1.1-over-TLS case, TLS 1.2 and 1.3,
-    /// resumption and 0-RTT, with the TLS and ssl-timing checks. The HTTP/2 cases are the next
-    /// issue's.
-    @Test func tlsDecryptionPassesEveryHTTP1Case() throws {
-        let r = try check("conformance", ["--corpus", Self.tlsCorpus, "--only", "^(tls1|resume|large|h1-)",
-                                          "--keylog-opt", "--keylog {keylog}"])
-        #expect(r.passed >= 16)
-        #expect(r.failed <= 2, "only the two HTTP/2-over-TLS 1.3 cases may fail: \(r.failures)")
-        #expect(r.failures.allSatisfy { $0.contains("-h2 ") }, "\(r.failures)")
+    /// TLS decryption with the key logs (issue 15) and HTTP/2 (issue 16): every case of the TLS
+    /// corpus — HTTP/1.1 and HTTP/2 over TLS 1.2 and 1.3, h2c, resumption and 0-RTT — with the
+    /// TLS and ssl-timing checks.
+    @Test func tlsAndHTTP2CorpusPassesEveryCase() throws {
+        let r = try check("conformance", ["--corpus", Self.tlsCorpus, "--keylog-opt", "--keylog {keylog}"])
+        #expect(r.passed >= 31)
+        #expect(r.failed == 0, "\(r.failures)")
     }
 }
