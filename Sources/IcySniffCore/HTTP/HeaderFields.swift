@@ -41,16 +41,10 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
 
     /// Appends one field line (name and value as sent, value already trimmed of whitespace).
     mutating func append(name: ArraySlice<UInt8>, value: ArraySlice<UInt8>) {
-        let nameStart = storage.count
-        storage.append(contentsOf: name)
-        let valueStart = storage.count
-        storage.append(contentsOf: value)
-        refs.append(Ref(nameStart: UInt32(nameStart), nameCount: UInt32(name.count),
-                        valueStart: UInt32(valueStart), valueCount: UInt32(value.count),
-                        id: FieldName(name)))
+        name.withUnsafeBufferPointer { n in value.withUnsafeBufferPointer { v in append(name: n, value: v) } }
     }
 
-    /// Appends one field from bytes elsewhere (an HPACK decoder's output).
+    /// Appends one field from bytes elsewhere (an HPACK decoder's output, a parsed line).
     mutating func append(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         let nameStart = storage.count
         storage.append(contentsOf: name)

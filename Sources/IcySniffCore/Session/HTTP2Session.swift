@@ -313,12 +313,7 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
         let stream = block.stream
         if direction == .fromClient {
             if let t = pairing.transaction(on: stream), let request = t.request {
-                // A second HEADERS from the client: trailers (§8.1).
-                guard !request.ended else { return malformed() }
-                request.trailers = fields
-                request.lastByte = ts
-                if block.endStream { end(request, on: stream, at: ts) }
-                return
+                return trailersArrived(fields, for: request, block, at: ts)
             }
             if pairing.wasClosed(stream) { return }
             let request = HTTPMessage(kind: .request)
@@ -329,11 +324,7 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
         }
         if pairing.wasClosed(stream) { return }
         if let t = pairing.transaction(on: stream), let response = t.response {
-            guard !response.ended else { return malformed() }
-            response.trailers = fields
-            response.lastByte = ts
-            if block.endStream { end(response, on: stream, at: ts) }
-            return
+            return trailersArrived(fields, for: response, block, at: ts)
         }
         let response = HTTPMessage(kind: .response)
         fill(response, fields, block, at: ts)
@@ -351,6 +342,15 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
             t.note(.tunnel)
         }
         if block.endStream { end(response, on: stream, at: ts) }
+    }
+
+    /// A second header block from the same side of a stream: trailers (§8.1); after the message
+    /// ended, malformed.
+    private func trailersArrived(_ fields: HeaderFields, for m: HTTPMessage, _ block: HeaderBlock, at ts: Timestamp) {
+        guard !m.ended else { return malformed() }
+        m.trailers = fields
+        m.lastByte = ts
+        if block.endStream { end(m, on: block.stream, at: ts) }
     }
 
     /// A message whose header block could not be decoded: it is there, its fields are not.
