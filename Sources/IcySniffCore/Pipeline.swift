@@ -137,6 +137,16 @@ public final class Pipeline {
         table.ingest(segment)
     }
 
+    /// Ends every open connection now, each flagged `weird` (a capture set whose next piece does
+    /// not continue this one; nil: separate captures read one after another). Returns how many
+    /// there were.
+    @discardableResult
+    public func breakContinuity(marking weird: Weird?) -> Int {
+        let open = table.openConnections
+        table.flushAll(at: stats.lastPacket ?? .zero, marking: weird)
+        return open
+    }
+
     /// Ends every open connection: open transactions are emitted, flagged as partial.
     public func finish() {
         table.flushAll(at: stats.lastPacket ?? .zero)

@@ -98,6 +98,9 @@ struct InputOptions: ParsableArguments {
     @Option(name: [.customShort("Z"), .customLong("user")], help: ArgumentHelp("Live capture: drop root privileges to this user after opening the interface (output files are then created as that user).", valueName: "user"))
     var user: String?
 
+    @Flag(name: .customLong("no-join"), help: "Read every capture on its own: do not join the pieces of a rotated set (tcpdump -C/-G, dumpcap -b, editcap splits) or the files given one by one into one stream.")
+    var noJoin = false
+
     @Flag(name: .customLong("strict"), help: "Exit with 1 when a capture is damaged (truncated, corrupt); by default that is a warning.")
     var strict = false
 

@@ -5,20 +5,22 @@ import Dispatch
 import IcySniffCore
 
 /// The captures named on the command line: files as given, directories walked recursively and
-/// their captures recognised by content (compressed or not).
+/// their captures recognised by content (compressed or not), grouped into sets (`CaptureSets`:
+/// the pieces of a rotated capture are one unit, read as one stream) unless `--no-join`.
 struct CaptureList {
-    struct Capture: Sendable {
-        var path: String
-        /// Output name relative to --out-dir, without extension.
-        var outputStem: String
-    }
-    var captures: [Capture] = []
+    var sets: [CaptureSet] = []
     var problems: [String] = []
     var fromDirectory = false
     var skippedNonCaptures = 0
 
-    static func expand(_ inputs: [String]) -> CaptureList {
+    /// All captures, set by set, piece by piece.
+    var paths: [String] { sets.flatMap(\.paths) }
+
+    /// - join: group pieces into sets; `joinListed`: files named one by one join as a list (runs
+    ///   with one output), else they are grouped by name as files found in folders are.
+    static func expand(_ inputs: [String], join: Bool = true, joinListed: Bool = true) -> CaptureList {
         var list = CaptureList()
+        var found: [CaptureSets.Input] = []
         for input in inputs {
             if input != "-", FileSystem.kind(of: input) == .directory {
                 list.fromDirectory = true
@@ -28,25 +30,30 @@ struct CaptureList {
                     continue
                 }
                 for dir in unreadable { list.problems.append("cannot read directory '\(dir)'") }
-                var found: [String] = []
+                var captures: [String] = []
                 for relative in entries {
-                    if CaptureFile.kind(of: FileSystem.join(input, relative)) != nil { found.append(relative) } else { list.skippedNonCaptures += 1 }
+                    if CaptureFile.kind(of: FileSystem.join(input, relative)) != nil { captures.append(relative) } else { list.skippedNonCaptures += 1 }
                 }
-                for relative in found.sorted() {
-                    list.captures.append(Capture(path: FileSystem.join(input, relative), outputStem: stem(relative)))
+                for relative in captures.sorted() {
+                    found.append(.init(path: FileSystem.join(input, relative), stem: stem(relative), fromDirectory: true))
                 }
             } else {
-                list.captures.append(Capture(path: input, outputStem: input == "-" ? "stdin" : stem(FileSystem.lastComponent(input))))
+                found.append(.init(path: input, stem: input == "-" ? "stdin" : stem(FileSystem.lastComponent(input)), fromDirectory: false))
             }
         }
-        // Two captures may map to one output name (a/x.pcap and b/x.pcap given as two inputs):
+        if join {
+            list.sets = CaptureSets.group(found, joinListed: joinListed)
+        } else {
+            list.sets = found.map { CaptureSet(name: $0.stem, pieces: [.init(path: $0.path, stem: $0.stem)], joinedByName: false) }
+        }
+        // Two sets may map to one output name (a/x.pcap and b/x.pcap given as two inputs):
         // later ones get "-2", "-3", … so no output overwrites another.
         var seen: [String: Int] = [:]
-        for i in list.captures.indices {
-            let stem = list.captures[i].outputStem
+        for i in list.sets.indices {
+            let stem = list.sets[i].name
             let n = seen[stem, default: 0] + 1
             seen[stem] = n
-            if n > 1 { list.captures[i].outputStem = "\(stem)-\(n)" }
+            if n > 1 { list.sets[i].name = "\(stem)-\(n)" }
         }
         return list
     }
@@ -86,13 +93,16 @@ struct CaptureResult: Sendable {
     var bytes: Int64 = 0
     /// Rendered rows for a merged output.
     var rendered: [UInt8] = []
+    /// Warnings about the set's pieces (one that does not continue the one before).
+    var notes: [String] = []
 }
 
-/// Runs captures independently and in parallel (`-j`, default all cores); each output is
-/// written atomically; with --out-dir a capture whose output is newer is skipped unless --force.
+/// Runs capture sets independently and in parallel (`-j`, default all cores), each set's pieces
+/// in turn as one stream; each output is written atomically, named after the set; with --out-dir
+/// a set whose output is newer than all its pieces is skipped unless --force.
 struct BatchRunner {
     var frontend: Frontend
-    var captures: [CaptureList.Capture]
+    var captures: [CaptureSet]
     /// Files met while walking directories that are not captures (skipped).
     var skippedNonCaptures = 0
 
@@ -129,7 +139,7 @@ struct BatchRunner {
         let progress = BatchProgress()
         let results = ResultBox(count: captures.count)
         let next = IndexBox()
-        let totalBytes = captures.reduce(Int64(0)) { $0 + (FileSystem.size(of: $1.path) ?? 0) }
+        let totalBytes = captures.reduce(Int64(0)) { total, set in set.paths.reduce(total) { $0 + (FileSystem.size(of: $1) ?? 0) } }
         let group = DispatchGroup()
         let frontend = self.frontend
         let captures = self.captures
@@ -157,7 +167,8 @@ struct BatchRunner {
             TableWriter(format: TableFormat(format), output: merged, options: frontend.exportOptions, fields: fields).writeHeader()
         }
         for (i, r) in results.all.enumerated() {
-            let path = captures[i].path
+            let path = captures[i].pieces.count == 1 ? captures[i].pieces[0].path : captures[i].name
+            for note in r.notes { Diagnostics.warning(note) }
             summary.packets += r.packets
             summary.transactions += r.transactions
             switch r.status {
@@ -181,7 +192,10 @@ struct BatchRunner {
         }
         if !frontend.output.quiet {
             let seconds = monotonicSeconds() - started
-            var line = "icy-sniff: \(captures.count) captures (\(failures) failed, \(damaged) damaged"
+            let pieces = captures.reduce(0) { $0 + $1.pieces.count }
+            var line = "icy-sniff: \(pieces) captures"
+            if pieces > captures.count { line += " in \(captures.count) set\(captures.count == 1 ? "" : "s")" }
+            line += " (\(failures) failed, \(damaged) damaged"
             if upToDate > 0 { line += ", \(upToDate) up to date" }
             if skippedNonCaptures > 0 { line += ", \(skippedNonCaptures) other files skipped" }
             line += "), \(summary.packets) packets, \(summary.transactions) HTTP transactions in \(seconds.fixed(2)) s"
@@ -204,19 +218,20 @@ struct BatchRunner {
         Diagnostics.raw(line)
     }
 
-    /// Analyses one capture on the calling thread; everything it creates stays on that thread.
-    static func analyse(_ capture: CaptureList.Capture, index: Int, frontend: Frontend, format: OutputFormat, fields: [Field],
+    /// Analyses one set on the calling thread (its pieces in turn, one pipeline); everything it
+    /// creates stays on that thread.
+    static func analyse(_ set: CaptureSet, index: Int, frontend: Frontend, format: OutputFormat, fields: [Field],
                         merged: Bool, progress: BatchProgress) -> CaptureResult {
         var result = CaptureResult()
-        let size = FileSystem.size(of: capture.path) ?? 0
+        let sizes = set.paths.map { FileSystem.size(of: $0) ?? 0 }
+        let size = sizes.reduce(0, +)
         defer { progress.finish(index, size: size) }
         var outputPath: String? = nil
         if let outDir = frontend.output.outDir {
-            let path = FileSystem.join(outDir, capture.outputStem + "." + format.fileExtension)
+            let path = FileSystem.join(outDir, set.name + "." + format.fileExtension)
             outputPath = path
-            if !frontend.output.force,
-               let outTime = FileSystem.modificationTime(of: path),
-               let inTime = FileSystem.modificationTime(of: capture.path), outTime >= inTime {
+            if !frontend.output.force, let outTime = FileSystem.modificationTime(of: path),
+               set.paths.allSatisfy({ FileSystem.modificationTime(of: $0).map { outTime >= $0 } ?? false }) {
                 result.status = .upToDate
                 return result
             }
@@ -234,19 +249,33 @@ struct BatchRunner {
         let pipeline = Pipeline(sink: head, options: frontend.pipelineOptions)
         var driver = CaptureDriver(captureFilter: frontend.input.filter, maxPackets: frontend.input.count)
         driver.shouldStop = { Signals.stop }
-        let outcome = driver.run(capture.path, through: pipeline) { source in progress.update(index, position: source.inputPosition) }
-        switch outcome.status {
-        case .completed: break
-        case .interrupted: result.status = .interrupted
-        case .damaged(let message): result.status = .damaged(message)
-        case .empty: result.status = .damaged("empty file, no packets")
-        case .failed(let message): result.status = .failed(message)
+        var done: Int64 = 0
+        var current = ""
+        let outcomes = driver.run(set, through: pipeline) { source in
+            if source.name != current {
+                // The bytes of the pieces already read, plus the position in this one.
+                if !current.isEmpty, let i = set.paths.firstIndex(of: current) { done += sizes[i] }
+                current = source.name
+            }
+            progress.update(index, position: done + source.inputPosition)
+        }
+        result.notes = outcomes.compactMap(\.continuity)
+        // The set's worst outcome is its status (a failed piece fails it, as a damaged one damages it).
+        for outcome in outcomes {
+            switch outcome.status {
+            case .completed: break
+            case .interrupted: result.status = .interrupted
+            case .damaged(let message): if case .failed = result.status {} else { result.status = .damaged(message) }
+            case .empty: if case .ok = result.status, outcomes.count == 1 { result.status = .damaged("empty file, no packets") }
+            case .failed(let message): result.status = .failed(message)
+            }
         }
         // Nothing could be read: no output is committed (an earlier one stays as it was).
-        guard outcome.analysed else { return result }
+        guard outcomes.contains(where: \.analysed) else { return result }
         pipeline.finish()
+        let comments = outcomes.compactMap { $0.outputComment(signalled: true) } + result.notes
         do {
-            try sink.finish(comment: outcome.outputComment(signalled: true))
+            try sink.finish(comment: comments.isEmpty ? nil : comments.joined(separator: "; "))
             try out.commit()
         } catch {
             result.status = .failed(error.message)
@@ -259,7 +288,7 @@ struct BatchRunner {
 
     private func runMergedHAR() -> Int32 {
         var single = frontend
-        single.input.read = captures.map(\.path)
+        single.sets = captures
         return single.runSingle()
     }
 }

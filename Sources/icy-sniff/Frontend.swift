@@ -11,6 +11,8 @@ struct Frontend {
     var filter: TransactionFilter
     /// TLS secrets (`--keylog`), shared by every pipeline of the run.
     var keyLog: KeyLog? = nil
+    /// The capture sets a file run reads (from `-r`, grouped by `CaptureList`).
+    var sets: [CaptureSet] = []
 
     struct Failure: Error { var message: String; var code: Int32 }
 
@@ -23,19 +25,19 @@ struct Frontend {
 
     func run() -> Int32 {
         if input.interface == nil {
-            let expanded = CaptureList.expand(input.read)
+            let expanded = CaptureList.expand(input.read, join: !input.noJoin, joinListed: output.outDir == nil)
             for problem in expanded.problems { Diagnostics.error(problem) }
-            if expanded.captures.isEmpty {
+            if expanded.sets.isEmpty {
                 if expanded.problems.isEmpty { Diagnostics.error("no captures found in \(input.read.joined(separator: ", "))") }
                 return Exit.badInput
             }
             // --connections lists the connections of all captures in one table (no per-capture outputs).
-            if !output.connections && (expanded.captures.count > 1 || output.outDir != nil || expanded.fromDirectory) {
-                let code = BatchRunner(frontend: self, captures: expanded.captures, skippedNonCaptures: expanded.skippedNonCaptures).run()
+            if !output.connections && (expanded.sets.count > 1 || output.outDir != nil || expanded.fromDirectory) {
+                let code = BatchRunner(frontend: self, captures: expanded.sets, skippedNonCaptures: expanded.skippedNonCaptures).run()
                 return expanded.problems.isEmpty ? code : max(code, Exit.badInput)
             }
             var single = self
-            single.input.read = expanded.captures.map(\.path)
+            single.sets = expanded.sets
             let code = single.runSingle()
             return expanded.problems.isEmpty ? code : max(code, Exit.badInput)
         }
@@ -96,10 +98,20 @@ struct Frontend {
         let pipeline = Pipeline(sink: exportThread ?? head, options: pipelineOptions)
         var driver = CaptureDriver(captureFilter: input.filter, maxPackets: input.count)
         driver.shouldStop = { Signals.stop }
-        let outcomes = driver.run(input.read, through: pipeline)
+        var outcomes: [InputOutcome] = []
+        for (i, set) in sets.enumerated() {
+            // Separate captures are never one stream: what is open at the end of one ends there.
+            if i > 0 { pipeline.breakContinuity(marking: nil) }
+            outcomes += driver.run(set, through: pipeline)
+            if outcomes.last?.stopsRun == true || Signals.stop { break }
+        }
         var code = ExitStatus.ok
         var comments: [String] = []
         for outcome in outcomes {
+            if let note = outcome.continuity {
+                Diagnostics.warning(note)
+                comments.append(note)
+            }
             Diagnostics.show(outcome.diagnostic(signalled: Signals.stop))
             if let comment = outcome.outputComment(signalled: Signals.stop) { comments.append(comment) }
             code = max(code, outcome.exitStatus(strict: input.strict))
@@ -110,7 +122,7 @@ struct Frontend {
         }
         // Not one input could be read: the error lines say why, and no empty table or HAR is
         // written (an empty capture, by contrast, gives a valid empty output).
-        if !outcomes.contains(where: \.analysed) && live == nil && code != .ok && !input.read.isEmpty { return code.rawValue }
+        if !outcomes.contains(where: \.analysed) && live == nil && code != .ok && !sets.isEmpty { return code.rawValue }
         pipeline.finish()
         exportThread?.finish()
         do {

@@ -38,16 +38,20 @@ struct ReportCommand: ParsableCommand {
         options.keyLog = try Diagnostics.loadKeyLog(keylog)
         var driver = CaptureDriver(captureFilter: filter)
         driver.shouldStop = { Signals.stop }
-        for capture in expanded.captures {
+        // One report per capture set (the pieces of a rotated capture are one stream).
+        for set in expanded.sets {
             let collector = ReportCollector()
             let pipeline = Pipeline(sink: CacheJudgingSink(next: collector), options: options)
-            let outcome = driver.run(capture.path, through: pipeline)
-            Diagnostics.show(outcome.diagnostic(signalled: Signals.stop))
-            code = max(code, outcome.exitStatus(strict: false).rawValue)
-            if outcome.stopsRun { throw ExitCode(code) }
-            guard outcome.analysed else { continue }
+            let outcomes = driver.run(set, through: pipeline)
+            for outcome in outcomes {
+                if let note = outcome.continuity { Diagnostics.warning(note) }
+                Diagnostics.show(outcome.diagnostic(signalled: Signals.stop))
+                code = max(code, outcome.exitStatus(strict: false).rawValue)
+                if outcome.stopsRun { throw ExitCode(code) }
+            }
+            guard outcomes.contains(where: \.analysed) else { continue }
             pipeline.finish()
-            reports.append(collector.report(capture: capture.path))
+            reports.append(collector.report(capture: set.pieces.count == 1 ? set.pieces[0].path : set.name))
         }
         let out: OutputFile
         do { out = try outputPath.map { p throws(OutputError) in try OutputFile(path: p) } ?? OutputFile() } catch {

@@ -82,6 +82,8 @@ public final class PcapSource {
 
     /// True when the capture was gzip-compressed.
     public var isCompressed: Bool { gzipCookie != nil }
+    /// The snapshot length the capture was made with.
+    public var snaplen: Int32 { handle.map { pcap_snapshot($0) } ?? 0 }
 
     /// Opens a capture file, or standard input when `path` is "-". Recognises gzip by its magic
     /// bytes, whatever the name, and decompresses it as a stream.

@@ -28,6 +28,8 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
     case connectionReused = "connection_port_reused"
     case dataAfterClose = "data_after_close"
     case connectionEvicted = "connection_evicted"
+    case capturePieceMissing = "capture_piece_missing"
+    case captureDiscontinuity = "capture_discontinuity"
 
     // HTTP (transaction scope).
     case requestMissing = "response_without_request"
@@ -101,6 +103,8 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
         case .fragmentTableFull: return "too many IP datagrams were being reassembled at once"
         case .unknownLinkPayload: return "the link layer carries an EtherType icy-sniff does not know (ARP, LLDP, 802.1X and other LAN protocols are skipped unnamed); counted, then skipped"
         case .badIPv6ExtensionHeader: return "an IPv6 extension header is cut short or malformed"
+        case .capturePieceMissing: return "a piece of a rotated capture set is missing (a number of its series skipped): the connections open at the end of the piece before it were ended there, not joined to the next piece"
+        case .captureDiscontinuity: return "the next capture of a set does not continue this one (its first packet is before this one's last, or more than 600 s after it): the connections open here were ended, not joined across"
         case .midstreamPickup: return "the connection's handshake was not captured; analysis starts mid-stream"
         case .contentGap: return "bytes of the stream were never captured (a gap of known length)"
         case .retransmissionInconsistency: return "a retransmitted segment carries bytes different from the first copy (the first copy wins)"

@@ -36,6 +36,9 @@ public struct InputOutcome: Sendable {
     public var packets: UInt64 = 0
     /// The failure concerns every input alike (a filter that does not compile): stop the run.
     public var stopsRun = false
+    /// A piece of a set that does not continue the one before it (a piece missing, packets
+    /// going back in time, a long gap): what the user is told; its connections were ended there.
+    public var continuity: String? = nil
 
     /// Whether any packet of it went through the pipeline.
     public var analysed: Bool {
@@ -105,6 +108,55 @@ public struct CaptureDriver {
             if outcome.stopsRun { break }
         }
         return outcomes
+    }
+
+    /// Runs the pieces of a set in turn through `pipeline`, as one stream. Where a piece does not
+    /// continue the one before (a number of the series missing; its first packet before the
+    /// previous piece's last, or more than `CaptureSets.maxGapSeconds` after it), the connections open there are ended and flagged (`capture_piece_missing`,
+    /// `capture_discontinuity`) rather than joined to what comes next.
+    public func run(_ set: CaptureSet, through pipeline: Pipeline, progress: ((PcapSource) -> Void)? = nil) -> [InputOutcome] {
+        var outcomes: [InputOutcome] = []
+        for (i, piece) in set.pieces.enumerated() {
+            var note: String? = nil
+            if i > 0, let previous = outcomes.last, previous.analysed {
+                note = breakIfDiscontinuous(piece, after: set.pieces[i - 1], in: set, pipeline: pipeline)
+            }
+            var outcome = run(piece.path, through: pipeline, progress: progress)
+            outcome.continuity = note
+            outcomes.append(outcome)
+            if outcome.stopsRun { break }
+        }
+        return outcomes
+    }
+
+    private func breakIfDiscontinuous(_ piece: CaptureSet.Piece, after previous: CaptureSet.Piece, in set: CaptureSet,
+                                      pipeline: Pipeline) -> String? {
+        let last = pipeline.stats.lastPacket
+        let first = piece.probe?.firstPacket
+        var gap = ""
+        if let first, let last {
+            let seconds = (first.milliseconds(since: last)).rounded() / 1000
+            gap = " (\(seconds) s after the last packet before it)"
+        }
+        let weird: Weird
+        let text: String
+        if !piece.missingBefore.isEmpty {
+            let missing = piece.missingBefore.count == 1 ? "number \(piece.missingBefore[0]) is"
+                : "numbers \(piece.missingBefore.first!)–\(piece.missingBefore.last!) are"
+            weird = .capturePieceMissing
+            text = "'\(piece.path)': a piece of the set '\(set.name)' is missing before it (\(missing) not there)\(gap)"
+        } else if let first, let last, first < last {
+            weird = .captureDiscontinuity
+            text = "'\(piece.path)' starts before '\(previous.path)' ends: not its continuation"
+        } else if let first, let last, first.nanoseconds - last.nanoseconds > CaptureSets.maxGapSeconds * 1_000_000_000 {
+            weird = .captureDiscontinuity
+            text = "'\(piece.path)' starts more than \(CaptureSets.maxGapSeconds) s after '\(previous.path)' ends\(gap)"
+        } else {
+            return nil
+        }
+        let ended = pipeline.breakContinuity(marking: weird)
+        let what = ended == 1 ? "the connection open there was ended" : "the \(ended) connections open there were ended"
+        return text + "; \(what), flagged \(weird.rawValue)"
     }
 
     public func run(_ path: String, through pipeline: Pipeline, progress: ((PcapSource) -> Void)? = nil) -> InputOutcome {

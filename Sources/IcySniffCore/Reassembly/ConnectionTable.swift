@@ -414,9 +414,12 @@ public final class ConnectionTable<Handler: StreamHandler> {
     }
 
     /// Ends every connection (end of capture), in the order they started.
-    public func flushAll(at timestamp: Timestamp) {
+    public func flushAll(at timestamp: Timestamp, marking weird: Weird? = nil) {
         let all = flows.sorted { $0.value.connection.id < $1.value.connection.id }
-        for (key, flow) in all { finish(flow, key: key, at: max(timestamp, flow.connection.lastSeen)) }
+        for (key, flow) in all {
+            if let weird { flow.connection.note(weird) }
+            finish(flow, key: key, at: max(timestamp, flow.connection.lastSeen))
+        }
         retired.removeAll(keepingCapacity: true)
     }
 }

@@ -1,0 +1,98 @@
+import Foundation
+import Testing
+
+/// Rotated capture sets read as one stream (issue 17): Zeek's no_crlf trace (1,519 packets, one
+/// connection, 5 transactions) cut into pieces of 20 packets as `editcap -c 20` and as
+/// `tcpdump -C` name them, then read as a folder, as a list of -r files, in batch, and with a
+/// piece missing.
+@Suite struct CaptureSetTests {
+    /// Splits a classic pcap into pieces of `count` packets; `name(i, firstSecond)` names piece i.
+    static func split(_ pcap: Data, every count: Int, into dir: URL, name: (Int, UInt32) -> String) throws -> [String] {
+        let header = pcap.prefix(24)
+        var offset = 24, piece = 0, inPiece = 0
+        var current = Data(), first: UInt32 = 0
+        var names: [String] = []
+        func flush() throws {
+            guard inPiece > 0 else { return }
+            let path = dir.appendingPathComponent(name(piece, first))
+            try (header + current).write(to: path)
+            names.append(path.path)
+            piece += 1; inPiece = 0; current = Data()
+        }
+        while offset + 16 <= pcap.count {
+            let bytes = [UInt8](pcap[(pcap.startIndex + offset)..<(pcap.startIndex + offset + 16)])
+            let seconds = UInt32(bytes[0]) | UInt32(bytes[1]) << 8 | UInt32(bytes[2]) << 16 | UInt32(bytes[3]) << 24
+            let length = Int(bytes[8]) | Int(bytes[9]) << 8 | Int(bytes[10]) << 16 | Int(bytes[11]) << 24
+            if inPiece == 0 { first = seconds }
+            current.append(pcap[(pcap.startIndex + offset)..<(pcap.startIndex + offset + 16 + length)])
+            offset += 16 + length
+            inPiece += 1
+            if inPiece == count { try flush() }
+        }
+        try flush()
+        return names
+    }
+
+    static func trace() throws -> Data {
+        let r = try CLI.run(["-dc", CLI.corpus("zeek/no_crlf.pcap.gz")], executable: "/bin/gzip")
+        return r.stdout
+    }
+
+    static func rows(_ tsv: String) -> [String] { tsv.split(separator: "\n").dropFirst().map(String.init) }
+
+    static let fields = ["--format", "tsv", "--fields", "method,url,status,size,flags"]
+
+    @Test func piecesReadAsOneStreamGiveTheWholeTracesTransactions() throws {
+        let whole = try CLI.run(["-r", CLI.corpus("zeek/no_crlf.pcap.gz")] + Self.fields)
+        let expected = Self.rows(whole.text)
+        #expect(expected.count == 5 && expected.allSatisfy { $0.hasSuffix("\t-") })
+
+        let dir = CLI.temporaryDirectory()
+        let pieces = try Self.split(try Self.trace(), every: 20, into: dir) { i, s in
+            String(format: "split_%05d_%@.pcap", i, String(s))
+        }
+        #expect(pieces.count == 76)
+        // A folder: one set, one stream.
+        let folder = try CLI.run(["-r", dir.path] + Self.fields)
+        #expect(Self.rows(folder.text) == expected, "\(folder.stderr)")
+        // The pieces given one by one, in time order.
+        let listed = try CLI.run(pieces.flatMap { ["-r", $0] } + Self.fields)
+        #expect(Self.rows(listed.text) == expected)
+        // Batch: one output for the set, named after it.
+        let out = CLI.temporaryDirectory()
+        let batch = try CLI.run(["-r", dir.path, "--out-dir", out.path, "--format", "tsv", "--fields", "method,url,status,size,flags"])
+        #expect(batch.status == 0)
+        #expect(batch.stderr.contains("76 captures in 1 set"), "\(batch.stderr)")
+        let written = try String(contentsOf: out.appendingPathComponent("split.tsv"), encoding: .utf8)
+        #expect(Self.rows(written) == expected)
+        // --no-join: every piece alone, the transactions at the boundaries cut in halves.
+        let apart = try CLI.run(["-r", dir.path, "--no-join"] + Self.fields)
+        #expect(Self.rows(apart.text).count > 5)
+        #expect(apart.text.contains("response_without_request"))
+    }
+
+    @Test func tcpdumpsRotationNamesJoinToo() throws {
+        let dir = CLI.temporaryDirectory()
+        // tcpdump -C: trace.pcap, trace.pcap1, trace.pcap2, …
+        _ = try Self.split(try Self.trace(), every: 100, into: dir) { i, _ in i == 0 ? "trace.pcap" : "trace.pcap\(i)" }
+        let r = try CLI.run(["-r", dir.path] + Self.fields)
+        let whole = try CLI.run(["-r", CLI.corpus("zeek/no_crlf.pcap.gz")] + Self.fields)
+        #expect(Self.rows(r.text) == Self.rows(whole.text), "\(r.stderr)")
+    }
+
+    @Test func aMissingPieceIsReportedAndTheConnectionFlaggedNotMerged() throws {
+        let dir = CLI.temporaryDirectory()
+        let pieces = try Self.split(try Self.trace(), every: 20, into: dir) { i, s in String(format: "split_%05d_%@.pcap", i, String(s)) }
+        try FileManager.default.removeItem(atPath: pieces[40])
+        let r = try CLI.run(["-r", dir.path] + Self.fields)
+        #expect(r.status == 0)
+        #expect(r.stderr.contains("a piece of the set 'split' is missing before it (number 40 is not there)"), "\(r.stderr)")
+        #expect(r.stderr.contains("flagged capture_piece_missing"))
+        let connections = try CLI.run(["-r", dir.path, "--connections", "--format", "tsv"])
+        #expect(connections.text.contains("capture_piece_missing"))
+        // The transaction the gap cut is flagged incomplete; the others are whole.
+        let rows = Self.rows(r.text)
+        #expect(rows.count == 5)
+        #expect(rows.filter { $0.hasSuffix("\t-") }.count == 4)
+    }
+}
