@@ -180,4 +180,7 @@ struct OutputOptions: ParsableArguments {
 
     @Flag(name: .customLong("list-anomalies"), help: "Print the catalogue of anomaly names (Markdown) and exit.")
     var listAnomalies = false
+
+    @Flag(name: .customLong("list-sets"), help: "Print the capture sets the -r inputs make (one JSON object per line: name, pieces, joinedByName, missing numbers) and exit; a distributed run plans its units of work with it.")
+    var listSets = false
 }

@@ -27,6 +27,7 @@ struct Frontend {
         if input.interface == nil {
             let expanded = CaptureList.expand(input.read, join: !input.noJoin, joinListed: output.outDir == nil)
             for problem in expanded.problems { Diagnostics.error(problem) }
+            if output.listSets { return listSets(expanded) }
             if expanded.sets.isEmpty {
                 if expanded.problems.isEmpty { Diagnostics.error("no captures found in \(input.read.joined(separator: ", "))") }
                 return Exit.badInput
@@ -42,6 +43,26 @@ struct Frontend {
             return expanded.problems.isEmpty ? code : max(code, Exit.badInput)
         }
         return runSingle()
+    }
+
+    /// `--list-sets`: the units of work, as NDJSON.
+    func listSets(_ list: CaptureList) -> Int32 {
+        let out = OutputFile()
+        for set in list.sets {
+            let w = JSONWriter(indent: 0)
+            w.beginObject()
+            w.string("name", set.name)
+            w.key("pieces"); w.beginArray(); for p in set.paths { w.string(p) }; w.endArray()
+            w.bool("joinedByName", set.joinedByName)
+            w.key("missing"); w.beginArray(); for p in set.pieces { for n in p.missingBefore { w.int(n) } }; w.endArray()
+            w.endObject()
+            out.write(w.array + [0x0A])
+        }
+        do { try out.commit() } catch {
+            Diagnostics.error(error.message)
+            return Exit.outputFailed
+        }
+        return list.problems.isEmpty ? Exit.ok : Exit.badInput
     }
 
     var exportOptions: ExportOptions {
