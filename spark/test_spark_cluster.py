@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""The Spark job on a real standalone cluster (one Master, two Workers, started with spark-class
+on localhost), over an archive made here: the corpus fixtures and sample captures in nested
+folders (gzip, pcapng), Zeek's no_crlf trace split into 76 pieces (a rotated set across one
+connection), and a corrupt capture. Checks: the Parquet rows equal `icy-sniff -r ARCHIVE --format
+ndjson`'s transactions field by field, the rotated set gives the whole trace's 5 transactions,
+the corrupt file is in failures, a second run commits nothing new, and DuckDB and pyarrow read the
+Parquet back. Prints "spark-test: OK ..." and exits 0, or says what differs and exits 1.
+
+    python3 spark/test_spark_cluster.py --icy-sniff .build/release/icy-sniff [--keep DIR]
+"""
+import argparse, gzip, json, os, shutil, socket, struct, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def split_pcap(data, every, folder, stem):
+    """editcap -c: pieces of `every` packets named stem_NNNNN_YYYYMMDDhhmmss.pcap."""
+    header, off, pieces, current, first, n = data[:24], 24, 0, bytearray(), None, 0
+    def flush():
+        nonlocal pieces, current, first, n
+        if n:
+            name = f"{stem}_{pieces:05d}_{time.strftime('%Y%m%d%H%M%S', time.gmtime(first))}.pcap"
+            open(os.path.join(folder, name), "wb").write(header + current)
+            pieces, current, first, n = pieces + 1, bytearray(), None, 0
+    while off + 16 <= len(data):
+        sec, _, incl, _ = struct.unpack("<IIII", data[off:off + 16])
+        if first is None: first = sec
+        current += data[off:off + 16 + incl]
+        off += 16 + incl
+        n += 1
+        if n == every: flush()
+    flush()
+    return pieces
+
+
+def make_archive(root):
+    fixtures = os.path.join(ROOT, "Tests/Fixtures/corpus")
+    for sub in ("zeek", "pcap2har"):
+        shutil.copytree(os.path.join(fixtures, sub), os.path.join(root, "corpus", sub),
+                        ignore=shutil.ignore_patterns("*.md", "LICENSE*"))
+    os.makedirs(os.path.join(root, "samples"))
+    for name in os.listdir(os.path.join(ROOT, "captures")):
+        if ".pcap" in name:
+            shutil.copy(os.path.join(ROOT, "captures", name), os.path.join(root, "samples", name))
+    ring = os.path.join(root, "ring", "2021-01-06")
+    os.makedirs(ring)
+    whole = gzip.open(os.path.join(fixtures, "zeek/no_crlf.pcap.gz")).read()
+    split_pcap(whole, 20, ring, "split")
+    os.makedirs(os.path.join(root, "broken"))
+    # A pcap magic number and then nothing a reader can use: recognised as a capture, unreadable.
+    open(os.path.join(root, "broken", "corrupt.pcap"), "wb").write(bytes.fromhex("d4c3b2a1") + os.urandom(6))
+    return sum(len(files) for _, _, files in os.walk(root))
+
+
+def start_cluster(spark_home, work, workers=2):
+    os.makedirs(work, exist_ok=True)
+    port = free_port()
+    env = dict(os.environ, SPARK_LOG_DIR=work, SPARK_WORKER_DIR=os.path.join(work, "worker"), SPARK_LOCAL_IP="127.0.0.1")
+    cls = os.path.join(spark_home, "bin", "spark-class")
+    log = open(os.path.join(work, "cluster.log"), "w")
+    procs = [subprocess.Popen([cls, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+                               "--webui-port", str(free_port())], env=env, stdout=log, stderr=subprocess.STDOUT)]
+    url = f"spark://127.0.0.1:{port}"
+    for deadline in range(120):
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0: break
+        time.sleep(0.5)
+    for _ in range(workers):
+        procs.append(subprocess.Popen([cls, "org.apache.spark.deploy.worker.Worker", url, "--cores", "1", "--memory", "1g",
+                                       "--webui-port", str(free_port()), "--host", "127.0.0.1"],
+                                      env=env, stdout=log, stderr=subprocess.STDOUT))
+    # Wait until both workers have registered with the master.
+    for _ in range(240):
+        text = open(os.path.join(work, "cluster.log")).read()
+        if text.count("Registering worker") >= workers: break
+        time.sleep(0.5)
+    else:
+        raise SystemExit("spark-test: the workers did not register:\n" + open(os.path.join(work, "cluster.log")).read()[-3000:])
+    return url, procs, env
+
+
+FLOATS = {"time_ms", "dns_ms", "connect_ms", "send_ms", "wait_ms", "receive_ms", "cache_lifetime", "cache_age",
+          "cache_fresh_for", "ssl_ms"}
+
+
+def normalise(obj):
+    """An NDJSON transaction as the job's schema stores it (the fields both have)."""
+    out = {}
+    for k, v in obj.items():
+        if k == "ts":
+            v = v[:-1]  # "...Z" → naive UTC, as pyarrow gives the timestamp back
+        elif k in FLOATS and v is not None:
+            v = round(float(v), 3)
+        out[k] = v
+    out.setdefault("pushed", False)
+    out.setdefault("stream", None)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--icy-sniff", required=True)
+    ap.add_argument("--keep")
+    a = ap.parse_args()
+    binary = os.path.abspath(a.icy_sniff)
+    import pyspark, pyarrow.parquet as pq
+    spark_home = os.path.dirname(pyspark.__file__)
+    work = a.keep or tempfile.mkdtemp(prefix="icy-spark-")
+    os.makedirs(work, exist_ok=True)
+    archive, out = os.path.join(work, "archive"), os.path.join(work, "out")
+    shutil.rmtree(archive, ignore_errors=True); shutil.rmtree(out, ignore_errors=True)
+    files = make_archive(archive)
+    started = time.time()
+    url, procs, env = start_cluster(spark_home, work)
+    failures = []
+    try:
+        submit = [os.path.join(spark_home, "bin", "spark-submit"), "--master", url, "--conf", "spark.ui.enabled=false",
+                  os.path.join(ROOT, "spark/icy_sniff_spark.py"), "--input", archive, "--output", out, "--icy-sniff", binary]
+        first = subprocess.run(submit, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if first.returncode != 0:
+            raise SystemExit("spark-test: spark-submit failed:\n" + first.stderr[-4000:])
+        job_seconds = time.time() - started
+        second = subprocess.run(submit, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if "0 to run" not in second.stderr + second.stdout:
+            lines = [l for l in (second.stdout + second.stderr).splitlines() if "icy-sniff on Spark" in l or "Error" in l or "Traceback" in l]
+            failures.append("the second run was not a no-op: " + "\n".join(lines or second.stderr.splitlines()[-20:]))
+    finally:
+        for p in procs: p.terminate()
+        for p in procs: p.wait()
+
+    # What icy-sniff itself says about the same archive.
+    local = subprocess.run([binary, "-r", archive, "--format", "ndjson"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    def present(d):
+        return {k: v for k, v in d.items() if v is not None and not (k == "pushed" and v is False)}
+    expected = sorted(json.dumps(present(normalise(json.loads(l))), sort_keys=True) for l in local.stdout.splitlines() if l.strip())
+    table = pq.read_table(os.path.join(out, "transactions"))
+    rows = table.to_pylist()
+    got = []
+    for r in rows:
+        r = {k: v for k, v in r.items() if k not in ("set_id", "set_name", "schema_version", "capture_date")}
+        r["ts"] = r["ts"].strftime("%Y-%m-%dT%H:%M:%S.%f")
+        r = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}
+        obj = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}
+        # Fields NDJSON leaves out when absent.
+        got.append(obj)
+    got = sorted(json.dumps(present(g), sort_keys=True) for g in got)
+    if got != expected:
+        missing = set(expected) - set(got)
+        extra = set(got) - set(expected)
+        failures.append(f"Parquet rows differ from icy-sniff's NDJSON: {len(expected)} expected, {len(got)} rows; "
+                        f"e.g. missing {sorted(missing)[:1]} extra {sorted(extra)[:1]}")
+    ring = [r for r in rows if r["set_name"] == "ring/2021-01-06/split"]
+    if len(ring) != 5 or any(r["flags"] for r in ring):
+        failures.append(f"the rotated set gave {len(ring)} transactions (flags {[r['flags'] for r in ring]}), not 5 whole ones")
+    fails = pq.read_table(os.path.join(out, "failures")).to_pylist()
+    if not any(f["capture"].endswith("broken/corrupt.pcap") and f["kind"] == "failed" for f in fails):
+        failures.append(f"the corrupt capture is not in failures: {fails}")
+    import pyarrow as pa
+    types = {f: table.schema.field(f).type for f in ("ts", "flags", "status", "time_ms", "capture_date")}
+    if not (pa.types.is_timestamp(types["ts"]) and pa.types.is_list(types["flags"]) and pa.types.is_integer(types["status"])
+            and pa.types.is_floating(types["time_ms"])):
+        failures.append(f"schema: {types}")
+    try:
+        import duckdb
+        n = duckdb.sql(f"select count(*) from read_parquet('{out}/transactions/**/*.parquet', hive_partitioning = true)").fetchall()[0][0]
+        if n != len(rows): failures.append(f"DuckDB reads {n} rows, pyarrow {len(rows)}")
+    except ImportError:
+        pass
+    if failures:
+        print("spark-test: FAILED\n" + "\n".join(failures))
+        return 1
+    print(f"spark-test: OK {files} files, {len(rows)} transactions, {len(fails)} failures, job {job_seconds:.0f} s, "
+          f"second run a no-op (cluster: 1 master, 2 workers at {url})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
