@@ -199,3 +199,29 @@ import Testing
         #expect(r.text == doc, "regenerate with: icy-sniff --list-anomalies > docs/ANOMALIES.md")
     }
 }
+
+/// HAR fields every HAR reader needs (issue 19): `serverIPAddress`, and `postData.text`, which
+/// HAR 1.2 requires with `mimeType` (mitmproxy, har2warc and harview fail with KeyError without it).
+@Suite struct HARReaderFieldsTests {
+    @Test func serverAddressAndPostDataTextAreAlwaysThere() throws {
+        for bodies in [false, true] {
+            let r = try CLI.run(["-r", CLI.corpus("zeek/100-continue.pcap"), "--har"] + (bodies ? ["--bodies"] : []))
+            let har = try JSONSerialization.jsonObject(with: r.stdout) as! [String: Any]
+            let entry = try #require(((har["log"] as! [String: Any])["entries"] as! [[String: Any]]).first)
+            #expect(entry["serverIPAddress"] as? String == "128.146.216.51")
+            let post = try #require((entry["request"] as! [String: Any])["postData"] as? [String: Any])
+            let text = try #require(post["text"] as? String)
+            if bodies {
+                #expect(text.utf8.count == 2001)
+            } else {
+                #expect(text.isEmpty)
+                #expect(post["comment"] as? String == "body of 2001 bytes not kept (--bodies keeps it)")
+            }
+        }
+        // IPv6 too.
+        let v6 = try CLI.run(["-r", CLI.corpus("zeek/1000-requests-one-dropped-response.pcap.gz"), "--har"])
+        let har = try JSONSerialization.jsonObject(with: v6.stdout) as! [String: Any]
+        let entry = try #require(((har["log"] as! [String: Any])["entries"] as! [[String: Any]]).first)
+        #expect(entry["serverIPAddress"] as? String == "::1")
+    }
+}

@@ -21,8 +21,9 @@ enum EntryEncoder {
         w.number("receive", timings.receive)
         w.number("ssl", timings.ssl)
         w.endObject()
-        // serverIPAddress is left out: the HAR 1.2 schema declares it as oneOf(ipv4, ipv6), which
-        // validators without format checking reject for every address. The custom field carries it.
+        // serverIPAddress is what HAR readers use (DevTools' Remote Address, haralyzer); the
+        // custom field stays for readers of earlier icy-sniff HARs.
+        w.plainString("serverIPAddress") { t.connection.server.address.appendText(to: $0) }
         w.plainString("_serverIPAddress") { t.connection.server.address.appendText(to: $0) }
         w.plainString("connection") { t.connection.appendLabel(to: $0) }
         w.plainString("_clientIPAddress") { t.connection.client.address.appendText(to: $0) }
@@ -188,6 +189,14 @@ enum EntryEncoder {
                     }
                     w.endArray()
                 }
+            } else {
+                // HAR 1.2 requires text with mimeType; readers (mitmproxy, har2warc, harview)
+                // fail without it. The body itself is kept only with --bodies.
+                w.string("text", "")
+                let comment = r.bodyBytes == 0 ? "empty body"
+                    : options.includeBodies ? "body of \(r.bodyBytes) bytes not in the capture"
+                    : "body of \(r.bodyBytes) bytes not kept (--bodies keeps it)"
+                w.string("comment", comment)
             }
             w.endObject()
         }
