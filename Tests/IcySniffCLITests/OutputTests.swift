@@ -225,3 +225,18 @@ import Testing
         #expect(entry["serverIPAddress"] as? String == "::1")
     }
 }
+
+/// NDJSON for analytics tools (issue 19): a phase that did not happen is null, not -1, so that
+/// an average over a column counts only the transactions that had it.
+@Suite struct NDJSONPhaseTests {
+    @Test func connectIsNullOnReusedConnectionsAndAveragesRight() throws {
+        let r = try CLI.run(["-r", CLI.capture("nginx-cache-demo.pcap.gz"), "--format", "ndjson"])
+        let rows = r.text.split(separator: "\n").map { try! JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+        #expect(rows.count == 12)
+        let connects = rows.compactMap { $0["connect_ms"] as? Double }
+        #expect(connects.count == 9, "one per connection: the first request of each of the 9")
+        #expect(connects.allSatisfy { $0 >= 0 })
+        #expect(rows.filter { $0["connect_ms"] is NSNull }.count == 3, "requests on a reused connection")
+        #expect(rows.allSatisfy { $0["dns_ms"] is NSNull }, "no DNS in this capture")
+    }
+}

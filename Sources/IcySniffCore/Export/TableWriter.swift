@@ -353,8 +353,10 @@ enum NDJSONEncoder {
         w.key("response_encoded_len"); if let resp { w.int(resp.bodyBytes) } else { w.null() }
         w.headerValue("location", resp?.headers, .location)
         w.number("time_ms", t.timings.total)
-        w.number("dns_ms", t.timings.dns)
-        w.number("connect_ms", t.timings.connect)
+        // Phases that did not happen are null, not HAR's -1, so that AVG() and friends in SQL
+        // engines count only the transactions that had them.
+        if t.timings.dns < 0 { w.key("dns_ms"); w.null() } else { w.number("dns_ms", t.timings.dns) }
+        if t.timings.connect < 0 { w.key("connect_ms"); w.null() } else { w.number("connect_ms", t.timings.connect) }
         w.number("send_ms", t.timings.send)
         w.number("wait_ms", t.timings.wait)
         w.number("receive_ms", t.timings.receive)
