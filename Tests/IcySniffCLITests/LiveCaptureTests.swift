@@ -4,7 +4,7 @@ import Testing
 /// Live capture on a real interface: two network namespaces and a veth pair, nginx in one, curl
 /// in the other, icy-sniff capturing on the client's veth until SIGINT (scripts/live-capture-check).
 @Suite struct LiveCaptureTests {
-    @Test(.enabled(if: getuid() == 0, "needs root for network namespaces"), .timeLimit(.minutes(2)))
+    @Test(.enabled(if: getuid() == 0, "needs root for network namespaces"), .timeLimit(.minutes(6)))
     func keepAliveConditional304And404AreAllSeen() throws {
         let dir = CLI.temporaryDirectory()
         let script = CLI.packageRoot.appendingPathComponent("scripts/live-capture-check").path
