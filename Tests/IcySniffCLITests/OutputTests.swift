@@ -240,3 +240,26 @@ import Testing
         #expect(rows.allSatisfy { $0["dns_ms"] is NSNull }, "no DNS in this capture")
     }
 }
+
+/// TSV and CSV for analytics tools (issue 19): a missing value is an empty cell, not "-", so that
+/// a status or size column is typed as a number; the terminal table keeps "-".
+@Suite struct DelimitedMissingValueTests {
+    @Test func missingStatusAndSizeAreEmptyCells() throws {
+        let capture = CLI.corpus("zeek/1000-requests-one-dropped-response.pcap.gz")
+        let fields = ["--fields", "method,status,size,type,cache,flags"]
+        let csv = try CLI.run(["-r", capture, "--format", "csv"] + fields)
+        let unanswered = csv.text.split(separator: "\n").filter { $0.contains("request_without_response") }
+        #expect(unanswered == ["GET,,,,,\"pipelined_request,request_without_response\""])
+        let tsv = try CLI.run(["-r", capture, "--format", "tsv"] + fields)
+        let rows = tsv.text.split(separator: "\n", omittingEmptySubsequences: false).dropFirst().filter { !$0.isEmpty }
+        #expect(rows.count == 1000)
+        for row in rows {
+            let cells = row.split(separator: "\t", omittingEmptySubsequences: false)
+            #expect(cells[1].isEmpty || Int(cells[1]) != nil, "status: a number or empty, \(row)")
+            #expect(cells[2].isEmpty || Int(cells[2]) != nil, "size: a number or empty, \(row)")
+            #expect(!cells.contains("-"))
+        }
+        let table = try CLI.run(["-r", capture, "--format", "table"] + fields)
+        #expect(table.text.contains(" - "), "the terminal table keeps its dashes")
+    }
+}

@@ -73,8 +73,13 @@ public final class TableWriter {
 
     // MARK: values
 
+    /// A value that does not exist: "-" in the terminal table, an empty cell in TSV and CSV (so
+    /// that DuckDB, pandas and spreadsheets type a status or size column as a number).
+    private var missing: String { format == .table ? "-" : "" }
+
     func value(_ field: Field, _ t: Transaction) -> String {
         let req = t.request, resp = t.response
+        let missing = self.missing
         switch field {
         case .time: return format == .table ? clock(t.startTime) : t.startTime.iso8601(fractionDigits: 6)
         case .capture: return t.captureName
@@ -82,38 +87,38 @@ public final class TableWriter {
         case .depth: return String(t.depth)
         case .client: return t.connection.client.description
         case .server: return t.connection.server.description
-        case .method: return req?.method ?? "-"
+        case .method: return req?.method ?? missing
         case .host: return t.host
-        case .path: return req?.targetString ?? "-"
+        case .path: return req?.targetString ?? missing
         case .url:
-            guard req != nil else { return "-" }
+            guard req != nil else { return missing }
             let url = EntryEncoder.redactURL(t.url, options: options)
             // In a table the scheme says nothing (icy-sniff sees plain HTTP only): host + path.
             if format == .table, url.hasPrefix("http://") { return String(url.dropFirst(7)) }
             return url
-        case .version: return resp?.versionText ?? req?.versionText ?? "-"
-        case .proto: return t.protocolName
-        case .stream: return t.http2Stream.map { String($0) } ?? "-"
-        case .status: return resp.map { $0.isHTTP09 ? "0.9" : String($0.status) } ?? "-"
-        case .reason: return resp?.reason ?? "-"
+        case .version: return resp?.versionText ?? req?.versionText ?? missing
+        case .proto: return t.protocolName == "-" ? missing : t.protocolName
+        case .stream: return t.http2Stream.map { String($0) } ?? missing
+        case .status: return resp.map { $0.isHTTP09 ? "0.9" : String($0.status) } ?? missing
+        case .reason: return resp?.reason ?? missing
         case .contentType:
-            let ct = resp?.headers.first(.contentType) ?? "-"
-            return String(ct.split(separator: ";").first ?? "-").trimmingCharacters(in: " ")
-        case .requestSize: return req.map { String($0.decodedBytes) } ?? "-"
-        case .size: return resp.map { String($0.decodedBytes) } ?? "-"
-        case .encodedSize: return resp.map { String($0.bodyBytes) } ?? "-"
+            let ct = resp?.headers.first(.contentType) ?? missing
+            return String(ct.split(separator: ";").first ?? Substring(missing)).trimmingCharacters(in: " ")
+        case .requestSize: return req.map { String($0.decodedBytes) } ?? missing
+        case .size: return resp.map { String($0.decodedBytes) } ?? missing
+        case .encodedSize: return resp.map { String($0.bodyBytes) } ?? missing
         case .duration: return ms(t.timings.total)
-        case .connect: return t.timings.connect < 0 ? "-" : ms(t.timings.connect)
+        case .connect: return t.timings.connect < 0 ? missing : ms(t.timings.connect)
         case .send: return ms(t.timings.send)
         case .wait: return ms(t.timings.wait)
         case .receive: return ms(t.timings.receive)
-        case .ssl: return t.timings.ssl < 0 ? "-" : ms(t.timings.ssl)
-        case .tlsVersion: return t.connection.tlsVersion ?? "-"
-        case .sni: return t.connection.sni ?? "-"
-        case .cache: return t.cache?.label ?? "-"
+        case .ssl: return t.timings.ssl < 0 ? missing : ms(t.timings.ssl)
+        case .tlsVersion: return t.connection.tlsVersion ?? missing
+        case .sni: return t.connection.sni ?? missing
+        case .cache: return t.cache?.label ?? missing
         case .flags:
             let w = t.allWeirds.filter { $0 != .midstreamPickup }
-            return w.isEmpty ? "-" : w.map(\.rawValue).joined(separator: ",")
+            return w.isEmpty ? missing : w.map(\.rawValue).joined(separator: ",")
         }
     }
 
@@ -155,14 +160,14 @@ public final class TableWriter {
             guard let resp, !resp.isHTTP09 else { appendText(value(field, t)); return }
             JSONWriter.appendInteger(Int64(resp.status), to: row)
         case .size, .requestSize, .encodedSize:
-            guard let m = field == .requestSize ? req : resp else { row.append(0x2D); return }
+            guard let m = field == .requestSize ? req : resp else { return }   // missing: an empty cell
             JSONWriter.appendInteger(Int64(clamping: field == .encodedSize ? m.bodyBytes : m.decodedBytes), to: row)
         case .duration: JSONWriter.appendNumber(t.timings.total, decimals: 3, to: row)
         case .send: JSONWriter.appendNumber(t.timings.send, decimals: 3, to: row)
         case .wait: JSONWriter.appendNumber(t.timings.wait, decimals: 3, to: row)
         case .receive: JSONWriter.appendNumber(t.timings.receive, decimals: 3, to: row)
         case .contentType:
-            guard let resp, let i = resp.headers.index(of: .contentType) else { row.append(0x2D); return }
+            guard let resp, let i = resp.headers.index(of: .contentType) else { return }
             let done = resp.headers.withValueBytes(at: i) { v -> Bool in
                 guard isASCII(v) else { return false }
                 // The media type: the first non-empty part before a ';', spaces trimmed.
@@ -179,7 +184,6 @@ public final class TableWriter {
                     }
                     start = end + 1
                 }
-                row.append(0x2D)
                 return true
             }
             if !done { appendText(value(field, t)) }
@@ -190,7 +194,6 @@ public final class TableWriter {
                 first = false
                 appendText(w.rawValue)
             }
-            if first { row.append(0x2D) }
         default: appendText(value(field, t))
         }
     }
