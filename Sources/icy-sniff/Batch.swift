@@ -113,6 +113,9 @@ struct BatchRunner {
         return OutputFile().isTerminal ? .table : .tsv
     }
 
+    /// A merged output (no --out-dir) with the default columns.
+    var isMergedDefault: Bool { frontend.output.outDir == nil && frontend.output.fields == nil }
+
     func run() -> Int32 {
         let started = monotonicSeconds()
         let format = self.format
@@ -143,7 +146,9 @@ struct BatchRunner {
         let group = DispatchGroup()
         let frontend = self.frontend
         let captures = self.captures
-        let fields = frontend.fields
+        // One merged stream of several captures says which capture each row came from: the
+        // `capture` column leads the default columns (asked-for --fields are kept as given).
+        let fields = isMergedDefault ? [Field.capture] + frontend.fields : frontend.fields
         let isMerged = merged != nil
         for _ in 0..<jobs {
             DispatchQueue.global().async(group: group) {

@@ -95,3 +95,16 @@ import Testing
         #expect(made == ["alias.har", "deep/er/get.har"])
     }
 }
+
+/// The merged TSV of several captures says where each row came from (issue 19; README says so).
+@Suite struct MergedCaptureColumnTests {
+    @Test func mergedTSVLeadsWithTheCaptureColumnUnlessFieldsAreGiven() throws {
+        let r = try CLI.run(["-r", CLI.capture("wikipedia.pcap"), "-r", CLI.capture("nginx-sll2.pcap"), "--format", "tsv"])
+        let lines = r.text.split(separator: "\n")
+        #expect(lines.first?.hasPrefix("capture\ttime\tclient\t") == true, "\(lines.first ?? "")")
+        #expect(lines.dropFirst().allSatisfy { $0.hasPrefix(CLI.capture("wikipedia.pcap")) || $0.hasPrefix(CLI.capture("nginx-sll2.pcap")) })
+        let given = try CLI.run(["-r", CLI.capture("wikipedia.pcap"), "-r", CLI.capture("nginx-sll2.pcap"), "--format", "tsv",
+                                 "--fields", "method,status"])
+        #expect(given.text.hasPrefix("method\tstatus\n"))
+    }
+}
