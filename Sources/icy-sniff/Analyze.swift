@@ -53,6 +53,13 @@ struct Analyze: ParsableCommand {
         if input.interface == nil && (input.write != nil || input.user != nil || input.duration != nil) {
             throw ValidationError("-w, -Z and --duration apply to live capture (-i)")
         }
+        // Combinations that would silently write something else than asked.
+        if output.connections && (output.har || output.format == .har) {
+            throw ValidationError("--connections lists connections as a table, TSV, CSV or NDJSON; a HAR has them in log._connections (use --har alone)")
+        }
+        if output.outDir != nil && output.format == .table {
+            throw ValidationError("--out-dir writes files: choose --format tsv, csv, ndjson or har (the table is for a terminal)")
+        }
         _ = try filters.makeFilter()
         if let fields = output.fields {
             for name in fields.split(separator: ",") where Field(rawValue: String(name)) == nil {

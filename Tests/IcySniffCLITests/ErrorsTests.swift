@@ -87,6 +87,16 @@ import Testing
         #expect(r.stderr.contains("give a capture with -r FILE"))
     }
 
+    /// Combinations that used to write something else than asked are refused (issue 19).
+    @Test func optionsThatContradictEachOtherAreRefused() throws {
+        let connectionsHAR = try CLI.run(["-r", CLI.capture("wikipedia.pcap"), "--connections", "--har"])
+        #expect(connectionsHAR.status == 64 && connectionsHAR.stdout.isEmpty)
+        #expect(connectionsHAR.stderr.contains("--connections lists connections as a table, TSV, CSV or NDJSON"))
+        let tableFiles = try CLI.run(["-r", CLI.capture("wikipedia.pcap"), "--out-dir", CLI.temporaryDirectory().path, "--format", "table"])
+        #expect(tableFiles.status == 64)
+        #expect(tableFiles.stderr.contains("--out-dir writes files"))
+    }
+
     @Test func emptyFileIsAWarningAndAValidEmptyHAR() throws {
         let r = try CLI.run(["-r", CLI.corpus("pcap2har/empty.pcap"), "--har"])
         #expect(r.status == 0)
