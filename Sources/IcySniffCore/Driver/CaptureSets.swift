@@ -93,7 +93,9 @@ public enum CaptureSets {
         var byName: [String: [CaptureSet.Piece]] = [:]
         var nameOrder: [String] = []
         for input in inputs {
-            let piece = CaptureSet.Piece(path: input.path, stem: input.stem, probe: input.path == "-" ? nil : probe(input.path))
+            // Captures are probed (opened, one packet read) only where they may join another:
+            // a run of one capture pays nothing for the grouping.
+            let piece = CaptureSet.Piece(path: input.path, stem: input.stem)
             if input.path == "-" {
                 sets.append(CaptureSet(name: input.stem, pieces: [piece], joinedByName: false))
             } else if joinListed && !input.fromDirectory {
@@ -104,63 +106,60 @@ public enum CaptureSets {
                 byName[key, default: []].append(piece)
             }
         }
-        if !listed.isEmpty { sets += chainListed(listed) }
-        for key in nameOrder { sets += chainByName(byName[key]!) }
+        if !listed.isEmpty { sets += chainListed(listed, probe: probe) }
+        for key in nameOrder { sets += chainByName(byName[key]!, probe: probe) }
         return sets
     }
 
     /// A list the user gave, in its order: consecutive pieces join while their content agrees
     /// and their first packets do not go back in time.
-    static func chainListed(_ pieces: [CaptureSet.Piece]) -> [CaptureSet] {
-        var sets: [CaptureSet] = []
-        var current: [CaptureSet.Piece] = []
-        for piece in pieces {
-            if let last = current.last, let p = piece.probe, let q = last.probe, p.canContinue(q),
-               let a = q.firstPacket, let b = p.firstPacket, b >= a {
-                current.append(piece)
-            } else {
-                if !current.isEmpty { sets.append(make(current, byName: false)) }
-                current = [piece]
-            }
+    static func chainListed(_ pieces: [CaptureSet.Piece], probe: (String) -> CaptureProbe?) -> [CaptureSet] {
+        guard pieces.count > 1 else { return [make(pieces, byName: false)] }
+        let probed = pieces.map { piece in CaptureSet.Piece(path: piece.path, stem: piece.stem, probe: probe(piece.path)) }
+        return split(probed, byName: false) { previous, next in
+            guard let p = next.probe, let q = previous.probe, let a = q.firstPacket, let b = p.firstPacket else { return false }
+            return p.canContinue(q) && b >= a
         }
-        if !current.isEmpty { sets.append(make(current, byName: false)) }
-        return sets
     }
 
     /// Files of one folder whose names differ only in digits: ordered by their sequence number
     /// (or first packet), split where the content disagrees; unreadable ones stand alone.
-    static func chainByName(_ pieces: [CaptureSet.Piece]) -> [CaptureSet] {
+    static func chainByName(_ pieces: [CaptureSet.Piece], probe: (String) -> CaptureProbe?) -> [CaptureSet] {
         guard pieces.count > 1 else { return [make(pieces, byName: false)] }
+        let probed = pieces.map { piece in CaptureSet.Piece(path: piece.path, stem: piece.stem, probe: probe(piece.path)) }
         var sets: [CaptureSet] = []
-        var readable = pieces.filter { $0.probe?.firstPacket != nil }
-        for piece in pieces where piece.probe?.firstPacket == nil { sets.append(make([piece], byName: false)) }
+        for piece in probed where piece.probe?.firstPacket == nil { sets.append(make([piece], byName: false)) }
+        // In the order of their first packets: the counter must follow it, strftime names take it.
+        var readable = probed.filter { $0.probe?.firstPacket != nil }
+            .sorted { ($0.probe!.firstPacket!, $0.path) < ($1.probe!.firstPacket!, $1.path) }
         let numbers = readable.map { digitRuns(Path.name($0.path)) }
-        let counter = counterPosition(numbers, readable)
-        if let counter {
-            let order = readable.indices.sorted { sequence(numbers[$0], counter) < sequence(numbers[$1], counter) }
-            var sorted = order.map { readable[$0] }
-            let seq = order.map { sequence(numbers[$0], counter) }
-            for i in 1..<sorted.count where seq[i] > seq[i - 1] + 1 {
-                sorted[i].missingBefore = Array((seq[i - 1] + 1)..<seq[i])
+        if let counter = counterPosition(numbers) {
+            let seq = numbers.map { sequence($0, counter) }
+            for i in readable.indices.dropFirst() where seq[i] > seq[i - 1] + 1 {
+                readable[i].missingBefore = Array((seq[i - 1] + 1)..<seq[i])
             }
-            readable = sorted
-        } else if readable.allSatisfy({ namesItsYear(Path.name($0.path), $0.probe!.firstPacket!) }) {
-            // strftime names (tcpdump -G): no counter, but each name carries its time.
-            readable.sort { ($0.probe!.firstPacket!, $0.path) < ($1.probe!.firstPacket!, $1.path) }
-        } else {
-            // Names alike by chance (heuristic-200.pcap, heuristic-404.pcap): separate captures.
-            return sets + readable.map { make([$0], byName: false) }
+        } else if !readable.allSatisfy({ namesItsYear(Path.name($0.path), $0.probe!.firstPacket!) }) {
+            // Names alike by chance (heuristic-200.pcap, heuristic-404.pcap): separate captures,
+            // in the order they were given.
+            return sets + probed.filter { $0.probe?.firstPacket != nil }.map { make([$0], byName: false) }
         }
+        return sets + split(readable, byName: true) { previous, next in next.probe!.canContinue(previous.probe!) }
+    }
+
+    /// Cuts ordered pieces into sets where `continues` says the next one does not follow.
+    static func split(_ pieces: [CaptureSet.Piece], byName: Bool,
+                      continues: (CaptureSet.Piece, CaptureSet.Piece) -> Bool) -> [CaptureSet] {
+        var sets: [CaptureSet] = []
         var current: [CaptureSet.Piece] = []
-        for piece in readable {
-            if let last = current.last, piece.probe!.canContinue(last.probe!) {
+        for piece in pieces {
+            if let last = current.last, continues(last, piece) {
                 current.append(piece)
             } else {
-                if !current.isEmpty { sets.append(make(current, byName: current.count > 1)) }
+                if !current.isEmpty { sets.append(make(current, byName: byName && current.count > 1)) }
                 current = [piece]
             }
         }
-        if !current.isEmpty { sets.append(make(current, byName: current.count > 1)) }
+        if !current.isEmpty { sets.append(make(current, byName: byName && current.count > 1)) }
         return sets
     }
 
@@ -202,14 +201,13 @@ public enum CaptureSets {
     /// The sequence number at `position` (tcpdump -C's first file, without the trailing run: 0).
     static func sequence(_ runs: [Int], _ position: Int) -> Int { position < runs.count ? runs[position] : 0 }
 
-    /// The digit run that counts the pieces: it orders them as their first packets do and its
-    /// values are small steps (a counter, not a date). A trailing counter may be missing on the
-    /// first file (tcpdump -C).
-    static func counterPosition(_ runs: [[Int]], _ pieces: [CaptureSet.Piece]) -> Int? {
+    /// The digit run that counts the pieces, given in the order of their first packets: it
+    /// increases along that order in small steps (a counter, not a date). A trailing counter may
+    /// be missing on the first file (tcpdump -C).
+    static func counterPosition(_ runs: [[Int]]) -> Int? {
         let longest = runs.map(\.count).max() ?? 0
-        let byTime = pieces.indices.sorted { (pieces[$0].probe!.firstPacket!, pieces[$0].path) < (pieces[$1].probe!.firstPacket!, pieces[$1].path) }
         for position in 0..<longest {
-            let values = byTime.map { sequence(runs[$0], position) }
+            let values = runs.map { sequence($0, position) }
             guard values.count > 1, zip(values, values.dropFirst()).allSatisfy({ $0 < $1 }) else { continue }
             if values.last! - values.first! <= 4 * values.count + 8 { return position }
         }
