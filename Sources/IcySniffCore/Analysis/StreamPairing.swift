@@ -42,11 +42,7 @@ final class StreamPairing {
         t.http2Stream = stream
         t.pushed = pushed
         open[stream] = t
-        var stats = connection.http2 ?? HTTP2Stats()
-        stats.streams += 1
-        if pushed { stats.pushed += 1 }
-        stats.peakConcurrentStreams = max(stats.peakConcurrentStreams, open.count)
-        connection.http2 = stats
+        countOpened(pushed: pushed)
         if stream % 2 == 1 { highest.odd = max(highest.odd, stream) } else { highest.even = max(highest.even, stream) }
         return t
     }
@@ -58,8 +54,14 @@ final class StreamPairing {
         open[stream] = t
         depth = max(depth, t.depth)
         highest.odd = max(highest.odd, stream)
+        countOpened(pushed: false)
+    }
+
+    /// The connection's stream figures (the report's): one more stream, open with the others.
+    private func countOpened(pushed: Bool) {
         var stats = connection.http2 ?? HTTP2Stats()
         stats.streams += 1
+        if pushed { stats.pushed += 1 }
         stats.peakConcurrentStreams = max(stats.peakConcurrentStreams, open.count)
         connection.http2 = stats
     }
