@@ -64,7 +64,7 @@ public final class Pipeline {
         defer {
             // Datagrams still waiting for fragments at the end of this input never complete.
             decoder.flushFragments()
-            countExpiredFragments(&decoder)
+            collectDecoderCounts(&decoder)
         }
         let live = source.isLive
         // Live captures flush idle connections sooner, so their transactions show up.
@@ -81,7 +81,7 @@ public final class Pipeline {
                     // Every 10 s of capture time: idle and half-open connections go (files and live).
                     lastIdleCheck = packet.timestamp
                     table.expire(now: packet.timestamp, idleLongerThan: idleLimit)
-                    countExpiredFragments(&decoder)
+                    collectDecoderCounts(&decoder)
                 }
                 if let maxPackets, stats.packets >= maxPackets { return .interrupted }
             case .timeout:
@@ -118,9 +118,11 @@ public final class Pipeline {
         }
     }
 
-    private func countExpiredFragments(_ decoder: inout PacketDecoder) {
+    /// Counts the decoder keeps between packets: expired fragments, decoded packets it noted.
+    private func collectDecoderCounts(_ decoder: inout PacketDecoder) {
         let n = decoder.takeExpiredFragments()
         if n > 0 { stats.count(.fragmentTimeout, by: UInt64(n)) }
+        for (weird, n) in decoder.takeNotes() { stats.count(weird, by: UInt64(n)) }
     }
 
     /// Adds TLS secrets for the connections still to come (a capture's Decryption Secrets Blocks).

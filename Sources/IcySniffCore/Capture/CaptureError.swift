@@ -17,7 +17,7 @@ public enum CaptureError: Error, Equatable, Sendable {
         case let .emptyFile(path): return "'\(path)' is empty, not a capture"
         case let .notACapture(path, detail): return "'\(path)' is not a pcap or pcapng capture (\(detail))"
         case let .unsupportedLinkType(path, dlt, name):
-            return "'\(path)': link type \(name) (\(dlt)) is not supported (supported: Ethernet, Linux cooked v1/v2, raw IP, BSD loopback, NFLOG)"
+            return "'\(path)': link type \(name) (\(dlt)) is not supported (supported: Ethernet, Linux cooked v1/v2, raw IP, BSD loopback, NFLOG, PPP, PPPoE, Cisco HDLC, 802.11 with radiotap/PPI/Prism/AVS)"
         case let .badFilter(filter, reason): return "invalid capture filter '\(filter)': \(reason)"
         case let .noSuchInterface(name, reason): return "no such interface '\(name)': \(reason)"
         case let .permissionDenied(name, reason):

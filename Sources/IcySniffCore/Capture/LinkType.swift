@@ -9,6 +9,14 @@ public enum LinkType: Equatable, Sendable {
     case linuxSLL          // DLT_LINUX_SLL (113): `-i any`, cooked v1
     case linuxSLL2         // DLT_LINUX_SLL2 (276): cooked v2
     case nflog             // DLT_NFLOG (239): Linux netfilter log
+    case ppp               // DLT_PPP (9), DLT_PPP_SERIAL (50): PPP, PPP in HDLC-like framing
+    case pppoe             // DLT_PPP_ETHER (51): PPPoE session header, no Ethernet
+    case ciscoHDLC         // DLT_C_HDLC (104): Cisco HDLC, an EtherType after 2 bytes
+    case ieee80211         // DLT_IEEE802_11 (105): 802.11 frames, no radio header
+    case prism             // DLT_PRISM_HEADER (119): 802.11 with a Prism monitor header
+    case radiotap          // DLT_IEEE802_11_RADIO (127): 802.11 with radiotap
+    case avs               // DLT_IEEE802_11_RADIO_AVS (163): 802.11 with an AVS header
+    case ppi               // DLT_PPI (192): Per-Packet Information, then 802.11 (or Ethernet)
     case unsupported(Int32)
 
     public init(dlt: Int32) {
@@ -22,6 +30,14 @@ public enum LinkType: Equatable, Sendable {
         case 113: self = .linuxSLL
         case 276: self = .linuxSLL2
         case 239: self = .nflog
+        case 9, 50: self = .ppp
+        case 51: self = .pppoe
+        case 104: self = .ciscoHDLC
+        case 105: self = .ieee80211
+        case 119: self = .prism
+        case 127: self = .radiotap
+        case 163: self = .avs
+        case 192: self = .ppi
         default: self = .unsupported(dlt)
         }
     }

@@ -16,84 +16,131 @@ extension UnsafeRawBufferPointer {
 public struct PacketDecoder {
     public let linkType: LinkType
     private let fragments = FragmentReassembler()
+    /// MPLS payloads taken for Ethernet by their first nibble, since the last `takeNotes`.
+    var guessedMPLSPayloads = 0
 
     public init(linkType: LinkType) { self.linkType = linkType }
 
     public mutating func decode(_ packet: CapturedPacket) -> DecodeOutcome {
         let b = packet.bytes
-        var etherType: UInt16
-        var offset: Int
+        let wire = WireContext(missing: max(0, packet.wireLength - b.count), timestamp: packet.timestamp)
         switch linkType {
         case .ethernet:
-            guard b.count >= 14 else { return .malformed(.truncatedLinkHeader) }
-            etherType = b.be16(12)
-            offset = 14
-            if etherType < 0x0600 {
-                // IEEE 802.3 length field: LLC, possibly SNAP with an EtherType.
-                guard b.count >= 22 else { return .malformed(.truncatedLinkHeader) }
-                guard b.u8(14) == 0xAA, b.u8(15) == 0xAA, b.u8(16) == 0x03 else { return .skipped }
-                etherType = b.be16(20)
-                offset = 22
-            }
-            // 802.1Q, 802.1ad (QinQ) and the old 0x9100 tag, stacked.
-            while etherType == 0x8100 || etherType == 0x88A8 || etherType == 0x9100 {
-                guard b.count >= offset + 4 else { return .malformed(.truncatedLinkHeader) }
-                etherType = b.be16(offset + 2)
-                offset += 4
-            }
+            return decodeEthernet(b, at: 0, wire, depth: 0)
         case .null, .loop:
             guard b.count >= 4 else { return .malformed(.truncatedLinkHeader) }
             let family = linkType == .loop ? b.be32(0) : (b.u8(0) != 0 ? UInt32(b.u8(0)) : b.be32(0))
-            offset = 4
             switch family {
-            case 2: etherType = 0x0800
-            case 10, 24, 28, 30: etherType = 0x86DD   // AF_INET6 on Linux, NetBSD/OpenBSD, FreeBSD, Darwin
+            case 2: return decodeIPv4(b, at: 4, wire, depth: 0)
+            case 10, 24, 28, 30: return decodeIPv6(b, at: 4, wire, depth: 0)   // AF_INET6 on Linux, NetBSD/OpenBSD, FreeBSD, Darwin
             default: return .skipped
             }
         case .raw:
-            guard b.count >= 1 else { return .malformed(.truncatedLinkHeader) }
-            etherType = (b.u8(0) >> 4) == 6 ? 0x86DD : 0x0800
-            offset = 0
-        case .ipv4: etherType = 0x0800; offset = 0
-        case .ipv6: etherType = 0x86DD; offset = 0
+            return decodeIPByVersion(b, at: 0, wire, depth: 0)
+        case .ipv4: return decodeIPv4(b, at: 0, wire, depth: 0)
+        case .ipv6: return decodeIPv6(b, at: 0, wire, depth: 0)
         case .linuxSLL:
             guard b.count >= 16 else { return .malformed(.truncatedLinkHeader) }
-            etherType = b.be16(14)
-            offset = 16
+            return decodeEtherType(b.be16(14), b, at: 16, wire, depth: 0)
         case .linuxSLL2:
             guard b.count >= 20 else { return .malformed(.truncatedLinkHeader) }
-            etherType = b.be16(0)
-            offset = 20
+            return decodeEtherType(b.be16(0), b, at: 20, wire, depth: 0)
         case .nflog:
-            return decodeNFLOG(packet)
+            return decodeNFLOG(b, wire)
+        case .ppp:
+            return decodePPP(b, at: 0, wire, depth: 0)
+        case .pppoe:
+            return decodePPPoESession(b, at: 0, wire, depth: 0)
+        case .ciscoHDLC:
+            guard b.count >= 4 else { return .malformed(.truncatedLinkHeader) }
+            return decodeEtherType(b.be16(2), b, at: 4, wire, depth: 0)
+        case .ieee80211, .radiotap, .ppi, .prism, .avs:
+            return decodeWireless(b, wire)
         case .unsupported:
             return .skipped
         }
-        let wireMissing = max(0, packet.wireLength - b.count)
+    }
+
+    /// An Ethernet frame at `start`: 802.3 length field with LLC/SNAP, then 802.1Q / 802.1ad
+    /// (QinQ) and the old 0x9100 tags, stacked.
+    @inline(__always)
+    mutating func decodeEthernet(_ b: UnsafeRawBufferPointer, at start: Int, _ wire: WireContext, depth: Int) -> DecodeOutcome {
+        guard b.count >= start + 14 else { return .malformed(start == 0 ? .truncatedLinkHeader : .truncatedTunnelHeader) }
+        var etherType = b.be16(start + 12)
+        var offset = start + 14
+        if etherType < 0x0600 {
+            // IEEE 802.3 length field: LLC, possibly SNAP with an EtherType.
+            guard b.count >= offset + 8 else { return .malformed(.truncatedLinkHeader) }
+            guard b.u8(offset) == 0xAA, b.u8(offset + 1) == 0xAA, b.u8(offset + 2) == 0x03 else { return .skipped }
+            etherType = b.be16(offset + 6)
+            offset += 8
+        }
+        return decodeEtherType(etherType, b, at: offset, wire, depth: depth)
+    }
+
+    /// What an EtherType announces at `offset`: IP, VLAN tags, MPLS, PPPoE, or Ethernet itself
+    /// (transparent bridging). The one place an EtherType is dispatched.
+    @inline(__always)
+    mutating func decodeEtherType(_ type: UInt16, _ b: UnsafeRawBufferPointer, at start: Int, _ wire: WireContext, depth: Int) -> DecodeOutcome {
+        var etherType = type
+        var offset = start
+        while etherType == 0x8100 || etherType == 0x88A8 || etherType == 0x9100 {
+            guard b.count >= offset + 4 else { return .malformed(.truncatedLinkHeader) }
+            etherType = b.be16(offset + 2)
+            offset += 4
+        }
         switch etherType {
-        case 0x0800: return decodeIPv4(b, at: offset, wireMissing: wireMissing, timestamp: packet.timestamp)
-        case 0x86DD: return decodeIPv6(b, at: offset, wireMissing: wireMissing, timestamp: packet.timestamp)
+        case 0x0800: return decodeIPv4(b, at: offset, wire, depth: depth)
+        case 0x86DD: return decodeIPv6(b, at: offset, wire, depth: depth)
+        case 0x8847, 0x8848: return decodeMPLS(b, at: offset, wire, depth: depth)
+        case 0x8864: return decodePPPoESession(b, at: offset, wire, depth: depth)
+        case 0x6558:
+            guard depth < Self.maxEncapsulationDepth else { return .malformed(.encapsulationTooDeep) }
+            return decodeEthernet(b, at: offset, wire, depth: depth + 1)
         case _ where Self.knownNonIP.contains(etherType): return .skipped
         default: return .skippedNamed(.unknownLinkPayload)
+        }
+    }
+
+    /// An IP packet whose version is read from its first nibble (raw IP links, tunnels that do
+    /// not say which IP they carry).
+    @inline(__always)
+    mutating func decodeIPByVersion(_ b: UnsafeRawBufferPointer, at start: Int, _ wire: WireContext, depth: Int) -> DecodeOutcome {
+        guard b.count > start else { return .malformed(start == 0 ? .truncatedLinkHeader : .truncatedIPHeader) }
+        switch b.u8(start) >> 4 {
+        case 4: return decodeIPv4(b, at: start, wire, depth: depth)
+        case 6: return decodeIPv6(b, at: start, wire, depth: depth)
+        default: return .malformed(.truncatedIPHeader)
         }
     }
 
     /// Link-layer protocols every LAN carries that are not IP and not an anomaly: ARP, RARP,
     /// EAPOL (802.1X), LLDP, MACsec, PTP, Ethernet loopback. They are skipped without a name;
     /// any other EtherType is counted as `unknown_link_payload`.
-    static let knownNonIP: Set<UInt16> = [0x0806, 0x8035, 0x888E, 0x88CC, 0x88E5, 0x88F7, 0x9000]
+    /// PPPoE discovery (0x8863) is skipped the same way; its session stage (0x8864) is decoded.
+    static let knownNonIP: Set<UInt16> = [0x0806, 0x8035, 0x888E, 0x88CC, 0x88E5, 0x88F7, 0x9000, 0x8863]
+
+    /// Encapsulations decoded inside one another at most (VLAN tags and MPLS labels not counted):
+    /// deeper packets are counted as `encapsulation_too_deep`, never followed further.
+    static let maxEncapsulationDepth = 8
 
     /// IP datagrams whose fragments never all arrived (timed out, or still waiting when
     /// `flushFragments` is called), since the last call. Counted as `fragment_reassembly_timeout`.
     public mutating func takeExpiredFragments() -> Int { fragments.takeExpired() }
+
+    /// Counts the decoder noted on packets it still decoded (`mpls_payload_guessed`), since the
+    /// last call.
+    public mutating func takeNotes() -> [(Weird, Int)] {
+        defer { guessedMPLSPayloads = 0 }
+        return guessedMPLSPayloads > 0 ? [(.mplsPayloadGuessed, guessedMPLSPayloads)] : []
+    }
 
     /// The end of the capture: datagrams still waiting for fragments will never complete.
     public mutating func flushFragments() { fragments.expireAll() }
 
     /// NFLOG: a 4-byte header, then TLVs (little-endian length and type, padded to 4 bytes);
     /// type 9 (NFULA_PAYLOAD) holds the IP packet.
-    private mutating func decodeNFLOG(_ packet: CapturedPacket) -> DecodeOutcome {
-        let b = packet.bytes
+    private mutating func decodeNFLOG(_ b: UnsafeRawBufferPointer, _ wire: WireContext) -> DecodeOutcome {
         guard b.count >= 4 else { return .malformed(.truncatedLinkHeader) }
         let family = b.u8(0)
         var offset = 4
@@ -103,18 +150,15 @@ public struct PacketDecoder {
             guard length >= 4, offset + length <= b.count else { return .malformed(.truncatedLinkHeader) }
             if type == 9 {
                 let payload = b.slice(from: offset + 4, count: length - 4)
-                let ether: UInt16 = family == 10 ? 0x86DD : 0x0800
-                let wireMissing = max(0, packet.wireLength - b.count)
-                return ether == 0x0800
-                    ? decodeIPv4(payload, at: 0, wireMissing: wireMissing, timestamp: packet.timestamp)
-                    : decodeIPv6(payload, at: 0, wireMissing: wireMissing, timestamp: packet.timestamp)
+                return family == 10 ? decodeIPv6(payload, at: 0, wire, depth: 0) : decodeIPv4(payload, at: 0, wire, depth: 0)
             }
             offset += (length + 3) & ~3
         }
         return .skipped
     }
 
-    private mutating func decodeIPv4(_ b: UnsafeRawBufferPointer, at start: Int, wireMissing: Int, timestamp: Timestamp) -> DecodeOutcome {
+    mutating func decodeIPv4(_ b: UnsafeRawBufferPointer, at start: Int, _ wire: WireContext, depth: Int) -> DecodeOutcome {
+        let wireMissing = wire.missing, timestamp = wire.timestamp
         guard b.count >= start + 20 else { return .malformed(.truncatedIPHeader) }
         let versionIHL = b.u8(start)
         guard versionIHL >> 4 == 4 else { return .malformed(.truncatedIPHeader) }
@@ -141,13 +185,14 @@ public struct PacketDecoder {
             case .incomplete: return .skipped
             case .failed(let weird): return .malformed(weird)
             case .complete(let whole):
-                return decodeTransport(proto: proto, whole, source: src, destination: dst, missing: 0, timestamp: timestamp)
+                return decodeTransport(proto: proto, whole, source: src, destination: dst, missing: 0, timestamp: timestamp, depth: depth)
             }
         }
-        return decodeTransport(proto: proto, payload, source: src, destination: dst, missing: missing, timestamp: timestamp)
+        return decodeTransport(proto: proto, payload, source: src, destination: dst, missing: missing, timestamp: timestamp, depth: depth)
     }
 
-    private mutating func decodeIPv6(_ b: UnsafeRawBufferPointer, at start: Int, wireMissing: Int, timestamp: Timestamp) -> DecodeOutcome {
+    mutating func decodeIPv6(_ b: UnsafeRawBufferPointer, at start: Int, _ wire: WireContext, depth: Int) -> DecodeOutcome {
+        let wireMissing = wire.missing, timestamp = wire.timestamp
         guard b.count >= start + 40 else { return .malformed(.truncatedIPHeader) }
         guard b.u8(start) >> 4 == 6 else { return .malformed(.truncatedIPHeader) }
         var payloadLength = Int(b.be16(start + 4))
@@ -189,18 +234,18 @@ public struct PacketDecoder {
                     case .incomplete: return .skipped
                     case .failed(let weird): return .malformed(weird)
                     case .complete(let whole):
-                        return decodeTransport(proto: next, whole, source: src, destination: dst, missing: 0, timestamp: timestamp)
+                        return decodeTransport(proto: next, whole, source: src, destination: dst, missing: 0, timestamp: timestamp, depth: depth)
                     }
                 }
-                return decodeTransport(proto: next, payload, source: src, destination: dst, missing: missing, timestamp: timestamp)
+                return decodeTransport(proto: next, payload, source: src, destination: dst, missing: missing, timestamp: timestamp, depth: depth)
             }
             if offset > availableEnd { return .malformed(.badIPv6ExtensionHeader) }
         }
     }
 
     @inline(__always)
-    private func decodeTransport(proto: UInt8, _ b: UnsafeRawBufferPointer, source: IPAddress, destination: IPAddress,
-                                 missing: Int, timestamp: Timestamp) -> DecodeOutcome {
+    private mutating func decodeTransport(proto: UInt8, _ b: UnsafeRawBufferPointer, source: IPAddress, destination: IPAddress,
+                                          missing: Int, timestamp: Timestamp, depth: Int) -> DecodeOutcome {
         switch proto {
         case 6:
             guard b.count >= 20 else { return .malformed(.truncatedTCPHeader) }
@@ -218,10 +263,25 @@ public struct PacketDecoder {
                 missingPayload: missing, timestamp: timestamp))
         case 17:
             guard b.count >= 8 else { return .malformed(.truncatedUDPHeader) }
+            let sourcePort = b.be16(0), destinationPort = b.be16(2)
+            let payload = b.slice(from: 8, count: b.count - 8)
+            if let tunnel = UDPTunnel(sourcePort: sourcePort, destinationPort: destinationPort),
+               let inner = decodeUDPTunnel(tunnel, payload, WireContext(missing: missing, timestamp: timestamp), depth: depth) {
+                return inner
+            }
             return .udp(UDPDatagram(
-                source: Endpoint(address: source, port: b.be16(0)),
-                destination: Endpoint(address: destination, port: b.be16(2)),
-                payload: b.slice(from: 8, count: b.count - 8), timestamp: timestamp))
+                source: Endpoint(address: source, port: sourcePort),
+                destination: Endpoint(address: destination, port: destinationPort),
+                payload: payload, timestamp: timestamp))
+        case 4, 41, 47:
+            // IP in IP (RFC 2003), IPv6 in IPv4 / IPv4 in IPv6 (6in4, RFC 4213), GRE (RFC 2784).
+            guard depth < Self.maxEncapsulationDepth else { return .malformed(.encapsulationTooDeep) }
+            let wire = WireContext(missing: missing, timestamp: timestamp)
+            switch proto {
+            case 4: return decodeIPv4(b, at: 0, wire, depth: depth + 1)
+            case 41: return decodeIPv6(b, at: 0, wire, depth: depth + 1)
+            default: return decodeGRE(b, wire, depth: depth + 1)
+            }
         default:
             return .skipped
         }

@@ -11,6 +11,8 @@ public enum AnomalyCatalogue {
         .badRequestLine: "bad_HTTP_request", .badStatusLine: "bad_HTTP_reply", .requestMissing: "unmatched_HTTP_reply",
         .http09: "HTTP_version_0.9", .obsoleteLineFolding: "HTTP_header_continuation",
         .midstreamPickup: "(conn.log history without S)", .connectionReset: "(conn.log history R)",
+        .encapsulationTooDeep: "exceeded_tunnel_max_depth", .truncatedTunnelHeader: "truncated_GRE / gtp_truncated",
+        .unknownTunnelPayload: "unknown_gre_version / unknown_gre_protocol",
     ]
 
     public static var markdown: String {

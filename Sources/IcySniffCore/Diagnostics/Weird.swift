@@ -17,6 +17,12 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
     case fragmentTableFull = "fragment_table_full"
     case unknownLinkPayload = "unknown_link_payload"
     case badIPv6ExtensionHeader = "bad_ipv6_extension_header"
+    case truncatedTunnelHeader = "truncated_tunnel_header"
+    case encapsulationTooDeep = "encapsulation_too_deep"
+    case unknownTunnelPayload = "unknown_tunnel_payload"
+    case mplsPayloadGuessed = "mpls_payload_guessed"
+    case wifiEncryptedFrame = "encrypted_wifi_frame"
+    case wifiAMSDU = "wifi_amsdu_not_decoded"
 
     // TCP reassembly (connection scope).
     case midstreamPickup = "midstream_pickup"
@@ -86,6 +92,20 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
 
     public static func < (a: Weird, b: Weird) -> Bool { a.rawValue < b.rawValue }
 
+    /// The reasons a packet was not decoded at all (its link layer, an encapsulation, a malformed
+    /// header, a fragment refused): the summary lists these apart from anomalies, in packets.
+    public var meansPacketNotDecoded: Bool {
+        switch self {
+        case .truncatedLinkHeader, .truncatedIPHeader, .badIPHeaderLength, .badIPTotalLength, .truncatedTCPHeader,
+             .badTCPHeaderLength, .truncatedUDPHeader, .fragmentOverlap, .fragmentTooLarge,
+             .fragmentTableFull, .unknownLinkPayload, .badIPv6ExtensionHeader, .truncatedTunnelHeader,
+             .encapsulationTooDeep, .unknownTunnelPayload, .wifiEncryptedFrame, .wifiAMSDU:
+            return true
+        default:
+            return false
+        }
+    }
+
     /// One-line explanation for docs and `--help` listings.
     public var explanation: String {
         switch self {
@@ -103,6 +123,12 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
         case .fragmentTableFull: return "too many IP datagrams were being reassembled at once"
         case .unknownLinkPayload: return "the link layer carries an EtherType icy-sniff does not know (ARP, LLDP, 802.1X and other LAN protocols are skipped unnamed); counted, then skipped"
         case .badIPv6ExtensionHeader: return "an IPv6 extension header is cut short or malformed"
+        case .truncatedTunnelHeader: return "a tunnel or encapsulation header (MPLS, PPPoE, GRE, ERSPAN, VXLAN, Geneve, GTP-U) is cut short"
+        case .encapsulationTooDeep: return "more than 8 encapsulations inside one another (or 16 MPLS labels): the packet is not followed further"
+        case .unknownTunnelPayload: return "a tunnel (GRE, Geneve, PPP, PPPoE) carries a protocol icy-sniff does not decode; counted, then skipped"
+        case .mplsPayloadGuessed: return "an MPLS payload that is not IP by its first nibble was taken for Ethernet (a pseudowire), as analyzers do; the packet was decoded"
+        case .wifiEncryptedFrame: return "an 802.11 data frame is protected (WPA/WEP): its payload cannot be read without the network's keys; counted, then skipped"
+        case .wifiAMSDU: return "an 802.11 A-MSDU (several frames aggregated in one) is not decoded; counted, then skipped"
         case .capturePieceMissing: return "a piece of a rotated capture set is missing (a number of its series skipped): the connections open at the end of the piece before it were ended there, not joined to the next piece"
         case .captureDiscontinuity: return "the next capture of a set does not continue this one (its first packet is before this one's last, or more than 600 s after it): the connections open here were ended, not joined across"
         case .midstreamPickup: return "the connection's handshake was not captured; analysis starts mid-stream"
