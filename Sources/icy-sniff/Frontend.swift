@@ -181,8 +181,17 @@ enum Summary {
                 line += "; \(hidden) encrypted (--keylog FILE decrypts them; their handshakes are in --connections and the HAR's _connections)"
             }
         }
-        if stats.malformedPackets > 0 { line += ", \(stats.malformedPackets) malformed packets" }
-        let notable = stats.weirds.filter { $0.key != .midstreamPickup }.sorted { ($1.value, $0.key.rawValue) < ($0.value, $1.key.rawValue) }.prefix(6)
+        func byCount(_ a: (key: Weird, value: UInt64), _ b: (key: Weird, value: UInt64)) -> Bool {
+            (b.value, a.key.rawValue) < (a.value, b.key.rawValue)
+        }
+        // Packets not decoded, by reason: never dropped silently. ARP, ICMP, 802.11 management
+        // frames and the like are not counted: they are not traffic icy-sniff analyses.
+        let notDecoded = stats.weirds.filter { $0.key.meansPacketNotDecoded }.sorted(by: byCount)
+        if !notDecoded.isEmpty {
+            let total = notDecoded.reduce(0) { $0 + $1.value }
+            line += "; \(total) packets not decoded (" + notDecoded.map { "\($0.key.rawValue)×\($0.value)" }.joined(separator: ", ") + ")"
+        }
+        let notable = stats.weirds.filter { $0.key != .midstreamPickup && !$0.key.meansPacketNotDecoded }.sorted(by: byCount).prefix(6)
         if !notable.isEmpty {
             line += "; anomalies: " + notable.map { "\($0.key.rawValue)×\($0.value)" }.joined(separator: ", ")
         }
