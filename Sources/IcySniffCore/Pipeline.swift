@@ -61,6 +61,7 @@ public final class Pipeline {
     public func run(_ source: PcapSource, maxPackets: UInt64? = nil, shouldStop: () -> Bool = { false }) -> SourceOutcome {
         emitter.captureName = source.name
         var decoder = PacketDecoder(linkType: source.linkType)
+        var decoderDLT = source.dlt
         defer {
             // Datagrams still waiting for fragments at the end of this input never complete.
             decoder.flushFragments()
@@ -74,7 +75,16 @@ public final class Pipeline {
             if live || count & 0x3ff == 0, shouldStop() { return .interrupted }
             switch source.next() {
             case .packet(let packet):
-                guard source.linkType.isSupported else { return .unsupportedLinkType }
+                guard source.linkType.isSupported || source.hasSeveralLinkTypes else { return .unsupportedLinkType }
+                if source.packetDLT != decoderDLT {
+                    // A pcapng file whose interfaces have different link types.
+                    decoderDLT = source.packetDLT
+                    decoder.linkType = source.packetLinkType
+                }
+                if source.pendingSecrets != nil, let secrets = source.takeSecrets() {
+                    // Decryption Secrets Blocks come before the packets they decrypt.
+                    keyLog.add(text: secrets)
+                }
                 count += 1
                 process(packet, decoder: &decoder)
                 if packet.timestamp.nanoseconds - lastIdleCheck.nanoseconds > 10_000_000_000 {

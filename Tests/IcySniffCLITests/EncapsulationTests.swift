@@ -58,6 +58,20 @@ import Testing
         #expect(try Self.rows(mixed) == expected)
         #expect(mixed.stderr.contains("encrypted_wifi_frame×121"), "\(mixed.stderr)")
 
+        // One pcapng file, four interfaces of four link types (libpcap stops at the second one):
+        // every packet read, those of the USER0 interface counted as not decoded; a filter
+        // compiled for each link type.
+        let multi = dir.appendingPathComponent("multi-link.pcapng").path
+        let whole = try CLI.run(["-r", multi, "--format", "ndjson"])
+        #expect(whole.status == 0, "\(whole.stderr)")
+        #expect(try Self.rows(whole) == expected, "\(whole.stderr)")
+        #expect(whole.stderr.contains("12 packets not decoded (unsupported_link_type×12)"), "\(whole.stderr)")
+        let filter = ["-f", "host 208.80.152.2", "--format", "ndjson"]
+        let filtered = try CLI.run(["-r", multi] + filter)
+        let filteredOriginal = try Self.rows(try CLI.run(["-r", source] + filter))
+        #expect(filteredOriginal.count == 2)
+        #expect(try Self.rows(filtered) == filteredOriginal, "\(filtered.stderr)")
+
         // Ten IP-in-IP headers: deeper than icy-sniff follows. Counted, nothing invented.
         let deep = try CLI.run(["-r", dir.appendingPathComponent("too-deep.pcap").path, "--format", "ndjson"])
         #expect(deep.status == 0)

@@ -6,10 +6,12 @@ import Glibc
 import Darwin
 #endif
 
-/// A libpcap handle, offline (file, gzip-compressed file, standard input) or live (an interface).
+/// A capture being read: a libpcap handle, offline (file, gzip-compressed file, standard input)
+/// or live (an interface), or, for pcapng files, icy-sniff's own block reader (`PcapngReader`:
+/// interfaces of several link types, Decryption Secrets Blocks anywhere).
 ///
 /// Call order: `open…`, then `next()` until it answers `.end` or `.failed`; the handle closes on
-/// deinit. Packets returned by `next()` borrow libpcap's buffer until the following call.
+/// deinit. Packets returned by `next()` borrow the reader's buffer until the following call.
 public final class PcapSource {
     public enum ReadResult {
         case packet(CapturedPacket)
@@ -21,10 +23,23 @@ public final class PcapSource {
     }
 
     public let name: String
+    /// The link type of the capture (of its first interface, for pcapng).
     public let linkType: LinkType
     public let dlt: Int32
     public let isLive: Bool
+    /// The link type of the packet `next()` returned last: the capture's, except in a pcapng
+    /// file whose interfaces differ.
+    public private(set) var packetLinkType: LinkType
+    /// `packetLinkType`'s DLT number, cheap to compare on every packet.
+    public private(set) var packetDLT: Int32
+    /// Interfaces of more than one link type were described before the first packet.
+    public private(set) var hasSeveralLinkTypes = false
     private var handle: OpaquePointer?
+    private var pcapng: PcapngReader? = nil
+    private var pcapngFile: UnsafeMutablePointer<FILE>? = nil
+    private var pcapngSnaplen: Int32 = 0
+    /// TLS key logs from Decryption Secrets Blocks, read since the last `takeSecrets`.
+    public private(set) var pendingSecrets: String? = nil
     private var gzipCookie: UnsafeMutableRawPointer?
     private var dumper: OpaquePointer? = nil
     /// Live captures read in non-blocking mode and wait in poll(2), so a signal or a time limit
@@ -57,7 +72,26 @@ public final class PcapSource {
         self.gzipCookie = gzipCookie
         self.dlt = pcap_datalink(handle)
         self.linkType = LinkType(dlt: dlt)
+        self.packetLinkType = linkType
+        self.packetDLT = dlt
         self.nanosecondsPerTick = Self.nanosecondsPerTick(precision: pcap_get_tstamp_precision(handle))
+    }
+
+    private init(pcapng reader: PcapngReader, file: UnsafeMutablePointer<FILE>, name: String, gzipCookie: UnsafeMutableRawPointer?) {
+        self.handle = nil
+        self.pcapng = reader
+        self.pcapngFile = file
+        self.name = name
+        self.isLive = false
+        self.gzipCookie = gzipCookie
+        let first = reader.interfaces.first
+        self.dlt = first?.dlt ?? 1
+        self.linkType = LinkType(dlt: dlt)
+        self.packetLinkType = linkType
+        self.packetDLT = dlt
+        self.pcapngSnaplen = first?.snaplen ?? 0
+        self.hasSeveralLinkTypes = Set(reader.interfaces.map(\.dlt)).count > 1
+        self.nanosecondsPerTick = 1
     }
 
     /// `pcap_get_tstamp_precision`'s answer as a scale to nanoseconds.
@@ -70,6 +104,8 @@ public final class PcapSource {
     deinit {
         if let dumper { pcap_dump_close(dumper) }
         if let handle { pcap_close(handle) }
+        pcapng = nil
+        if let pcapngFile { fclose(pcapngFile) }
         recovered?.deallocate()
         fileBuffer?.deallocate()
     }
@@ -83,7 +119,7 @@ public final class PcapSource {
     /// True when the capture was gzip-compressed.
     public var isCompressed: Bool { gzipCookie != nil }
     /// The snapshot length the capture was made with.
-    public var snaplen: Int32 { handle.map { pcap_snapshot($0) } ?? 0 }
+    public var snaplen: Int32 { handle.map { pcap_snapshot($0) } ?? pcapngSnaplen }
 
     /// Opens a capture file, or standard input when `path` is "-". Recognises gzip by its magic
     /// bytes, whatever the name, and decompresses it as a stream.
@@ -110,10 +146,12 @@ public final class PcapSource {
             throw .emptyFile(path: path)
         }
         var gzip = false
+        var pcapng = false
         if isRegular {
-            var magic: (UInt8, UInt8) = (0, 0)
-            let n = withUnsafeMutableBytes(of: &magic) { pread(fd, $0.baseAddress, 2, 0) }
-            gzip = n == 2 && magic.0 == 0x1f && magic.1 == 0x8b
+            var magic: (UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0)
+            let n = withUnsafeMutableBytes(of: &magic) { pread(fd, $0.baseAddress, 4, 0) }
+            gzip = n >= 2 && magic.0 == 0x1f && magic.1 == 0x8b
+            pcapng = n == 4 && magic == (0x0A, 0x0D, 0x0D, 0x0A) || (gzip && CaptureFile.kind(of: path) == .gzipPcapng)
         } else {
             isRegular = false
         }
@@ -140,6 +178,22 @@ public final class PcapSource {
             let reason = String(cString: strerror(errno))
             close(fd)
             throw .cannotOpen(path: path, reason: reason)
+        }
+        if pcapng {
+            let reader: PcapngReader
+            do throws(CaptureError) {
+                reader = try PcapngReader(file: file, filter: filter)
+            } catch {
+                fclose(file)
+                fileBuffer?.deallocate()
+                if case .notACapture(_, let detail) = error { throw .notACapture(path: path, detail: detail) }
+                throw error
+            }
+            let source = PcapSource(pcapng: reader, file: file, name: path, gzipCookie: cookie)
+            source.fileBuffer = fileBuffer
+            source.inputFD = fd
+            source.inputSize = Int64(st.st_size)
+            return source
         }
         var errbuf = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
         guard let handle = pcap_fopen_offline_with_tstamp_precision(
@@ -218,6 +272,7 @@ public final class PcapSource {
     /// The next packet. Its bytes are valid until the next call.
     @inline(__always)
     public func next() -> ReadResult {
+        if let pcapng { return next(from: pcapng) }
         guard let handle else { return .end }
         if let failure = pendingFailure {
             pendingFailure = nil
@@ -261,6 +316,42 @@ public final class PcapSource {
             }
             return .failed(message)
         }
+    }
+
+    private func next(from reader: PcapngReader) -> ReadResult {
+        while true {
+            switch reader.next() {
+            case .packet(let packet, let interface):
+                packetsRead &+= 1
+                bytesRead &+= UInt64(packet.bytes.count) &+ 32
+                // By link type, not interface number: a new section numbers its interfaces anew.
+                let dlt = reader.interfaces[interface].dlt
+                if dlt != packetDLT {
+                    packetDLT = dlt
+                    packetLinkType = reader.interfaces[interface].linkType
+                }
+                return .packet(packet)
+            case .secrets(let text):
+                pendingSecrets = (pendingSecrets ?? "") + text + "\n"
+            case .end:
+                if let cookie = gzipCookie, let err = icy_gzip_error(cookie) {
+                    return .failed("compressed data is damaged: \(String(cString: err))")
+                }
+                self.pcapng = nil
+                return .end
+            case .failed(let message):
+                self.pcapng = nil
+                var message = message
+                if let cookie = gzipCookie, let err = icy_gzip_error(cookie) { message += " (gzip: \(String(cString: err)))" }
+                return .failed(message)
+            }
+        }
+    }
+
+    /// The key log text of the Decryption Secrets Blocks read so far, once.
+    public func takeSecrets() -> String? {
+        defer { pendingSecrets = nil }
+        return pendingSecrets
     }
 
     /// A classic pcap file whose last record is cut short by the end of the file: libpcap refuses

@@ -14,7 +14,9 @@ extension UnsafeRawBufferPointer {
 /// Input: `CapturedPacket`. Output: `DecodeOutcome`, whose views borrow the packet (or, for a
 /// reassembled IP datagram, the decoder's fragment buffer) until the next call.
 public struct PacketDecoder {
-    public let linkType: LinkType
+    /// The link type of the packets decoded next (set per packet for a pcapng file whose
+    /// interfaces differ).
+    public var linkType: LinkType
     private let fragments = FragmentReassembler()
     /// MPLS payloads taken for Ethernet by their first nibble, since the last `takeNotes`.
     var guessedMPLSPayloads = 0
@@ -57,7 +59,7 @@ public struct PacketDecoder {
         case .ieee80211, .radiotap, .ppi, .prism, .avs:
             return decodeWireless(b, wire)
         case .unsupported:
-            return .skipped
+            return .skippedNamed(.unsupportedLinkType)
         }
     }
 

@@ -17,6 +17,7 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
     case fragmentTableFull = "fragment_table_full"
     case unknownLinkPayload = "unknown_link_payload"
     case badIPv6ExtensionHeader = "bad_ipv6_extension_header"
+    case unsupportedLinkType = "unsupported_link_type"
     case truncatedTunnelHeader = "truncated_tunnel_header"
     case encapsulationTooDeep = "encapsulation_too_deep"
     case unknownTunnelPayload = "unknown_tunnel_payload"
@@ -99,7 +100,7 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
         case .truncatedLinkHeader, .truncatedIPHeader, .badIPHeaderLength, .badIPTotalLength, .truncatedTCPHeader,
              .badTCPHeaderLength, .truncatedUDPHeader, .fragmentOverlap, .fragmentTooLarge,
              .fragmentTableFull, .unknownLinkPayload, .badIPv6ExtensionHeader, .truncatedTunnelHeader,
-             .encapsulationTooDeep, .unknownTunnelPayload, .wifiEncryptedFrame, .wifiAMSDU:
+             .encapsulationTooDeep, .unknownTunnelPayload, .wifiEncryptedFrame, .wifiAMSDU, .unsupportedLinkType:
             return true
         default:
             return false
@@ -123,6 +124,7 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
         case .fragmentTableFull: return "too many IP datagrams were being reassembled at once"
         case .unknownLinkPayload: return "the link layer carries an EtherType icy-sniff does not know (ARP, LLDP, 802.1X and other LAN protocols are skipped unnamed); counted, then skipped"
         case .badIPv6ExtensionHeader: return "an IPv6 extension header is cut short or malformed"
+        case .unsupportedLinkType: return "a pcapng interface has a link type icy-sniff does not decode (the file's other interfaces are read); its packets are counted, then skipped"
         case .truncatedTunnelHeader: return "a tunnel or encapsulation header (MPLS, PPPoE, GRE, ERSPAN, VXLAN, Geneve, GTP-U) is cut short"
         case .encapsulationTooDeep: return "more than 8 encapsulations inside one another (or 16 MPLS labels): the packet is not followed further"
         case .unknownTunnelPayload: return "a tunnel (GRE, Geneve, PPP, PPPoE) carries a protocol icy-sniff does not decode; counted, then skipped"

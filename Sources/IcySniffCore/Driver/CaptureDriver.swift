@@ -170,8 +170,8 @@ public struct CaptureDriver {
             if case .badFilter = error { failed.stopsRun = true }
             return failed
         }
-        // pcapng Decryption Secrets Blocks: keys that came with the capture, no option needed.
-        if let secrets = CaptureSecrets.tlsKeyLog(in: path) { pipeline.addSecrets(secrets) }
+        // pcapng Decryption Secrets Blocks (keys that came with the capture, no option needed) are
+        // handed to the pipeline by the source as they are read, before the packets they decrypt.
         let stop = shouldStop
         let outcome = pipeline.run(source, maxPackets: maxPackets) {
             progress?(source)
