@@ -7,7 +7,8 @@ final class Discard: TransactionSink {
     func connectionFinished(_ connection: Connection) {}
 }
 
-let linkTypes: [Int32] = [1, 0, 108, 12, 228, 229, 113, 276, 239]
+/// Every link type the decoder reads (scripts/fuzz's encapsulation seeds index this table).
+let linkTypes: [Int32] = [1, 0, 108, 12, 228, 229, 113, 276, 239, 9, 50, 51, 104, 105, 119, 127, 163, 192]
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {

@@ -3,7 +3,8 @@ import Glibc
 #endif
 import IcySniffCore
 
-/// The whole pipeline on a capture file built from the fuzzer's bytes (libpcap reads it),
+/// The whole pipeline on a capture file built from the fuzzer's bytes (libpcap reads pcap, the
+/// pcapng block reader pcapng: seeds of both kinds, multi-link.pcapng among them),
 /// exported as HAR into memory.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
