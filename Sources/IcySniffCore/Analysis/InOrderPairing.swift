@@ -19,11 +19,34 @@ final class InOrderPairing {
     private var head = 0
     private var depth = 0
     private var tunnelTransaction: Transaction? = nil
+    /// Until the session knows the connection is HTTP, finished transactions wait here
+    /// (`release` emits them, `discard` drops them and everything after).
+    private var held: [Transaction] = []
+    private var holding = true
+    private var discarded = false
 
     init(connection: Connection, emitter: TransactionEmitter, scheme: String) {
         self.connection = connection
         self.emitter = emitter
         self.scheme = scheme
+    }
+
+    /// The connection is HTTP: what waited is emitted, in order, and nothing waits any more.
+    func release() {
+        holding = false
+        for t in held { emitter.emit(t) }
+        held.removeAll()
+    }
+
+    /// The connection is not HTTP: what waited, and what is open, is dropped; nothing more is
+    /// paired.
+    func discard() {
+        holding = false
+        discarded = true
+        held.removeAll()
+        queue.removeAll()
+        head = 0
+        tunnelTransaction = nil
     }
 
     func requestBegan(_ message: HTTPMessage) {
@@ -126,7 +149,8 @@ final class InOrderPairing {
     }
 
     private func emit(_ t: Transaction) {
+        guard !discarded else { return }
         t.connection = ConnectionSnapshot(connection)
-        emitter.emit(t)
+        if holding { held.append(t) } else { emitter.emit(t) }
     }
 }

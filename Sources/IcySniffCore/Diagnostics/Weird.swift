@@ -70,6 +70,7 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
     case smugglingSuspected = "request_smuggling_suspected"
     case interruptedByClose = "interrupted_by_connection_close"
     case tunnel = "tunnel"
+    case notHTTP = "not_http"
     case pipelined = "pipelined_request"
 
     // TLS (connection scope).
@@ -172,6 +173,7 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
         case .garbageSkipped: return "bytes that are not HTTP came between the previous message and this one, and were skipped"
         case .smugglingSuspected: return "framing that front and back ends may read differently (request smuggling)"
         case .interruptedByClose: return "the connection closed before the message ended"
+        case .notHTTP: return "the connection's bytes are not HTTP (no request line with an HTTP version, no status line, no HTTP/0.9 GET answered like one: SMTP, FTP, IMAP, SIP, a binary protocol…); it has no transactions, and --connections shows what each side sent first"
         case .tunnel: return "CONNECT or Upgrade turned the rest of the connection into a tunnel"
         case .tlsKeysNotFound: return "a key log was given, but it has no secrets for this TLS connection (its ClientHello random); only the handshake is shown"
         case .tlsDecryptionFailed: return "a TLS record did not authenticate with the logged secrets (wrong keys, or a damaged record): nothing after it in that direction is decrypted, no garbage is passed on"

@@ -18,7 +18,7 @@ public final class ConnectionListWriter: OutputSink {
     public func finish(comment: String?) throws(OutputError) {
         summaries.sort { $0.id < $1.id }
         let columns = ["id", "start", "client", "server", "handshake_ms", "bytes_from_client", "bytes_from_server", "packets", "gaps", "missed_bytes", "history", "anomalies",
-                       "tls_version", "sni", "alpn", "cipher", "tls_handshake_ms", "resumed"]
+                       "tls_version", "sni", "alpn", "cipher", "tls_handshake_ms", "resumed", "seen"]
         switch format {
         case .ndjson, .har:
             for s in summaries {
@@ -37,6 +37,7 @@ public final class ConnectionListWriter: OutputSink {
                 w.string("history", s.history)
                 w.key("anomalies"); w.beginArray(); for (k, _) in s.weirds { w.string(k.rawValue) }; w.endArray()
                 if let tls = s.tls { ConnectionSummary.write(tls, to: w) }
+                if let n = s.notHTTP { ConnectionSummary.write(n, to: w) }
                 w.endObject()
                 w.append(0x0A)
                 output.write(w.buffer)
@@ -54,6 +55,7 @@ public final class ConnectionListWriter: OutputSink {
                     s.tls?.versionName ?? "-", s.tls?.sni ?? "-", s.tls?.alpn ?? "-", s.tls?.cipherName ?? "-",
                     s.tls?.handshakeMilliseconds.map { String(format3: $0) } ?? "-",
                     s.tls.map { $0.resumed ? ($0.resumption ?? "yes") : "no" } ?? "-",
+                    format == .table ? (s.seenText ?? "-") : Self.cell(s.seenText ?? "-", separator: sep),
                 ])
             }
             if format == .table {
@@ -70,6 +72,18 @@ public final class ConnectionListWriter: OutputSink {
                 for r in rows { output.write(r.joined(separator: sep) + "\n") }
             }
         }
+    }
+}
+
+extension ConnectionListWriter {
+    /// A free-text cell for TSV/CSV: tabs and line ends become spaces; a CSV cell with a comma or
+    /// quote is quoted (RFC 4180).
+    static func cell(_ text: String, separator: String) -> String {
+        var t = String(text.map { $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\r\n" ? " " : $0 })
+        if separator == ",", t.contains(",") || t.contains("\"") {
+            t = "\"" + t.split(separator: "\"", omittingEmptySubsequences: false).joined(separator: "\"\"") + "\""
+        }
+        return t
     }
 }
 

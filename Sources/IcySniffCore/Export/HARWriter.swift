@@ -163,6 +163,8 @@ public struct ConnectionSummary: Sendable {
     public var weirds: [(Weird, Int)]
     /// What the cleartext TLS handshake showed, for a connection that carried TLS.
     public var tls: TLSInfo?
+    /// Set for a connection that is not HTTP: what it showed.
+    public var notHTTP: NonHTTPSample?
 
     public init(_ c: Connection) {
         id = c.id
@@ -180,6 +182,25 @@ public struct ConnectionSummary: Sendable {
         clientEvidence = c.clientEvidence?.rawValue ?? ""
         weirds = c.weirds.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         tls = c.tls
+        notHTTP = c.notHTTP
+    }
+
+    /// `--connections`'s `seen` cell: for a connection that is not HTTP, why, and the first line
+    /// of each side.
+    var seenText: String? {
+        guard let n = notHTTP else { return nil }
+        var parts = ["not HTTP: \(n.reason)"]
+        if let c = n.client { parts.append("client: \(c)") }
+        if let s = n.server { parts.append("server: \(s)") }
+        return parts.joined(separator: "; ")
+    }
+
+    static func write(_ n: NonHTTPSample, to w: JSONWriter) {
+        w.key("notHTTP"); w.beginObject()
+        w.string("reason", n.reason)
+        w.optionalString("client", n.client)
+        w.optionalString("server", n.server)
+        w.endObject()
     }
 
     func write(to w: JSONWriter) {
@@ -198,6 +219,7 @@ public struct ConnectionSummary: Sendable {
         w.string("history", history)
         w.key("anomalies"); w.beginArray(); for (k, _) in weirds { w.string(k.rawValue) }; w.endArray()
         if let tls { Self.write(tls, to: w) }
+        if let notHTTP { Self.write(notHTTP, to: w) }
         w.endObject()
     }
 

@@ -96,22 +96,24 @@ extension HTTPStreamParser {
                 transition(to: .resync)
                 return false
             }
-            let m = begin()
-            m.method = parsed.method
-            m.target = parsed.target
-            m.version = parsed.version
-            m.isHTTP09 = parsed.version.isEmpty
-            m.startLineParsed = true
-            if parsed.malformed { m.note(.badRequestLine) }
-            if m.isHTTP09 { m.note(.http09) }
+            _ = begin { m in
+                m.method = parsed.method
+                m.target = parsed.target
+                m.version = parsed.version
+                m.isHTTP09 = parsed.version.isEmpty
+                m.startLineParsed = true
+                if parsed.malformed { m.note(.badRequestLine) }
+                if m.isHTTP09 { m.note(.http09) }
+            }
             return true
         case .response:
             if let parsed = StatusLine(line) {
-                let m = begin()
-                m.version = parsed.version
-                m.status = parsed.status
-                m.reason = parsed.reason
-                m.startLineParsed = true
+                _ = begin { m in
+                    m.version = parsed.version
+                    m.status = parsed.status
+                    m.reason = parsed.reason
+                    m.startLineParsed = true
+                }
                 return true
             }
             if requestBeingAnswered().isHTTP09 {
@@ -132,7 +134,9 @@ extension HTTPStreamParser {
         }
     }
 
-    func begin() -> HTTPMessage {
+    /// Starts a message; `configure` fills in what its start line said before the delegate
+    /// hears of it (the session judges the connection by it).
+    func begin(_ configure: (HTTPMessage) -> Void) -> HTTPMessage {
         let m = HTTPMessage(kind: role)
         m.startOffset = headOffset
         m.firstByte = headTime
@@ -146,6 +150,7 @@ extension HTTPStreamParser {
         }
         skippedSinceLastMessage = 0
         messagesBegun += 1
+        configure(m)
         setMessage(m)
         callout { delegate.parserBegan(m) }
         return m
@@ -154,9 +159,10 @@ extension HTTPStreamParser {
     /// A reply to an HTTP/0.9 request: no status line, no header section, the rest of the stream
     /// is its body. `headersEnd`: when the head "ended" (unknown for a reply cut short).
     func beginHTTP09Reply(headersEnd: Timestamp?) -> HTTPMessage {
-        let m = begin()
-        m.isHTTP09 = true
-        m.startLineParsed = true
+        let m = begin { m in
+            m.isHTTP09 = true
+            m.startLineParsed = true
+        }
         m.headersComplete = true
         if let headersEnd { m.headersEnd = headersEnd }
         m.closeDelimited = true
@@ -274,13 +280,15 @@ extension HTTPStreamParser {
             if end > 0 {
                 let line = buffer[0..<end]
                 if role == .request, let parsed = RequestLine(line) {
-                    let m = begin()
-                    m.method = parsed.method; m.target = parsed.target; m.version = parsed.version
-                    m.startLineParsed = true
+                    _ = begin { m in
+                        m.method = parsed.method; m.target = parsed.target; m.version = parsed.version
+                        m.startLineParsed = true
+                    }
                 } else if role == .response, let parsed = StatusLine(line) {
-                    let m = begin()
-                    m.version = parsed.version; m.status = parsed.status; m.reason = parsed.reason
-                    m.startLineParsed = true
+                    _ = begin { m in
+                        m.version = parsed.version; m.status = parsed.status; m.reason = parsed.reason
+                        m.startLineParsed = true
+                    }
                 }
             }
         }

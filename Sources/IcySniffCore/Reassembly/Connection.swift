@@ -59,6 +59,9 @@ public final class Connection {
     public internal(set) var finishedAt: Timestamp? = nil
     /// What the cleartext TLS handshake showed, for a connection that carried TLS.
     public internal(set) var tls: TLSInfo? = nil
+    /// Set when the connection's bytes turned out not to be HTTP (another line protocol, a
+    /// binary one): what each side sent first, as seen. Such a connection has no transactions.
+    public internal(set) var notHTTP: NonHTTPSample? = nil
     /// What the connection's HTTP/2 session counted (nil: not HTTP/2).
     public internal(set) var http2: HTTP2Stats? = nil
     /// Zeek-style history letters (upper case: originator): S h a d f r g.
@@ -105,6 +108,7 @@ public final class Connection {
     }
 
     public func note(_ weird: Weird) { weirds[weird, default: 0] += 1 }
+    func forget(_ weird: Weird) { weirds[weird] = nil }
 
     /// Adds a history letter once (Zeek records each event kind once per direction).
     func record(_ letter: Unicode.Scalar, side: Int) {
@@ -125,4 +129,22 @@ public struct HTTP2Stats: Sendable, Equatable {
     public var peakConcurrentStreams = 0
     public var pushed = 0
     public var reset = 0
+}
+
+/// What a connection that is not HTTP showed: why it was judged so, and the first line (up to 80
+/// printable characters; other bytes as `.`) each side sent.
+public struct NonHTTPSample: Sendable, Equatable {
+    public var reason: String
+    public var client: String?
+    public var server: String?
+
+    static func firstLine(_ bytes: [UInt8]) -> String? {
+        guard !bytes.isEmpty else { return nil }
+        var out = ""
+        for b in bytes.prefix(80) {
+            if b == 0x0D || b == 0x0A { break }
+            out.unicodeScalars.append(b >= 0x20 && b < 0x7F ? Unicode.Scalar(b) : ".")
+        }
+        return out
+    }
 }

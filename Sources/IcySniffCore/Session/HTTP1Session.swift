@@ -5,6 +5,13 @@
 /// it acts on the other direction's parser where HTTP/1.x needs that (a 101 or a CONNECT 2xx
 /// makes the client's side a tunnel too; a response starting settles whether the request
 /// before it was HTTP/0.9).
+///
+/// It is also the one place that decides whether the connection is HTTP at all: a request
+/// line with an HTTP version or a status line says yes; a server that speaks first (SMTP, FTP,
+/// POP3, IMAP banners), a first client line that is no HTTP request (IRC, SIP, RTSP) or an
+/// HTTP/0.9 GET answered with another protocol's reply says no. Until it is decided, the
+/// pairing holds the transactions back; a connection that is not HTTP emits none, and its
+/// first lines go to `Connection.notHTTP`.
 final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
     let scheme: String
     private unowned let connection: Connection
@@ -17,6 +24,13 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
     private var responseParser: HTTPStreamParser!
     /// The two parsers again, unretained, for the per-packet path (they are never replaced).
     private var unretainedParsers: (request: Unmanaged<HTTPStreamParser>, response: Unmanaged<HTTPStreamParser>)!
+
+    enum Verdict { case undecided, http, notHTTP }
+    private(set) var verdict = Verdict.undecided
+    /// The first bytes of each direction, kept while the verdict is open.
+    private var firstClientBytes: [UInt8] = []
+    private var firstServerBytes: [UInt8] = []
+    private static let sampleLength = 128
 
     init(connection: Connection, emitter: TransactionEmitter, options: HTTPParserOptions, scheme: String) {
         self.scheme = scheme
@@ -44,6 +58,10 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
 
     func received(_ chunk: StreamChunk, from direction: Direction, on connection: Connection) {
         if let upgraded { return upgraded.received(chunk, from: direction, on: connection) }
+        if verdict != .http {
+            if verdict == .notHTTP { return }
+            if !sample(chunk, from: direction) { return }
+        }
         // Every data packet: the parser is used unretained (choosing one of two references makes
         // a retained copy); `self` holds both parsers for as long as it lives.
         let unretained = direction == .fromClient ? unretainedParsers.request : unretainedParsers.response
@@ -52,17 +70,32 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
 
     func missed(_ gap: StreamGap, from direction: Direction, on connection: Connection) {
         if let upgraded { return upgraded.missed(gap, from: direction, on: connection) }
+        if verdict == .notHTTP { return }
         parser(for: direction).gap(gap)
     }
 
     func ended(_ direction: Direction, reason: CloseReason, at timestamp: Timestamp, on connection: Connection) {
         if let upgraded { return upgraded.ended(direction, reason: reason, at: timestamp, on: connection) }
+        if verdict == .notHTTP { return }
         parser(for: direction).finish(at: timestamp, reason: reason)
     }
 
     func finished(_ connection: Connection, at timestamp: Timestamp) {
-        requestParser.finish(at: timestamp, reason: .flushed)
-        responseParser.finish(at: timestamp, reason: .flushed)
+        if verdict != .notHTTP {
+            requestParser.finish(at: timestamp, reason: .flushed)
+            responseParser.finish(at: timestamp, reason: .flushed)
+        }
+        if verdict == .undecided {
+            // Bytes from a connection whose handshake was seen, and never an HTTP message start
+            // (an HTTP/0.9 GET without an answer among them): not HTTP. A connection picked up
+            // mid-stream may just have shown the inside of a body: left as it is.
+            if !connection.clientHalf.midstream && !connection.serverHalf.midstream
+                && (!firstClientBytes.isEmpty || !firstServerBytes.isEmpty) {
+                decideNotHTTP("no HTTP message start")
+            } else {
+                decideHTTP()
+            }
+        }
         var summary = TunnelSummary()
         summary.bytesFromClient = requestParser.tunnelBytes
         summary.bytesFromServer = responseParser.tunnelBytes
@@ -76,9 +109,94 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
         direction == .fromClient ? requestParser : responseParser
     }
 
+    // MARK: Is it HTTP?
+
+    /// Keeps the first bytes of a direction while undecided, and judges a server that speaks
+    /// first. False when the chunk is not to be parsed (the connection is not HTTP).
+    private func sample(_ chunk: StreamChunk, from direction: Direction) -> Bool {
+        let room = Self.sampleLength - (direction == .fromClient ? firstClientBytes.count : firstServerBytes.count)
+        if room > 0 {
+            let part = chunk.bytes.prefix(room)
+            if direction == .fromClient { firstClientBytes.append(contentsOf: part) } else { firstServerBytes.append(contentsOf: part) }
+        }
+        // HTTP servers never speak first; banner protocols do. (Except an HTTP status line: a
+        // server may send 408 on a connection that stayed idle.)
+        if direction == .fromServer, firstClientBytes.isEmpty, connection.clientHalf.sawSYN, connection.clientHalf.gaps == 0,
+           !firstServerBytes.starts(with: Array("HTTP/".utf8).prefix(firstServerBytes.count)) {
+            decideNotHTTP("the server spoke first")
+            return false
+        }
+        return true
+    }
+
+    /// The method of the first request line without a version (an HTTP/0.9 candidate).
+    private var versionlessMethod: String? = nil
+
+    /// What a message that began says about the connection.
+    private func judge(_ message: HTTPMessage) {
+        switch message.kind {
+        case .request:
+            // A version says HTTP; a versionless line waits for its answer.
+            if !message.version.isEmpty { return decideHTTP() }
+            if versionlessMethod == nil { versionlessMethod = message.method ?? "" }
+        case .response:
+            // A status line says HTTP. A reply without one (HTTP/0.9) does when it answers an
+            // HTTP method and is not another protocol's reply line.
+            guard message.isHTTP09 else { return decideHTTP() }
+            if let method = versionlessMethod, Self.httpMethods.contains(method), !Self.looksLikeAnotherProtocolsReply(firstServerBytes) {
+                decideHTTP()
+            } else {
+                decideNotHTTP("the client's first line is not an HTTP request, and no status line answered it")
+            }
+        }
+    }
+
+    /// RFC 9110's methods, PATCH (RFC 5789) and WebDAV's (RFC 4918, 3253, 5323).
+    static let httpMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
+                                           "PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK", "SEARCH",
+                                           "REPORT", "MKACTIVITY", "CHECKOUT", "MERGE", "MKCALENDAR", "ACL"]
+
+    /// A reply line of a line protocol: a three-digit code (SMTP, FTP, NNTP), `+OK`/`-ERR`
+    /// (POP3), `* ` (IMAP), or `NAME/d.d` that is not HTTP (SIP, RTSP, Gnutella).
+    static func looksLikeAnotherProtocolsReply(_ bytes: [UInt8]) -> Bool {
+        func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
+        if bytes.count >= 4, isDigit(bytes[0]), isDigit(bytes[1]), isDigit(bytes[2]), bytes[3] == 0x20 || bytes[3] == 0x2D { return true }
+        if bytes.starts(with: Array("+OK".utf8)) || bytes.starts(with: Array("-ERR".utf8)) || bytes.starts(with: Array("* ".utf8)) { return true }
+        if let slash = bytes.prefix(16).firstIndex(of: 0x2F), slash > 0, bytes[0..<slash].allSatisfy({ $0 >= 0x41 && $0 <= 0x5A }),
+           bytes.count > slash + 3, isDigit(bytes[slash + 1]), bytes[slash + 2] == 0x2E {
+            return bytes[0..<slash] != Array("HTTP".utf8)[...]
+        }
+        return false
+    }
+
+    private func decideHTTP() {
+        verdict = .http
+        firstClientBytes = []
+        firstServerBytes = []
+        pairing.release()
+    }
+
+    private func decideNotHTTP(_ reason: String) {
+        verdict = .notHTTP
+        pairing.discard()
+        connection.notHTTP = NonHTTPSample(reason: reason, client: NonHTTPSample.firstLine(firstClientBytes),
+                                           server: NonHTTPSample.firstLine(firstServerBytes))
+        // What the HTTP parsers said about these bytes does not apply to them.
+        for weird in [Weird.unexpectedClientData, .unexpectedServerData, .garbageSkipped, .badStatusLine, .badHeaderLine] {
+            connection.forget(weird)
+        }
+        connection.note(.notHTTP)
+        firstClientBytes = []
+        firstServerBytes = []
+    }
+
     // MARK: HTTPParserDelegate
 
     func parserBegan(_ message: HTTPMessage) {
+        if verdict != .http {
+            if verdict == .undecided { judge(message) }
+            if verdict == .notHTTP { return }
+        }
         switch message.kind {
         case .request: pairing.requestBegan(message)
         case .response: pairing.responseBegan(message)
@@ -86,7 +204,7 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
     }
 
     func parserCompletedHead(_ message: HTTPMessage) {
-        guard message.kind == .response else { return }
+        guard message.kind == .response, verdict != .notHTTP else { return }
         if pairing.responseHeadCompleted(message) == .tunnel {
             if message.status == 101, Self.upgradesToH2c(message), let t = pairing.takeUpgradedTransaction() {
                 // h2c (RFC 7540 §3.2): both directions are HTTP/2 from here; the request that
@@ -114,6 +232,7 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
     }
 
     func parserEnded(_ message: HTTPMessage) {
+        guard verdict != .notHTTP else { return }
         pairing.messageEnded()
     }
 
@@ -125,6 +244,7 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
     }
 
     func parserSkipped(_ weird: Weird, bytes: Int) {
+        guard verdict != .notHTTP else { return }
         connection.note(weird)
     }
 }
