@@ -133,6 +133,7 @@ public final class Pipeline {
         let n = decoder.takeExpiredFragments()
         if n > 0 { stats.count(.fragmentTimeout, by: UInt64(n)) }
         for (weird, n) in decoder.takeNotes() { stats.count(weird, by: UInt64(n)) }
+        collectTableCounts()
     }
 
     /// Adds TLS secrets for the connections still to come (a capture's Decryption Secrets Blocks).
@@ -160,7 +161,14 @@ public final class Pipeline {
     }
 
     /// Ends every open connection: open transactions are emitted, flagged as partial.
+    /// Segments the connection table dropped as retransmissions of ended connections.
+    private func collectTableCounts() {
+        let late = table.takeRetransmissionsAfterEnd()
+        if late > 0 { stats.count(.retransmissionAfterEnd, by: late) }
+    }
+
     public func finish() {
+        collectTableCounts()
         table.flushAll(at: stats.lastPacket ?? .zero)
         stats.connections = table.connectionsSeen
         stats.transactions = emitter.emitted

@@ -42,6 +42,20 @@ public final class ConnectionTable<Handler: StreamHandler> {
     }
 
     private var flows: [ConnectionKey: Flow] = [:]
+    /// Where each direction of a recently finished connection ended, so that its segments
+    /// retransmitted after the end are known for what they are (not a new connection picked up
+    /// mid-stream, whose transactions would be a second copy). Bounded: the oldest go first.
+    private struct Ended {
+        var lower: Endpoint
+        /// The sequence number after the last byte each endpoint sent (lower, upper).
+        var ends: (UInt32, UInt32)
+        var at: Timestamp
+    }
+    private var recentlyEnded = BoundedLRU<ConnectionKey, Ended>(capacity: 4096)
+    /// Segments of finished connections dropped as retransmissions, since the last `take`.
+    private var retransmissionsAfterEnd: UInt64 = 0
+    /// How long after its end a connection's retransmissions are recognised (capture time).
+    static var retransmissionMemory: Int64 { 120_000_000_000 }
     /// The flow of the previous segment: packets of one connection come in runs (a window of
     /// data, its ACKs), and a key compare is much cheaper than hashing the 4-tuple.
     /// Unretained: `flows` holds it, and `finish` clears this before the flow leaves `flows`.
@@ -101,6 +115,10 @@ public final class ConnectionTable<Handler: StreamHandler> {
         if flow == nil {
             // Pure ACKs, FINs and RSTs of connections we do not know carry nothing to analyse.
             guard isSYN || segment.payload.count > 0 || segment.missingPayload > 0 else { return }
+            if !isSYN, isRetransmissionAfterEnd(segment, key: key) {
+                retransmissionsAfterEnd &+= 1
+                return
+            }
             if flows.count >= limits.maxConnections { evictIdle(now: segment.timestamp, keep: limits.maxConnections * 3 / 4) }
             let connection = Connection(id: nextID, first: segment.source, second: segment.destination, timestamp: segment.timestamp)
             nextID += 1
@@ -146,11 +164,22 @@ public final class ConnectionTable<Handler: StreamHandler> {
                 if c.clientSide == nil { c.clientSide = side; c.clientEvidence = .syn }
                 c.record("S", side: side)
             }
-            if !half.started || (!half.sawSYN && half.bytes == 0) {
+            // A SYN (SYN/ACK) sent again with another initial sequence number replaces the first
+            // until the peer has answered (acknowledged) one: a client may send several SYNs
+            // before one is answered, and the SYN/ACK says which. A SYN/ACK that comes after the
+            // client's ACK (a stale or forged one) changes nothing.
+            let answered = flags.contains(.ack) ? c.handshakeAckTime != nil : c.synAckTime != nil
+            let unused = half.bytes == 0 && half.gaps == 0 && half.pending.isEmpty
+            if !half.started || (unused && !answered) {
                 half.started = true
                 half.sawSYN = true
                 half.nextSequence = segment.sequence &+ 1
                 half.nextOffset = 0
+            }
+            // The SYN/ACK acknowledges the SYN it answers: that one's sequence space is the
+            // client's, whichever SYN came last.
+            if flags.contains(.ack), !answered, other.sawSYN, other.bytes == 0, other.gaps == 0, other.pending.isEmpty {
+                other.nextSequence = segment.acknowledgement
             }
         } else if flags.contains(.ack), c.handshakeAckTime == nil, c.synAckTime != nil,
                   side == c.clientSide, segment.acknowledgement == c.serverISNPlusOne {
@@ -166,7 +195,10 @@ public final class ConnectionTable<Handler: StreamHandler> {
             c.note(.midstreamPickup)
         }
 
-        if half.started && (payloadCount > 0 || segment.missingPayload > 0) {
+        if flags.contains(.rst) && payloadCount > 0 {
+            // RFC 9293 §3.5.3 / RFC 1122 §4.2.2.12: data in a RST is a diagnostic, not stream data.
+            c.note(.rstWithData)
+        } else if half.started && (payloadCount > 0 || segment.missingPayload > 0) {
             // Data in a SYN (TCP Fast Open) starts after the SYN's own sequence number.
             let seq = flags.contains(.syn) ? segment.sequence &+ 1 : segment.sequence
             receive(seq: seq, payload: segment.payload, missing: segment.missingPayload, side: side, half: half, flow: flow, timestamp: ts)
@@ -375,6 +407,11 @@ public final class ConnectionTable<Handler: StreamHandler> {
         flushHalf(c.half(first), side: first, flow: flow, reason: .flushed, timestamp: timestamp)
         flushHalf(c.half(1 - first), side: 1 - first, flow: flow, reason: .flushed, timestamp: timestamp)
         c.finishedAt = timestamp
+        if c.halves.0.started || c.halves.1.started {
+            let ends = (c.halves.0.nextSequence, c.halves.1.nextSequence)
+            let lowerIsSide0 = key.lower == c.endpoints.0
+            _ = recentlyEnded.set(key, Ended(lower: key.lower, ends: lowerIsSide0 ? ends : (ends.1, ends.0), at: timestamp))
+        }
         flow.handler?.finished(c, at: timestamp)
         onFinished?(c)
         if recentKey == key { recentKey = nil; recentFlow = nil }
@@ -384,6 +421,24 @@ public final class ConnectionTable<Handler: StreamHandler> {
         // Released when the current call returns (see `retired`).
         retired.append(flow)
         flows[key] = nil
+    }
+
+    /// A data segment of a connection that ended lately, at or before where its sender's
+    /// direction ended: a retransmission (or a late copy) of bytes already analysed.
+    private func isRetransmissionAfterEnd(_ segment: TCPSegment, key: ConnectionKey) -> Bool {
+        guard let ended = recentlyEnded.peek(key),
+              segment.timestamp.nanoseconds - ended.at.nanoseconds < Self.retransmissionMemory else { return false }
+        let end = segment.source == ended.lower ? ended.ends.0 : ended.ends.1
+        let last = segment.sequence &+ UInt32(truncatingIfNeeded: segment.payload.count + segment.missingPayload)
+        // Within a window before the end, by serial-number arithmetic (RFC 1982).
+        let beforeEnd = Int32(bitPattern: end &- last)
+        return beforeEnd >= 0 && beforeEnd < 1 << 30
+    }
+
+    /// Segments dropped as retransmissions of connections that had ended, since the last call.
+    public func takeRetransmissionsAfterEnd() -> UInt64 {
+        defer { retransmissionsAfterEnd = 0 }
+        return retransmissionsAfterEnd
     }
 
     private func evictIdle(now: Timestamp, keep: Int) {
