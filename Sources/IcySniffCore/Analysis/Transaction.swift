@@ -165,7 +165,9 @@ public final class Transaction {
         out.append(contentsOf: "://".utf8)
         URLText.appendSanitized(host, to: &out)
         target.withUTF8 { t in
-            if t.count == 1 && t[0] == UInt8(ascii: "*") { out.append(UInt8(ascii: "*")); return }
+            // Asterisk-form (OPTIONS *): the effective URI has an empty path (RFC 9110 §7.1);
+            // the target itself stays in the entry's target field.
+            if t.count == 1 && t[0] == UInt8(ascii: "*") { return }
             if t.first != UInt8(ascii: "/") { out.append(UInt8(ascii: "/")) }
             URLText.appendSanitized(t, to: &out)
         }
