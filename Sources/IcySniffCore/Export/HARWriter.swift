@@ -85,11 +85,12 @@ public final class HARWriter: TransactionSink {
         w.key("creator"); w.beginObject(); w.string("name", "icy-sniff"); w.string("version", IcySniffVersion.current); w.endObject()
         w.key("pages")
         w.beginArray()
-        for page in pages.pages {
+        for page in pages.pages.sorted(by: { $0.started < $1.started }) {
             w.beginObject()
             w.string("startedDateTime", page.started.iso8601(fractionDigits: 3))
             w.string("id", page.id)
             w.string("title", page.title)
+            if let comment = page.comment { w.string("comment", comment) }
             w.key("pageTimings"); w.beginObject()
             w.number("onContentLoad", -1); w.number("onLoad", -1)
             w.endObject()

@@ -1,23 +1,130 @@
-/// Groups entries into HAR pages where that can be done honestly: an HTML document (a GET answered
-/// 200 with text/html) starts a page, and a later request whose Referer names that document's URL
-/// joins it. Other entries have no page. Works as transactions complete.
+/// Groups HAR entries into pages, honestly and so that every HAR with entries has at least one
+/// page (har2tree and others need `pages[0]`). Works as transactions complete.
+///
+/// - A **page** starts with a browser's navigation to a document (or a redirect on the way
+///   there, whose Location joins the same page, as browsers count it): a GET answered 2xx or 304
+///   whose request says it comes from a browser navigating (`Sec-Fetch-Dest: document`, an
+///   `Accept` that asks for `text/html`, or a browser's `Mozilla/` User-Agent: old Internet
+///   Explorers ask for `*/*`) and whose response is HTML (a 304 carries no type: the request
+///   suffices). curl, wget, wrk and apps start no page.
+/// - An entry joins the page its **Referer** names (the document, or any entry of that page: a
+///   stylesheet's images name the stylesheet). A document with such a Referer is a frame of that
+///   page when it starts within `pageWindow` of it, unless the browser says it is a top-level
+///   navigation (`Sec-Fetch-Mode: navigate`); otherwise it starts a page of its own.
+/// - Without such a tie, an entry joins the latest page of the **same client** if it started
+///   within `pageWindow` of that page's document; everything else goes to one page per client,
+///   whose comment says so (its title is its earliest URL: readers such as har2tree take a
+///   page's title for its root URL).
+/// Pages are written in the order they started, as browsers write them.
 struct PageGrouper {
-    struct Page { var id: String; var title: String; var started: Timestamp }
+    struct Page {
+        var id: String
+        var title: String
+        var started: Timestamp
+        /// Set on a client's page of requests outside any document page, which says so.
+        var comment: String? = nil
+    }
     private(set) var pages: [Page] = []
-    private var byURL: [String: String] = [:]
+    /// URL → page id, for Referer ties: the documents, and the entries of each page. Bounded.
+    private var byURL = BoundedLRU<String, Int>(capacity: 1 << 16)
+    /// Where the redirects of pages lead (resolved Location → page id): the next hop joins.
+    private var redirectTargets = BoundedLRU<String, Int>(capacity: 1 << 12)
+    /// The latest document page of each client address, and its start.
+    private var latestPage: [IPAddress: (index: Int, started: Timestamp)] = [:]
+    /// The catch-all page of each client address.
+    private var otherRequests: [IPAddress: Int] = [:]
+    /// How long after a document started an untied request of the same client joins its page.
+    static let pageWindow: Int64 = 10_000_000_000
 
     mutating func assign(_ t: Transaction) -> String? {
-        guard let request = t.request else { return nil }
-        var page: String? = nil
-        if let referer = request.headers.first(.referer) { page = byURL[referer] }
-        if page == nil, request.method == "GET", let response = t.response, response.status == 200,
-           (response.headers.first(.contentType) ?? "").lowercased().hasPrefix("text/html") {
-            let id = "page_\(pages.count + 1)"
-            let url = t.url
-            pages.append(Page(id: id, title: url, started: t.startTime))
-            byURL[url] = id
-            page = id
+        guard let request = t.request else { return attachToClient(t) }
+        let url = t.url
+        let headers = request.headers
+        let navigation = Self.navigation(t)
+        let page: Int
+        if navigation != nil, let index = redirectTargets.value(for: url) {
+            // The document (or next hop) a redirect of a page led to: the same page.
+            page = index
+        } else if let index = headers.first(.referer).flatMap({ byURL.value(for: $0) }) {
+            // A document that names a page as its Referer and starts soon after it is a frame
+            // of that page, unless the browser says it is a top-level navigation.
+            let topLevel = headers.first("sec-fetch-mode")?.lowercased() == "navigate"
+            if navigation != nil && (topLevel || t.startTime.nanoseconds - pages[index].started.nanoseconds > Self.pageWindow) {
+                page = startPage(t, url: url)
+            } else {
+                page = index
+            }
+        } else if navigation != nil {
+            page = startPage(t, url: url)
+        } else {
+            return attachToClient(t)
         }
-        return page
+        _ = byURL.set(url, page)
+        if navigation == .redirect, let location = t.response?.headers.first(.location), let next = Self.resolve(location, against: url) {
+            _ = redirectTargets.set(next, page)
+        }
+        return pages[page].id
+    }
+
+    enum Navigation { case document, redirect }
+
+    /// A browser navigating (see the type's comment): to a document, or through a redirect.
+    static func navigation(_ t: Transaction) -> Navigation? {
+        guard let request = t.request, request.method == "GET", let response = t.response else { return nil }
+        let status = response.status
+        let headers = request.headers
+        let dest = headers.first("sec-fetch-dest")?.lowercased()
+        if let dest, dest != "document" { return nil }
+        let fromBrowser = dest == "document" || (headers.first("accept") ?? "").lowercased().contains("text/html")
+            || (headers.first(.userAgent) ?? "").hasPrefix("Mozilla/")
+        guard fromBrowser else { return nil }
+        if (300..<400).contains(status) && status != 304 { return response.headers.contains(.location) ? .redirect : nil }
+        guard (200..<300).contains(status) || status == 304 else { return nil }
+        if status == 304 { return .document }
+        let type = (response.headers.first(.contentType) ?? "").lowercased()
+        return type.hasPrefix("text/html") || type.hasPrefix("application/xhtml") ? .document : nil
+    }
+
+    static func isNavigation(_ t: Transaction) -> Bool { navigation(t) == .document }
+
+    /// A Location made absolute against the URL it answered (absolute, or absolute-path).
+    static func resolve(_ location: String, against url: String) -> String? {
+        if location.hasPrefix("http://") || location.hasPrefix("https://") { return location }
+        guard location.hasPrefix("/"), !location.hasPrefix("//"), let colon = url.firstIndex(of: ":") else { return nil }
+        let authorityStart = url.index(colon, offsetBy: 3, limitedBy: url.endIndex) ?? url.endIndex
+        let authority = url[authorityStart...]
+        let pathStart = authority.firstIndex(of: "/") ?? url.endIndex
+        return String(url[..<pathStart]) + location
+    }
+
+    private mutating func startPage(_ t: Transaction, url: String) -> Int {
+        let index = pages.count
+        pages.append(Page(id: "page_\(index + 1)", title: url, started: t.startTime))
+        latestPage[t.connection.client.address] = (index, t.startTime)
+        return index
+    }
+
+    /// The client's latest page when the entry started soon after it, else the client's page of
+    /// other requests.
+    private mutating func attachToClient(_ t: Transaction) -> String {
+        let client = t.connection.client.address
+        if let latest = latestPage[client], t.startTime.nanoseconds >= latest.started.nanoseconds,
+           t.startTime.nanoseconds - latest.started.nanoseconds <= Self.pageWindow {
+            if t.request != nil { _ = byURL.set(t.url, latest.index) }
+            return pages[latest.index].id
+        }
+        // Titled with its earliest entry's URL: readers take a page's title for its root URL.
+        if let index = otherRequests[client] {
+            if t.startTime < pages[index].started {
+                pages[index].started = t.startTime
+                pages[index].title = t.request != nil ? t.url : pages[index].title
+            }
+            return pages[index].id
+        }
+        let index = pages.count
+        pages.append(Page(id: "page_\(index + 1)", title: t.request != nil ? t.url : "", started: t.startTime,
+                          comment: "requests of \(client.description) outside any page (no browser document ties them to one)"))
+        otherRequests[client] = index
+        return pages[index].id
     }
 }
