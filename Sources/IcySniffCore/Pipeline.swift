@@ -99,7 +99,8 @@ public final class Pipeline {
             case .end:
                 return .completed
             case .failed(let message):
-                return .damaged(message)
+                // A read a signal interrupted (an idle pipe) is the stop, not damage.
+                return shouldStop() ? .interrupted : .damaged(message)
             }
         }
     }

@@ -32,6 +32,11 @@ struct Analyze: ParsableCommand {
               no permission to capture
           3   the output could not be written
           64  the command line is wrong
+          130 reading files was stopped by SIGINT/SIGTERM: what was read is written
+              and says so (a live capture stopped that way exits 0). In a batch,
+              no capture starts after the signal, and an interrupted capture's own
+              file (--out-dir) is not written, so the next run analyses it again.
+        A closed output pipe (icy-sniff … | head) ends the run at once, quietly, with 0.
         """
     )
 

@@ -88,6 +88,8 @@ final class BatchProgress: @unchecked Sendable {
 struct CaptureResult: Sendable {
     enum Status: Sendable { case ok, damaged(String), failed(String), upToDate, interrupted }
     var status: Status = .ok
+    /// False for a capture a signal stopped the batch before (no output, nothing said).
+    var started = false
     var packets: UInt64 = 0
     var transactions: UInt64 = 0
     var bytes: Int64 = 0
@@ -152,7 +154,8 @@ struct BatchRunner {
         let isMerged = merged != nil
         for _ in 0..<jobs {
             DispatchQueue.global().async(group: group) {
-                while let i = next.take(below: captures.count) {
+                // A signal stops the scheduling: captures not started get no output at all.
+                while !Signals.stop, let i = next.take(below: captures.count) {
                     let result = BatchRunner.analyse(captures[i], index: i, frontend: frontend, format: format, fields: fields,
                                                      merged: isMerged, progress: progress)
                     results.set(i, result)
@@ -171,14 +174,19 @@ struct BatchRunner {
         if let merged, format != .ndjson, !frontend.output.connections {
             TableWriter(format: TableFormat(format), output: merged, options: frontend.exportOptions, fields: fields).writeHeader()
         }
+        var notStarted = 0
         for (i, r) in results.all.enumerated() {
+            guard r.started else { notStarted += 1; continue }
             let path = captures[i].pieces.count == 1 ? captures[i].pieces[0].path : captures[i].name
             for note in r.notes { Diagnostics.warning(note) }
             summary.packets += r.packets
             summary.transactions += r.transactions
             switch r.status {
             case .ok: break
-            case .interrupted: Diagnostics.warning("'\(path)': interrupted; its output holds what was analysed")
+            case .interrupted:
+                Diagnostics.warning(frontend.output.outDir != nil
+                    ? "'\(path)': interrupted; no output written for it (the next run analyses it again)"
+                    : "'\(path)': interrupted; the output holds what was analysed of it")
             case .upToDate: upToDate += 1
             case .damaged(let message):
                 damaged += 1
@@ -194,6 +202,10 @@ struct BatchRunner {
         do { try merged?.commit() } catch {
             Diagnostics.error(error.message)
             return Frontend.Exit.outputFailed
+        }
+        if Signals.stop {
+            if notStarted > 0 { Diagnostics.warning("interrupted: \(notStarted) of \(captures.count) captures were not started") }
+            code = max(code, ExitStatus.interrupted.rawValue)
         }
         if !frontend.output.quiet {
             let seconds = monotonicSeconds() - started
@@ -228,6 +240,7 @@ struct BatchRunner {
     static func analyse(_ set: CaptureSet, index: Int, frontend: Frontend, format: OutputFormat, fields: [Field],
                         merged: Bool, progress: BatchProgress) -> CaptureResult {
         var result = CaptureResult()
+        result.started = true
         let sizes = set.paths.map { FileSystem.size(of: $0) ?? 0 }
         let size = sizes.reduce(0, +)
         defer { progress.finish(index, size: size) }
@@ -275,8 +288,10 @@ struct BatchRunner {
             case .failed(let message): result.status = .failed(message)
             }
         }
-        // Nothing could be read: no output is committed (an earlier one stays as it was).
+        // Nothing could be read: no output is committed (an earlier one stays as it was). Nor
+        // for a capture a signal stopped, in its own file: a half output would look up to date.
         guard outcomes.contains(where: \.analysed) else { return result }
+        if case .interrupted = result.status, outputPath != nil { return result }
         pipeline.finish()
         let comments = outcomes.compactMap { $0.outputComment(signalled: true) } + result.notes
         do {

@@ -35,9 +35,10 @@ enum FileSystem {
         return Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
     }
 
-    /// Every entry below `directory` that is not itself a directory, as paths relative to it.
-    /// Symbolic links are listed, never descended (a link to a directory is neither listed nor
-    /// walked, so a loop of links cannot trap the walk). Nil when `directory` cannot be read;
+    /// Every regular file below `directory` (and every link to one), as paths relative to it.
+    /// FIFOs, sockets and devices are not listed: opening one could wait forever. Symbolic links
+    /// are never descended (a link to a directory is neither listed nor walked, so a loop of
+    /// links cannot trap the walk). Nil when `directory` cannot be read;
     /// subdirectories that cannot be read are reported in `unreadable`.
     static func walk(_ directory: String, unreadable: inout [String]) -> [String]? {
         guard let top = opendir(directory) else { return nil }
@@ -57,8 +58,9 @@ enum FileSystem {
                 guard lstat(full, &st) == 0 else { continue }
                 switch st.st_mode & S_IFMT {
                 case S_IFDIR: subdirectories.append(rel)
-                case S_IFLNK: if kind(of: full) != .directory { found.append(rel) }
-                default: found.append(rel)
+                case S_IFLNK: if kind(of: full) == .file { found.append(rel) }
+                case S_IFREG: found.append(rel)
+                default: continue
                 }
             }
             for sub in subdirectories {

@@ -156,6 +156,8 @@ struct Frontend {
         if !output.quiet {
             Summary.print(pipeline.stats)
         }
+        // Reading files stopped by a signal: exit 130 (a live capture ends that way normally).
+        if Signals.stop && live == nil { code = max(code, .interrupted) }
         return code.rawValue
     }
 

@@ -8,9 +8,24 @@ import Glibc
 nonisolated(unsafe) var stopRequested: sig_atomic_t = 0
 
 enum Signals {
+    /// SIGINT and SIGTERM ask for a clean stop; a second one ends the process at once (the
+    /// handler gives the signal its default action back). No SA_RESTART: a read or open that
+    /// waits (an idle pipe or FIFO on `-r`) returns EINTR, so the stop is noticed at once.
+    /// SIGPIPE is ignored: a reader that went away (`| head`) is an EPIPE on write, handled by
+    /// `OutputFile` (a quiet end, exit 0).
     static func install() {
-        signal(SIGINT) { _ in stopRequested = 1 }
-        signal(SIGTERM) { _ in stopRequested = 1 }
+        for number in [SIGINT, SIGTERM] {
+            var action = sigaction()
+            action.__sigaction_handler.sa_handler = { number in
+                stopRequested = 1
+                signal(number, SIG_DFL)
+            }
+            sigemptyset(&action.sa_mask)
+            action.sa_flags = 0
+            sigaction(number, &action, nil)
+        }
+        signal(SIGPIPE, SIG_IGN)
+        OutputFile.readerWentAway = { exit(0) }
         // A parent may have left these blocked (the mask is inherited across exec).
         var set = sigset_t()
         sigemptyset(&set)

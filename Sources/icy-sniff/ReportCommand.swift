@@ -66,6 +66,10 @@ struct ReportCommand: ParsableCommand {
             Diagnostics.error(error.message)
             throw ExitCode(3)
         }
+        if Signals.stop {
+            Diagnostics.warning("interrupted: the report covers only the packets read before the signal")
+            code = max(code, ExitStatus.interrupted.rawValue)
+        }
         if code != 0 { throw ExitCode(code) }
     }
 }

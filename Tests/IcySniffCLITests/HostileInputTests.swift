@@ -315,11 +315,68 @@ extension CLI {
         try pcap.write(to: capture)
         let script = "\"$0\" -r \"$1\" --har -o \"$2\" & p=$!; sleep 1; kill -INT $p; wait $p; echo \"exit $?\""
         let r = try CLI.run(["-c", script, CLI.binary, capture.path, har.path], executable: "/bin/bash")
-        #expect(r.text.contains("exit 0"), "\(r.text) \(r.stderr)")
+        #expect(r.text.contains("exit 130"), "\(r.text) \(r.stderr)")
         #expect(r.stderr.contains("interrupted after"), "\(r.stderr)")
         let json = try JSONSerialization.jsonObject(with: Data(contentsOf: har)) as! [String: Any]
         let log = json["log"] as! [String: Any]
         #expect((log["entries"] as! [Any]).count == 50)
         #expect((log["comment"] as? String)?.contains("interrupted") == true)
+
+        // A batch into --out-dir: nothing starts after the signal, the interrupted capture gets
+        // no file (a half HAR would look up to date), and the next run analyses every one.
+        let archive = dir.appendingPathComponent("archive"), out = dir.appendingPathComponent("out")
+        try FileManager.default.createDirectory(at: archive, withIntermediateDirectories: true)
+        for name in ["a", "b", "c"] {
+            try FileManager.default.copyItem(at: capture, to: archive.appendingPathComponent("\(name).pcap"))
+        }
+        let batch = "\"$0\" -r \"$1\" --out-dir \"$2\" --har -j 1 & p=$!; sleep 1; kill -INT $p; wait $p; echo \"exit $?\""
+        let b = try CLI.run(["-c", batch, CLI.binary, archive.path, out.path], executable: "/bin/bash")
+        #expect(b.text.contains("exit 130"), "\(b.text) \(b.stderr)")
+        #expect(b.stderr.contains("not started"), "\(b.stderr)")
+        let written = (try? FileManager.default.contentsOfDirectory(atPath: out.path)) ?? []
+        #expect(written.filter { $0.hasSuffix(".har") }.isEmpty, "\(written)")
+        let rerun = try CLI.run(["-r", archive.path, "--out-dir", out.path, "--har", "-j", "2"])
+        #expect(rerun.status == 0, "\(rerun.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).filter { $0.hasSuffix(".har") }.count == 3)
+
+        // The report says it was interrupted.
+        let report = "\"$0\" report -r \"$1\" & p=$!; sleep 1; kill -INT $p; wait $p; echo \"exit $?\""
+        let rp = try CLI.run(["-c", report, CLI.binary, capture.path], executable: "/bin/bash")
+        #expect(rp.text.contains("exit 130"), "\(rp.text) \(rp.stderr)")
+        #expect(rp.stderr.contains("interrupted"), "\(rp.stderr)")
+    }
+
+    /// `-r FIFO` with no writer, and an idle pipe on standard input, stop at SIGINT (no restart
+    /// of the waiting open or read); a directory walk does not open FIFOs at all.
+    @Test(.timeLimit(.minutes(1)))
+    func fifosAndIdlePipesStopPromptly() throws {
+        let dir = CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let fifo = dir.appendingPathComponent("f.pcap").path
+        let script = """
+        mkfifo "$1"
+        "$0" -r "$1" > /dev/null 2>&1 & p=$!; sleep 1; kill -INT $p; sleep 1
+        if kill -0 $p 2>/dev/null; then echo "fifo still running"; kill -9 $p; else wait $p; echo "fifo exit $?"; fi
+        (sleep 4 | "$0" -r - > /dev/null 2>&1; echo "stdin exit $?") & sleep 1; pkill -INT -f "^$0 -r -$"; wait
+        cp "$2" "$(dirname "$1")/w.pcap"
+        timeout 20 "$0" -r "$(dirname "$1")" --format tsv > /dev/null; echo "walk exit $?"
+        """
+        let r = try CLI.run(["-c", script, CLI.binary, fifo, CLI.capture("wikipedia.pcap")], executable: "/bin/bash")
+        #expect(r.text.contains("fifo exit 130"), "\(r.text) \(r.stderr)")
+        #expect(r.text.contains("stdin exit 130"), "\(r.text) \(r.stderr)")
+        #expect(r.text.contains("walk exit 0"), "\(r.text) \(r.stderr)")
+    }
+
+    /// `| head`: the reader goes away; icy-sniff ends at once, quietly, with 0.
+    @Test func aClosedOutputPipeEndsQuietly() throws {
+        let script = "\"$0\" -r \"$1\" --format tsv 2>\"$2\" | head -1 > /dev/null; echo \"exit ${PIPESTATUS[0]}\"; cat \"$2\""
+        let err = CLI.temporaryDirectory().appendingPathComponent("err").path
+        // Enough rows to outlast head's first read.
+        let pcap = HostileInputTests().pipelined(5000)
+        let capture = CLI.temporaryDirectory().appendingPathComponent("many.pcap")
+        try pcap.write(to: capture)
+        let r = try CLI.run(["-c", script, CLI.binary, capture.path, err], executable: "/bin/bash")
+        #expect(r.text.hasPrefix("exit 0\n"), "\(r.text)")
+        #expect(r.text == "exit 0\n", "stderr should be empty: \(r.text)")
     }
 }

@@ -7,6 +7,9 @@ public enum ExitStatus: Int32, Sendable, Comparable {
     case badInput = 2
     /// The output could not be written.
     case outputFailed = 3
+    /// Stopped by SIGINT or SIGTERM before the inputs were read to their end (128 + SIGINT, as
+    /// shells report it): what was analysed is written, and says so.
+    case interrupted = 130
 
     public static func < (a: ExitStatus, b: ExitStatus) -> Bool { a.rawValue < b.rawValue }
 }
@@ -164,6 +167,8 @@ public struct CaptureDriver {
         do {
             source = try PcapSource.open(path: path, filter: captureFilter)
         } catch {
+            // A signal while waiting to open or read the first bytes (a FIFO, an idle pipe).
+            if shouldStop() { return InputOutcome(path: path, status: .interrupted) }
             if case .emptyFile = error { return InputOutcome(path: path, status: .empty) }
             var failed = InputOutcome(path: path, status: .failed(error.message))
             // A filter that does not compile fails every input alike: it is said once.

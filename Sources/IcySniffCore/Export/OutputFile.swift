@@ -115,6 +115,11 @@ public final class OutputFile {
 
     public var isTerminal: Bool { !inMemory && isatty(fd) == 1 }
 
+    /// Called when standard output's reader has gone (EPIPE: `icy-sniff … | head`). The command
+    /// line ends the process quietly with 0, as the reader asked for no more; nil: the write
+    /// fails like any other.
+    nonisolated(unsafe) public static var readerWentAway: (() -> Never)? = nil
+
     @inline(__always) public func write(_ bytes: [UInt8]) {
         buffer.append(contentsOf: bytes)
         if buffer.count >= 1 << 16 && !inMemory { flush() }
@@ -139,6 +144,7 @@ public final class OutputFile {
                 let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
                 if n < 0 {
                     if errno == EINTR { continue }
+                    if errno == EPIPE && finalPath == nil, let readerWentAway = Self.readerWentAway { readerWentAway() }
                     failed = String(cString: strerror(errno))
                     return
                 }
