@@ -45,7 +45,7 @@ struct Analyze: ParsableCommand {
     @OptionGroup(title: "Filters") var filters: FilterOptions
 
     func validate() throws {
-        if output.listAnomalies { return }
+        if output.listAnomalies || input.listInterfaces { return }
         if input.read.isEmpty && input.interface == nil {
             throw ValidationError("give a capture with -r FILE (or '-' for standard input), or an interface with -i IFACE")
         }
@@ -58,6 +58,9 @@ struct Analyze: ParsableCommand {
         if input.interface == nil && (input.write != nil || input.user != nil || input.duration != nil) {
             throw ValidationError("-w, -Z and --duration apply to live capture (-i)")
         }
+        if input.filterOption != nil && !input.expression.isEmpty {
+            throw ValidationError("give the filter once: -f '\(input.filterOption!)' or as trailing words, not both (trailing: \(input.expression.joined(separator: " ")))")
+        }
         // Combinations that would silently write something else than asked.
         if output.connections && (output.har || output.format == .har) {
             throw ValidationError("--connections lists connections as a table, TSV, CSV or NDJSON; a HAR has them in log._connections (use --har alone)")
@@ -67,7 +70,7 @@ struct Analyze: ParsableCommand {
         }
         _ = try filters.makeFilter()
         if let fields = output.fields {
-            for name in fields.split(separator: ",") where Field(rawValue: String(name)) == nil {
+            for name in Field.parseList(fields) where Field(rawValue: name) == nil {
                 throw ValidationError("unknown field '\(name)'; fields: \(Field.allCases.map(\.rawValue).joined(separator: ","))")
             }
         }
@@ -76,6 +79,19 @@ struct Analyze: ParsableCommand {
     func run() throws {
         if output.listAnomalies {
             print(AnomalyCatalogue.markdown, terminator: "")
+            return
+        }
+        if input.listInterfaces {
+            // tcpdump -D: "1.eth0 [Up, Running]".
+            do {
+                for (i, interface) in try PcapSource.interfaces().enumerated() {
+                    let description = interface.description.map { " (\($0))" } ?? ""
+                    print("\(i + 1).\(interface.name)\(description) [\(interface.flags.joined(separator: ", "))]")
+                }
+            } catch {
+                Diagnostics.error(error.message)
+                throw ExitCode(2)
+            }
             return
         }
         var frontend = Frontend(input: input, output: output, filter: try filters.makeFilter())
@@ -93,7 +109,19 @@ struct InputOptions: ParsableArguments {
     var interface: String?
 
     @Option(name: [.customShort("f"), .customLong("filter")], help: ArgumentHelp("BPF capture filter, for files and interfaces alike.", valueName: "bpf"))
-    var filter: String?
+    var filterOption: String?
+
+    @Argument(help: ArgumentHelp("A BPF filter as trailing words, as tcpdump takes it (icy-sniff -r x.pcap tcp port 80); or use -f.", valueName: "expression"))
+    var expression: [String] = []
+
+    /// The filter, from -f or the trailing words.
+    var filter: String? { filterOption ?? (expression.isEmpty ? nil : expression.joined(separator: " ")) }
+
+    @Flag(name: [.customShort("D"), .customLong("list-interfaces")], help: "List the interfaces a live capture can use, as tcpdump -D does, and exit.")
+    var listInterfaces = false
+
+    @Flag(name: .customShort("n"), help: "Accepted for tcpdump's sake: icy-sniff never resolves addresses or ports to names.")
+    var noNames = false
 
     @Option(name: .customLong("keylog"), help: ArgumentHelp("Decrypt TLS with the secrets in this NSS key log (SSLKEYLOGFILE, as browsers, curl and OpenSSL write it). Repeatable; re-read when it grows.", valueName: "file"))
     var keylog: [String] = []
@@ -175,7 +203,7 @@ struct OutputOptions: ParsableArguments {
     @Flag(name: .customLong("compact"), help: "Write JSON without indentation.")
     var compact = false
 
-    @Flag(name: .customLong("quiet"), help: "Do not print the summary and warnings on standard error.")
+    @Flag(name: [.customShort("q"), .customLong("quiet")], help: "Do not print the summary and warnings on standard error (errors are still printed).")
     var quiet = false
 
     @Option(name: .customLong("fields"), help: ArgumentHelp("Columns of table/TSV/CSV output, comma-separated (see docs/OUTPUT.md): e.g. time,method,url,status,wait.", valueName: "list"))

@@ -81,7 +81,7 @@ struct Frontend {
     }
 
     var fields: [Field] {
-        output.fields.map { $0.split(separator: ",").compactMap { Field(rawValue: String($0)) } } ?? Field.defaultColumns
+        output.fields.map { Field.parseList($0).compactMap { Field(rawValue: $0) } } ?? Field.defaultColumns
     }
 
     /// One capture, or a live interface, into one output.
@@ -91,7 +91,13 @@ struct Frontend {
         var live: LiveCapture? = nil
         if let interface = input.interface {
             switch LiveCapture.open(interface: interface, input: input) {
-            case .success(let capture): live = capture
+            case .success(let capture):
+                live = capture
+                // As tcpdump says it, so that a user sees at once what is being captured.
+                if !output.quiet {
+                    let s = capture.source
+                    Diagnostics.info("listening on \(interface), link-type \(s.linkTypeName) (\(s.linkTypeDescription)), snapshot length \(s.snaplen) bytes\(input.filter.map { ", filter '\($0)'" } ?? "")")
+                }
             case .failure(let failure):
                 Diagnostics.error(failure.message)
                 return failure.code

@@ -28,6 +28,8 @@ import Testing
         for name in ["stderr-tsv.txt", "stderr-har.txt"] {
             let text = try read(name)
             #expect(text.contains("packets received by filter"), "\(name): \(text)")
+            // tcpdump's start line: what is captured, before the first packet.
+            #expect(text.contains("listening on ") && text.contains("link-type EN10MB (Ethernet), snapshot length"), "\(name): \(text)")
             #expect(text.contains("exit 0"), "\(name): \(text)")
         }
 

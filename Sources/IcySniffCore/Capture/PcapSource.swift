@@ -110,6 +110,42 @@ public final class PcapSource {
         fileBuffer?.deallocate()
     }
 
+    /// The interfaces libpcap can capture on, as `tcpdump -D` lists them: name, description and
+    /// flags (Up, Running, Loopback, Wireless).
+    public static func interfaces() throws(CaptureError) -> [(name: String, description: String?, flags: [String])] {
+        var errbuf = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
+        var list: UnsafeMutablePointer<pcap_if_t>? = nil
+        guard pcap_findalldevs(&list, &errbuf) == 0 else {
+            throw .liveCaptureFailed(interface: "-", reason: String(cString: errbuf))
+        }
+        defer { pcap_freealldevs(list) }
+        var out: [(String, String?, [String])] = []
+        var node = list
+        while let n = node {
+            let f = n.pointee.flags
+            var flags: [String] = []
+            if f & UInt32(PCAP_IF_UP) != 0 { flags.append("Up") }
+            if f & UInt32(PCAP_IF_RUNNING) != 0 { flags.append("Running") }
+            if f & UInt32(PCAP_IF_WIRELESS) != 0 { flags.append("Wireless") }
+            if f & UInt32(PCAP_IF_LOOPBACK) != 0 { flags.append("Loopback") }
+            switch f & UInt32(PCAP_IF_CONNECTION_STATUS) {
+            case UInt32(PCAP_IF_CONNECTION_STATUS_CONNECTED): flags.append("Connected")
+            case UInt32(PCAP_IF_CONNECTION_STATUS_DISCONNECTED): flags.append("Disconnected")
+            default: break
+            }
+            if flags.isEmpty { flags.append("none") }
+            out.append((String(cString: n.pointee.name), n.pointee.description.map { String(cString: $0) }, flags))
+            node = n.pointee.next
+        }
+        return out
+    }
+
+    /// libpcap's description of the link type, e.g. "Ethernet".
+    public var linkTypeDescription: String {
+        if let p = pcap_datalink_val_to_description(dlt) { return String(cString: p) }
+        return linkTypeName
+    }
+
     /// Human-readable name of the link type (libpcap's), e.g. "EN10MB".
     public var linkTypeName: String {
         if let p = pcap_datalink_val_to_name(dlt) { return String(cString: p) }

@@ -14,6 +14,12 @@ public enum Field: String, CaseIterable, Sendable {
          duration, connect, send, wait, receive, ssl, cache, tlsVersion = "tls_version", sni, stream, flags
 
     public static let defaultColumns: [Field] = [.time, .client, .method, .url, .status, .proto, .contentType, .size, .duration, .cache, .flags]
+
+    /// The names of a `--fields` list: comma-separated, spaces around them allowed
+    /// (`'time, url'`), empty items ignored.
+    public static func parseList(_ list: String) -> [String] {
+        list.split(separator: ",").map { String($0.trimmingASCIIWhitespace()) }.filter { !$0.isEmpty }
+    }
 }
 
 /// Writes transactions as a terminal table, TSV, CSV or NDJSON, one row as each completes.

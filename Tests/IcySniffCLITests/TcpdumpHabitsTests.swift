@@ -1,0 +1,33 @@
+import Foundation
+import Testing
+
+/// tcpdump's habits (issue 19): -D, a filter as trailing words, -n, -q, `--fields` with spaces.
+@Suite struct TcpdumpHabitsTests {
+    let capture = CLI.capture("wikipedia.pcap")
+
+    @Test func listInterfacesAsTcpdumpDoes() throws {
+        let r = try CLI.run(["-D"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.text.split(separator: "\n")
+        #expect(lines.first?.hasPrefix("1.") == true, "\(r.text)")
+        #expect(lines.contains { $0.contains(".lo ") && $0.contains("Loopback") }, "\(r.text)")
+    }
+
+    @Test func aFilterAsTrailingWordsIsTheFilter() throws {
+        let words = try CLI.run(["-r", capture, "--format", "tsv", "host", "208.80.152.2", "and", "tcp"])
+        let option = try CLI.run(["-r", capture, "--format", "tsv", "-f", "host 208.80.152.2 and tcp"])
+        #expect(words.status == 0, "\(words.stderr)")
+        #expect(words.text == option.text)
+        #expect(words.text.split(separator: "\n").count == 3)
+        let both = try CLI.run(["-r", capture, "-f", "tcp", "tcp", "port", "80"])
+        #expect(both.status == 64)
+        #expect(both.stderr.contains("give the filter once"), "\(both.stderr)")
+    }
+
+    @Test func quietNamesAndFieldsWithSpaces() throws {
+        let r = try CLI.run(["-r", capture, "-n", "-q", "--format", "tsv", "--fields", "time, url ,status"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.isEmpty, "\(r.stderr)")
+        #expect(r.text.hasPrefix("time\turl\tstatus\n"), "\(r.text)")
+    }
+}
