@@ -44,18 +44,21 @@ public final class ConnectionListWriter: OutputSink {
             }
         case .tsv, .csv, .table:
             let sep = format == .csv ? "," : (format == .tsv ? "\t" : "  ")
+            // A missing value is an empty cell in TSV/CSV (analytics tools then type a column of
+            // numbers as numbers), "-" in the terminal table.
+            let missing = format == .table ? "-" : ""
             var rows = [columns]
             for s in summaries {
                 rows.append([
                     "C\(s.id)", s.start.iso8601(fractionDigits: 6), s.client.description, s.server.description,
-                    s.handshakeMilliseconds.map { String(format3: $0) } ?? "-",
+                    s.handshakeMilliseconds.map { String(format3: $0) } ?? missing,
                     String(s.bytesFromClient), String(s.bytesFromServer), String(s.packets), String(s.gaps),
-                    String(s.gapBytes), s.history.isEmpty ? "-" : s.history,
-                    s.weirds.isEmpty ? "-" : s.weirds.map { $0.0.rawValue }.joined(separator: ","),
-                    s.tls?.versionName ?? "-", s.tls?.sni ?? "-", s.tls?.alpn ?? "-", s.tls?.cipherName ?? "-",
-                    s.tls?.handshakeMilliseconds.map { String(format3: $0) } ?? "-",
-                    s.tls.map { $0.resumed ? ($0.resumption ?? "yes") : "no" } ?? "-",
-                    format == .table ? (s.seenText ?? "-") : Self.cell(s.seenText ?? "-", separator: sep),
+                    String(s.gapBytes), s.history.isEmpty ? missing : s.history,
+                    s.weirds.isEmpty ? missing : Self.cell(s.weirds.map { $0.0.rawValue }.joined(separator: ","), separator: sep),
+                    s.tls?.versionName ?? missing, s.tls?.sni ?? missing, s.tls?.alpn ?? missing, s.tls?.cipherName ?? missing,
+                    s.tls?.handshakeMilliseconds.map { String(format3: $0) } ?? missing,
+                    s.tls.map { $0.resumed ? ($0.resumption ?? "yes") : "no" } ?? missing,
+                    format == .table ? (s.seenText ?? missing) : Self.cell(s.seenText ?? missing, separator: sep),
                 ])
             }
             if format == .table {
