@@ -11,7 +11,7 @@ struct Analyze: ParsableCommand {
         commandName: "analyze",
         abstract: "Passive HTTP/1.x traffic analyzer, HTTPS too: requests, responses, timings, cache freshness, TLS, HAR.",
         discussion: """
-        Reads capture files (pcap, pcapng, gzip-compressed too; '-' is standard input) or a \
+        Reads capture files (pcap, pcapng, gzip- or zstd-compressed too; '-' is standard input) or a \
         live interface, reassembles TCP, parses HTTP/1.x, pairs requests with responses and \
         writes them as HAR 1.2 or as tabular logs (table, TSV, CSV, NDJSON).
 
@@ -102,7 +102,7 @@ struct Analyze: ParsableCommand {
 }
 
 struct InputOptions: ParsableArguments {
-    @Option(name: [.customShort("r"), .customLong("read")], help: ArgumentHelp("Read a capture file (pcap, pcapng, .gz); '-' reads standard input. Repeatable.", valueName: "file"))
+    @Option(name: [.customShort("r"), .customLong("read")], help: ArgumentHelp("Read a capture file (pcap, pcapng; gzip or zstd compressed too) or a directory of them; '-' reads standard input. Repeatable.", valueName: "file"))
     var read: [String] = []
 
     @Option(name: [.customShort("i"), .customLong("interface")], help: ArgumentHelp("Capture live on an interface.", valueName: "iface"))

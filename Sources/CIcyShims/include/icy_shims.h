@@ -7,8 +7,12 @@
 /// Returns NULL on failure (errno set).
 FILE *icy_gzip_fdopen(int fd, void **cookie);
 
-/// The zlib error seen by the stream whose cookie icy_gzip_fdopen returned, or NULL when there is
-/// none. Valid until the FILE* is closed.
+/// The same for a zstd-compressed stream (RFC 8878, `.zst`: one or more frames), decompressed as
+/// it is read. `fd` is owned by the returned FILE* on success. NULL on failure.
+FILE *icy_zstd_fdopen(int fd, void **cookie);
+
+/// The decompression error seen by the stream whose cookie icy_gzip_fdopen or icy_zstd_fdopen
+/// returned, or NULL when there is none. Valid until the FILE* is closed.
 const char *icy_gzip_error(void *cookie);
 
 /// Processors this process may run on: the size of its CPU affinity mask (what `nproc` prints),

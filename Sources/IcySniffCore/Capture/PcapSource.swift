@@ -6,7 +6,7 @@ import Glibc
 import Darwin
 #endif
 
-/// A capture being read: a libpcap handle, offline (file, gzip-compressed file, standard input)
+/// A capture being read: a libpcap handle, offline (file, gzip- or zstd-compressed file, standard input)
 /// or live (an interface), or, for pcapng files, icy-sniff's own block reader (`PcapngReader`:
 /// interfaces of several link types, Decryption Secrets Blocks anywhere).
 ///
@@ -40,6 +40,7 @@ public final class PcapSource {
     private var pcapngSnaplen: Int32 = 0
     /// TLS key logs from Decryption Secrets Blocks, read since the last `takeSecrets`.
     public private(set) var pendingSecrets: String? = nil
+    /// The decompressing stream's cookie (gzip or zstd), for its error text.
     private var gzipCookie: UnsafeMutableRawPointer?
     private var dumper: OpaquePointer? = nil
     /// Live captures read in non-blocking mode and wait in poll(2), so a signal or a time limit
@@ -152,13 +153,13 @@ public final class PcapSource {
         return "DLT \(dlt)"
     }
 
-    /// True when the capture was gzip-compressed.
+    /// True when the capture was compressed (gzip or zstd).
     public var isCompressed: Bool { gzipCookie != nil }
     /// The snapshot length the capture was made with.
     public var snaplen: Int32 { handle.map { pcap_snapshot($0) } ?? pcapngSnaplen }
 
-    /// Opens a capture file, or standard input when `path` is "-". Recognises gzip by its magic
-    /// bytes, whatever the name, and decompresses it as a stream.
+    /// Opens a capture file, or standard input when `path` is "-". Recognises zstd (regular files)
+    /// and gzip by their magic bytes, whatever the name, and decompresses them as a stream.
     /// `microseconds`: ask libpcap for microsecond timestamps (tests: the reading side must use
     /// whatever precision the handle has, as it must when a live interface refuses nanoseconds).
     public static func open(path: String, filter: String? = nil, microseconds: Bool = false) throws(CaptureError) -> PcapSource {
@@ -182,19 +183,24 @@ public final class PcapSource {
             throw .emptyFile(path: path)
         }
         var gzip = false
+        var zstd = false
         var pcapng = false
         if isRegular {
             var magic: (UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0)
             let n = withUnsafeMutableBytes(of: &magic) { pread(fd, $0.baseAddress, 4, 0) }
             gzip = n >= 2 && magic.0 == 0x1f && magic.1 == 0x8b
-            pcapng = n == 4 && magic == (0x0A, 0x0D, 0x0D, 0x0A) || (gzip && CaptureFile.kind(of: path) == .gzipPcapng)
+            zstd = n == 4 && magic == (0x28, 0xB5, 0x2F, 0xFD)
+            pcapng = n == 4 && magic == (0x0A, 0x0D, 0x0D, 0x0A) || ((gzip || zstd) && CaptureFile.kind(of: path)?.isPcapng == true)
         } else {
             isRegular = false
         }
         var cookie: UnsafeMutableRawPointer? = nil
         let file: UnsafeMutablePointer<FILE>?
         var fileBuffer: UnsafeMutableRawPointer? = nil
-        if gzip || !isRegular {
+        if zstd {
+            // zstd (.pcap.zst, as tshark reads it), recognised by its magic bytes.
+            file = icy_zstd_fdopen(fd, &cookie)
+        } else if gzip || !isRegular {
             // zlib reads plain data transparently, so a pipe may hold either.
             file = icy_gzip_fdopen(fd, &cookie)
         } else {
@@ -348,7 +354,7 @@ public final class PcapSource {
                 return .packet(packet)
             }
             if let cookie = gzipCookie, let err = icy_gzip_error(cookie) {
-                message += " (gzip: \(String(cString: err)))"
+                message += " (decompressing: \(String(cString: err)))"
             }
             return .failed(message)
         }
@@ -378,7 +384,7 @@ public final class PcapSource {
             case .failed(let message):
                 self.pcapng = nil
                 var message = message
-                if let cookie = gzipCookie, let err = icy_gzip_error(cookie) { message += " (gzip: \(String(cString: err)))" }
+                if let cookie = gzipCookie, let err = icy_gzip_error(cookie) { message += " (decompressing: \(String(cString: err)))" }
                 return .failed(message)
             }
         }
