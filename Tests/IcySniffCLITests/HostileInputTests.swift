@@ -304,7 +304,7 @@ extension CLI {
 }
 
 @Suite struct InterruptTests {
-    @Test(.timeLimit(.minutes(4)))
+    @Test(.timeLimit(.minutes(6)))
     func sigintDuringALongReadWritesWhatWasAnalysed() throws {
         var pcap = HostileInputTests().pipelined(50)
         for i in 0..<600_000 {
