@@ -55,8 +55,8 @@ struct Analyze: ParsableCommand {
         if output.outDir != nil && input.interface != nil { throw ValidationError("--out-dir applies to captures read with -r") }
         if let jobs = output.jobs, jobs < 1 { throw ValidationError("-j needs at least 1") }
         if output.outDir != nil && output.outputPath != nil { throw ValidationError("use either -o (one output) or --out-dir (one output per capture)") }
-        if input.interface == nil && (input.write != nil || input.user != nil || input.duration != nil) {
-            throw ValidationError("-w, -Z and --duration apply to live capture (-i)")
+        if input.interface == nil && (input.user != nil || input.duration != nil) {
+            throw ValidationError("-Z and --duration apply to live capture (-i)")
         }
         if input.filterOption != nil && !input.expression.isEmpty {
             throw ValidationError("give the filter once: -f '\(input.filterOption!)' or as trailing words, not both (trailing: \(input.expression.joined(separator: " ")))")
@@ -132,7 +132,7 @@ struct InputOptions: ParsableArguments {
     @Option(name: [.customShort("c"), .customLong("count")], help: ArgumentHelp("Stop after this many packets.", valueName: "n"))
     var count: UInt64?
 
-    @Option(name: [.customShort("w"), .customLong("write")], help: ArgumentHelp("Live capture: also save the raw packets to this pcap file.", valueName: "file"))
+    @Option(name: [.customShort("w"), .customLong("write")], help: ArgumentHelp("Also save the packets read (live, or with -r those that pass the filter) to this pcap file, as tcpdump does.", valueName: "file"))
     var write: String?
 
     @Option(name: [.customShort("Z"), .customLong("user")], help: ArgumentHelp("Live capture: drop root privileges to this user after opening the interface (output files are then created as that user).", valueName: "user"))

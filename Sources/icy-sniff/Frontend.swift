@@ -34,6 +34,10 @@ struct Frontend {
             }
             // --connections lists the connections of all captures in one table (no per-capture outputs).
             if !output.connections && (expanded.sets.count > 1 || output.outDir != nil || expanded.fromDirectory) {
+                if input.write != nil {
+                    Diagnostics.error("-w with -r writes the packets of one capture (or of one rotated set): give one")
+                    return 64
+                }
                 let code = BatchRunner(frontend: self, captures: expanded.sets, skippedNonCaptures: expanded.skippedNonCaptures).run()
                 return expanded.problems.isEmpty ? code : max(code, Exit.badInput)
             }
@@ -125,6 +129,20 @@ struct Frontend {
         let pipeline = Pipeline(sink: exportThread ?? head, options: pipelineOptions)
         var driver = CaptureDriver(captureFilter: input.filter, maxPackets: input.count)
         driver.shouldStop = { Signals.stop }
+        if live == nil, let path = input.write {
+            do { driver.packetWriter = try PacketWriter(path: path) } catch {
+                Diagnostics.error(error.message)
+                return Exit.outputFailed
+            }
+        }
+        defer {
+            if let writer = driver.packetWriter {
+                writer.close()
+                if writer.otherLinkType > 0 {
+                    Diagnostics.warning("-w: \(writer.otherLinkType) packets of another link type than the first were not written to '\(writer.path)'")
+                }
+            }
+        }
         var outcomes: [InputOutcome] = []
         for (i, set) in sets.enumerated() {
             // Separate captures are never one stream: what is open at the end of one ends there.

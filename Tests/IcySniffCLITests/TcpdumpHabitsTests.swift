@@ -30,4 +30,20 @@ import Testing
         #expect(r.stderr.isEmpty, "\(r.stderr)")
         #expect(r.text.hasPrefix("time\turl\tstatus\n"), "\(r.text)")
     }
+
+    /// `-r … -w`: the packets that pass the filter are written, as tcpdump writes them; read
+    /// back, they give the filtered run's transactions.
+    @Test func writeThePacketsThatPassTheFilter() throws {
+        let dir = CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let saved = dir.appendingPathComponent("saved.pcap").path
+        let filtered = try CLI.run(["-r", capture, "-w", saved, "--format", "tsv", "host", "208.80.152.2"])
+        #expect(filtered.status == 0, "\(filtered.stderr)")
+        let again = try CLI.run(["-r", saved, "--format", "tsv"])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.text == filtered.text)
+        #expect(again.stderr.hasPrefix("icy-sniff: 10 packets"), "\(again.stderr)")
+        let several = try CLI.run(["-r", capture, "-r", CLI.capture("h2c-sample.pcap"), "-w", saved, "--no-join"])
+        #expect(several.status == 64, "\(several.stderr)")
+    }
 }

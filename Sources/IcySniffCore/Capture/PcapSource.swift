@@ -38,6 +38,8 @@ public final class PcapSource {
     private var pcapng: PcapngReader? = nil
     private var pcapngFile: UnsafeMutablePointer<FILE>? = nil
     private var pcapngSnaplen: Int32 = 0
+    /// `-w` with `-r`: every packet returned is also written there.
+    public var saver: PacketWriter? = nil
     /// TLS key logs from Decryption Secrets Blocks, read since the last `takeSecrets`.
     public private(set) var pendingSecrets: String? = nil
     /// The decompressing stream's cookie (gzip or zstd), for its error text.
@@ -334,8 +336,9 @@ public final class PcapSource {
             bytesRead &+= UInt64(caplen) &+ 16
             if let dumper { pcap_dump(UnsafeMutableRawPointer(dumper).assumingMemoryBound(to: UInt8.self), header, data) }
             let ts = Timestamp(seconds: Int64(h.ts.tv_sec), nanoseconds: Int64(h.ts.tv_usec) &* nanosecondsPerTick)
-            return .packet(CapturedPacket(bytes: UnsafeRawBufferPointer(start: data, count: caplen),
-                                          timestamp: ts, wireLength: Int(h.len)))
+            let packet = CapturedPacket(bytes: UnsafeRawBufferPointer(start: data, count: caplen), timestamp: ts, wireLength: Int(h.len))
+            if let saver { saver.write(packet, dlt: dlt, snaplen: snaplen) }
+            return .packet(packet)
         case 0:
             if selectableFD >= 0 {
                 var pfd = pollfd(fd: selectableFD, events: Int16(POLLIN), revents: 0)
@@ -372,6 +375,7 @@ public final class PcapSource {
                     packetDLT = dlt
                     packetLinkType = reader.interfaces[interface].linkType
                 }
+                if let saver { saver.write(packet, dlt: dlt, snaplen: reader.interfaces[interface].snaplen) }
                 return .packet(packet)
             case .secrets(let text):
                 pendingSecrets = (pendingSecrets ?? "") + text + "\n"

@@ -94,6 +94,8 @@ public struct CaptureDriver {
     public var maxPackets: UInt64?
     /// Asked between packets: true stops the run (signals, a duration).
     public var shouldStop: () -> Bool = { false }
+    /// `-w` with `-r`: where the packets read (that pass the filter) are also written.
+    public var packetWriter: PacketWriter? = nil
 
     public init(captureFilter: String? = nil, maxPackets: UInt64? = nil) {
         self.captureFilter = captureFilter
@@ -175,6 +177,7 @@ public struct CaptureDriver {
             if case .badFilter = error { failed.stopsRun = true }
             return failed
         }
+        source.saver = packetWriter
         // pcapng Decryption Secrets Blocks (keys that came with the capture, no option needed) are
         // handed to the pipeline by the source as they are read, before the packets they decrypt.
         let stop = shouldStop
