@@ -47,6 +47,8 @@ public final class ConnectionListWriter: OutputSink {
             // A missing value is an empty cell in TSV/CSV (analytics tools then type a column of
             // numbers as numbers), "-" in the terminal table.
             let missing = format == .table ? "-" : ""
+            // Free text: escaped as the transactions' TSV/CSV escape it; the table shows it as is.
+            func text(_ t: String) -> String { format == .table ? t : TableWriter.escaped(t, tsv: format == .tsv) }
             var rows = [columns]
             for s in summaries {
                 rows.append([
@@ -54,11 +56,11 @@ public final class ConnectionListWriter: OutputSink {
                     s.handshakeMilliseconds.map { String(format3: $0) } ?? missing,
                     String(s.bytesFromClient), String(s.bytesFromServer), String(s.packets), String(s.gaps),
                     String(s.gapBytes), s.history.isEmpty ? missing : s.history,
-                    s.weirds.isEmpty ? missing : Self.cell(s.weirds.map { $0.0.rawValue }.joined(separator: ","), separator: sep),
+                    s.weirds.isEmpty ? missing : text(s.weirds.map { $0.0.rawValue }.joined(separator: ",")),
                     s.tls?.versionName ?? missing, s.tls?.sni ?? missing, s.tls?.alpn ?? missing, s.tls?.cipherName ?? missing,
                     s.tls?.handshakeMilliseconds.map { String(format3: $0) } ?? missing,
                     s.tls.map { $0.resumed ? ($0.resumption ?? "yes") : "no" } ?? missing,
-                    format == .table ? (s.seenText ?? missing) : Self.cell(s.seenText ?? missing, separator: sep),
+                    text(s.seenText ?? missing),
                 ])
             }
             if format == .table {
@@ -75,18 +77,6 @@ public final class ConnectionListWriter: OutputSink {
                 for r in rows { output.write(r.joined(separator: sep) + "\n") }
             }
         }
-    }
-}
-
-extension ConnectionListWriter {
-    /// A free-text cell for TSV/CSV: tabs and line ends become spaces; a CSV cell with a comma or
-    /// quote is quoted (RFC 4180).
-    static func cell(_ text: String, separator: String) -> String {
-        var t = String(text.map { $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\r\n" ? " " : $0 })
-        if separator == ",", t.contains(",") || t.contains("\"") {
-            t = "\"" + t.split(separator: "\"", omittingEmptySubsequences: false).joined(separator: "\"\"") + "\""
-        }
-        return t
     }
 }
 

@@ -209,10 +209,23 @@ public final class TableWriter {
         s.withUTF8 { appendEscaped($0) }
     }
 
+    private func appendEscaped(_ b: UnsafeBufferPointer<UInt8>) {
+        Self.appendEscaped(b, tsv: format == .tsv, to: row)
+    }
+
+    /// One cell of free text, escaped for TSV or CSV as `appendEscaped` does (`--connections`
+    /// uses it too).
+    static func escaped(_ text: String, tsv: Bool) -> String {
+        let out = ByteBuffer(capacity: text.utf8.count + 8)
+        var text = text
+        text.withUTF8 { appendEscaped($0, tsv: tsv, to: out) }
+        return String(decoding: UnsafeBufferPointer(start: out.base, count: out.count), as: UTF8.self)
+    }
+
     /// TSV: backslash, tab, LF and CR as `\\`, `\t`, `\n`, `\r`. CSV (RFC 4180): a cell with a
     /// comma, quote, CR or LF is quoted, its quotes doubled.
-    private func appendEscaped(_ b: UnsafeBufferPointer<UInt8>) {
-        if format == .tsv {
+    static func appendEscaped(_ b: UnsafeBufferPointer<UInt8>, tsv: Bool, to row: ByteBuffer) {
+        if tsv {
             var run = 0
             for (i, c) in b.enumerated() where c == 0x5C || c == 0x09 || c == 0x0A || c == 0x0D {
                 row.append(UnsafeBufferPointer(rebasing: b[run..<i]))
