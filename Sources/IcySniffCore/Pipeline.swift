@@ -79,7 +79,7 @@ public final class Pipeline {
                 if source.packetDLT != decoderDLT {
                     // A pcapng file whose interfaces have different link types.
                     decoderDLT = source.packetDLT
-                    decoder.linkType = source.packetLinkType
+                    decoder.linkType = LinkType(dlt: decoderDLT)
                 }
                 if source.pendingSecrets != nil, let secrets = source.takeSecrets() {
                     // Decryption Secrets Blocks come before the packets they decrypt.

@@ -27,10 +27,8 @@ public final class PcapSource {
     public let linkType: LinkType
     public let dlt: Int32
     public let isLive: Bool
-    /// The link type of the packet `next()` returned last: the capture's, except in a pcapng
-    /// file whose interfaces differ.
-    public private(set) var packetLinkType: LinkType
-    /// `packetLinkType`'s DLT number, cheap to compare on every packet.
+    /// The link type (DLT) of the packet `next()` returned last: the capture's, except in a
+    /// pcapng file whose interfaces differ. An integer, cheap to compare on every packet.
     public private(set) var packetDLT: Int32
     /// Interfaces of more than one link type were described before the first packet.
     public private(set) var hasSeveralLinkTypes = false
@@ -75,7 +73,6 @@ public final class PcapSource {
         self.gzipCookie = gzipCookie
         self.dlt = pcap_datalink(handle)
         self.linkType = LinkType(dlt: dlt)
-        self.packetLinkType = linkType
         self.packetDLT = dlt
         self.nanosecondsPerTick = Self.nanosecondsPerTick(precision: pcap_get_tstamp_precision(handle))
     }
@@ -90,7 +87,6 @@ public final class PcapSource {
         let first = reader.interfaces.first
         self.dlt = first?.dlt ?? 1
         self.linkType = LinkType(dlt: dlt)
-        self.packetLinkType = linkType
         self.packetDLT = dlt
         self.pcapngSnaplen = first?.snaplen ?? 0
         self.hasSeveralLinkTypes = Set(reader.interfaces.map(\.dlt)).count > 1
@@ -371,10 +367,7 @@ public final class PcapSource {
                 bytesRead &+= UInt64(packet.bytes.count) &+ 32
                 // By link type, not interface number: a new section numbers its interfaces anew.
                 let dlt = reader.interfaces[interface].dlt
-                if dlt != packetDLT {
-                    packetDLT = dlt
-                    packetLinkType = reader.interfaces[interface].linkType
-                }
+                packetDLT = dlt
                 if let saver { saver.write(packet, dlt: dlt, snaplen: reader.interfaces[interface].snaplen) }
                 return .packet(packet)
             case .secrets(let text):

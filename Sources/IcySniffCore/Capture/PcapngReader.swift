@@ -69,7 +69,6 @@ final class PcapngReader {
             case .secrets:
                 readAhead.append(block)
             case .failed, .end, .packet:
-                if let failure = filterFailure { throw failure }
                 readAhead.append(block)
                 return
             }

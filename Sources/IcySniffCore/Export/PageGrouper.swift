@@ -85,8 +85,6 @@ struct PageGrouper {
         return type.hasPrefix("text/html") || type.hasPrefix("application/xhtml") ? .document : nil
     }
 
-    static func isNavigation(_ t: Transaction) -> Bool { navigation(t) == .document }
-
     /// A Location made absolute against the URL it answered (absolute, or absolute-path).
     static func resolve(_ location: String, against url: String) -> String? {
         if location.hasPrefix("http://") || location.hasPrefix("https://") { return location }
