@@ -304,12 +304,19 @@ extension CLI {
 }
 
 @Suite struct InterruptTests {
-    @Test(.timeLimit(.minutes(6)))
-    func sigintDuringALongReadWritesWhatWasAnalysed() throws {
-        var pcap = HostileInputTests().pipelined(50)
+    /// `requests` pipelined HTTP transactions, then 600,000 SYNs: long enough that a signal
+    /// one second in (debug binary) lands mid-read.
+    static func longCapture(requests: Int) -> PcapBuilder {
+        var pcap = HostileInputTests().pipelined(requests)
         for i in 0..<600_000 {
             pcap.tcp(clientIP &+ UInt32(i >> 14), UInt16(1024 + i % 16384), serverIP, 81, seq: UInt32(i), ack: 0, flags: SYN, advance: 0.00001)
         }
+        return pcap
+    }
+
+    @Test(.timeLimit(.minutes(6)))
+    func sigintDuringALongReadWritesWhatWasAnalysed() throws {
+        let pcap = Self.longCapture(requests: 50)
         let dir = CLI.temporaryDirectory()
         let capture = dir.appendingPathComponent("long.pcap"), har = dir.appendingPathComponent("out.har")
         try pcap.write(to: capture)
@@ -328,10 +335,7 @@ extension CLI {
     /// says it was interrupted. One long capture, read first (-j 1), and two short ones.
     @Test(.timeLimit(.minutes(6)))
     func sigintDuringABatchWritesNoHalfFiles() throws {
-        var long = HostileInputTests().pipelined(5)
-        for i in 0..<600_000 {
-            long.tcp(clientIP &+ UInt32(i >> 14), UInt16(1024 + i % 16384), serverIP, 81, seq: UInt32(i), ack: 0, flags: SYN, advance: 0.00001)
-        }
+        let long = Self.longCapture(requests: 5)
         let dir = CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let archive = dir.appendingPathComponent("archive"), out = dir.appendingPathComponent("out")

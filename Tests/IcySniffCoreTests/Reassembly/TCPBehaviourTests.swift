@@ -24,6 +24,18 @@ import Testing
             }
         }
 
+        /// SYN 1000, SYN/ACK 5000, then `request` and `response`: where each side's sequence
+        /// numbers stand after them.
+        @discardableResult
+        func openAndExchange() -> (requestEnd: UInt32, responseEnd: UInt32) {
+            let requestEnd = 1001 + UInt32(TCPBehaviourTests.request.utf8.count)
+            send(fromClient: true, [.syn], seq: 1000)
+            send(fromClient: false, [.syn, .ack], seq: 5000, ack: 1001)
+            send(fromClient: true, [.ack, .psh], seq: 1001, ack: 5001, TCPBehaviourTests.request)
+            send(fromClient: false, [.ack, .psh], seq: 5001, ack: requestEnd, TCPBehaviourTests.response)
+            return (requestEnd, 5001 + UInt32(TCPBehaviourTests.response.utf8.count))
+        }
+
         func finish() -> (transactions: [Transaction], connections: [ConnectionSummary], stats: RunStats) {
             pipeline.finish()
             return (sink.transactions, sink.connections, pipeline.stats)
@@ -49,12 +61,7 @@ import Testing
 
     @Test func aRetransmissionAfterTheEndIsNotASecondConnection() {
         let w = Wire()
-        let requestEnd = 1001 + UInt32(Self.request.utf8.count)
-        let responseEnd = 5001 + UInt32(Self.response.utf8.count)
-        w.send(fromClient: true, [.syn], seq: 1000)
-        w.send(fromClient: false, [.syn, .ack], seq: 5000, ack: 1001)
-        w.send(fromClient: true, [.ack, .psh], seq: 1001, ack: 5001, Self.request)
-        w.send(fromClient: false, [.ack, .psh], seq: 5001, ack: requestEnd, Self.response)
+        let (requestEnd, responseEnd) = w.openAndExchange()
         w.send(fromClient: true, [.fin, .ack], seq: requestEnd, ack: responseEnd)
         w.send(fromClient: false, [.fin, .ack], seq: responseEnd, ack: requestEnd + 1)
         // The response again, and the request again, after both FINs.
@@ -115,12 +122,7 @@ import Testing
 
     @Test func keepAliveProbesAreNotStreamData() {
         let w = Wire()
-        let requestEnd = 1001 + UInt32(Self.request.utf8.count)
-        let responseEnd = 5001 + UInt32(Self.response.utf8.count)
-        w.send(fromClient: true, [.syn], seq: 1000)
-        w.send(fromClient: false, [.syn, .ack], seq: 5000, ack: 1001)
-        w.send(fromClient: true, [.ack, .psh], seq: 1001, ack: 5001, Self.request)
-        w.send(fromClient: false, [.ack, .psh], seq: 5001, ack: requestEnd, Self.response)
+        let (requestEnd, responseEnd) = w.openAndExchange()
         // A keep-alive probe: one (garbage) byte just below the next sequence number.
         w.send(fromClient: true, [.ack], seq: requestEnd - 1, ack: responseEnd, "\0", after: 45_000)
         w.send(fromClient: false, [.ack], seq: responseEnd, ack: requestEnd)
