@@ -407,7 +407,9 @@ public final class ConnectionTable<Handler: StreamHandler> {
         flushHalf(c.half(first), side: first, flow: flow, reason: .flushed, timestamp: timestamp)
         flushHalf(c.half(1 - first), side: 1 - first, flow: flow, reason: .flushed, timestamp: timestamp)
         c.finishedAt = timestamp
-        if c.halves.0.started || c.halves.1.started {
+        // Only a connection that delivered bytes has transactions a late copy could repeat; the
+        // others (a SYN flood's) are not remembered, which keeps churn cheap.
+        if c.halves.0.bytes > 0 || c.halves.1.bytes > 0 {
             let ends = (c.halves.0.nextSequence, c.halves.1.nextSequence)
             let lowerIsSide0 = key.lower == c.endpoints.0
             _ = recentlyEnded.set(key, Ended(lower: key.lower, ends: lowerIsSide0 ? ends : (ends.1, ends.0), at: timestamp))
