@@ -46,4 +46,22 @@ import Testing
         let several = try CLI.run(["-r", capture, "-r", CLI.capture("h2c-sample.pcap"), "-w", saved, "--no-join"])
         #expect(several.status == 64, "\(several.stderr)")
     }
+
+    /// A capture whose last record is cut short: that record is analysed (its tail a gap), and
+    /// `-w` saves it too, so the saved capture gives the same transactions.
+    @Test func writeKeepsTheCutLastRecord() throws {
+        let dir = CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let plain = dir.appendingPathComponent("cut.pcap").path
+        let unzip = Process()
+        unzip.executableURL = URL(fileURLWithPath: "/bin/sh")
+        unzip.arguments = ["-c", "gzip -dc '\(CLI.corpus("pcap2har/out-of-order.pcap.gz"))' > '\(plain)'"]
+        try unzip.run(); unzip.waitUntilExit()
+        let saved = dir.appendingPathComponent("saved.pcap").path
+        let first = try CLI.run(["-r", plain, "-w", saved, "--format", "tsv"])
+        #expect(first.stderr.contains("3215 packets, 46 TCP connections, 288 HTTP transactions"), "\(first.stderr)")
+        let again = try CLI.run(["-r", saved, "--format", "tsv"])
+        #expect(again.stderr.contains("3215 packets, 46 TCP connections, 288 HTTP transactions"), "\(again.stderr)")
+        #expect(again.text == first.text)
+    }
 }

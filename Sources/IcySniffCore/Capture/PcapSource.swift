@@ -350,6 +350,7 @@ public final class PcapSource {
             var message = String(cString: pcap_geterr(handle))
             if let packet = recoverCutRecord(message) {
                 pendingFailure = message
+                if let saver { saver.write(packet, dlt: dlt, snaplen: snaplen) }
                 return .packet(packet)
             }
             if let cookie = gzipCookie, let err = icy_gzip_error(cookie) {
