@@ -32,7 +32,15 @@ public final class Pipeline {
     private let options: PipelineOptions
     /// TLS secrets: `--keylog` files, and the key logs embedded in the captures read.
     private let keyLog: KeyLog
-    public private(set) var stats = RunStats()
+    /// What was counted so far; `stats` adds the figures the stages keep themselves.
+    private var counts = RunStats()
+    /// The run's figures so far (complete after `finish`).
+    public var stats: RunStats {
+        var s = counts
+        s.connections = table.connectionsSeen
+        s.transactions = emitter.emitted
+        return s
+    }
     private var lastIdleCheck: Timestamp = .zero
 
     /// `sessions` chooses what runs on each connection (default: HTTP/1.x in the clear).
@@ -47,10 +55,10 @@ public final class Pipeline {
             SessionSlot(factory: factory, emitter: emitter)
         }
         table.onFinished = { [unowned self, unowned sink] connection in
-            for (weird, n) in connection.weirds { self.stats.count(weird, by: UInt64(n)) }
+            for (weird, n) in connection.weirds { self.counts.count(weird, by: UInt64(n)) }
             if let tls = connection.tls {
-                self.stats.tlsConnections += 1
-                if tls.decrypted { self.stats.tlsDecrypted += 1 }
+                self.counts.tlsConnections += 1
+                if tls.decrypted { self.counts.tlsDecrypted += 1 }
             }
             sink.connectionFinished(connection)
         }
@@ -93,7 +101,7 @@ public final class Pipeline {
                     table.expire(now: packet.timestamp, idleLongerThan: idleLimit)
                     collectDecoderCounts(&decoder)
                 }
-                if let maxPackets, stats.packets >= maxPackets { return .interrupted }
+                if let maxPackets, counts.packets >= maxPackets { return .interrupted }
             case .timeout:
                 continue
             case .end:
@@ -107,33 +115,33 @@ public final class Pipeline {
 
     @inline(__always)
     public func process(_ packet: CapturedPacket, decoder: inout PacketDecoder) {
-        stats.packets &+= 1
-        stats.bytes &+= UInt64(packet.bytes.count)
-        if stats.firstPacket == nil { stats.firstPacket = packet.timestamp }
-        stats.lastPacket = packet.timestamp
+        counts.packets &+= 1
+        counts.bytes &+= UInt64(packet.bytes.count)
+        if counts.firstPacket == nil { counts.firstPacket = packet.timestamp }
+        counts.lastPacket = packet.timestamp
         switch decoder.decode(packet) {
         case .tcp(let segment):
-            stats.tcpSegments &+= 1
+            counts.tcpSegments &+= 1
             table.ingest(segment)
         case .udp(let datagram):
-            stats.udpDatagrams &+= 1
+            counts.udpDatagrams &+= 1
             dns.observe(datagram)
         case .skipped:
-            stats.skippedPackets &+= 1
+            counts.skippedPackets &+= 1
         case .skippedNamed(let weird):
-            stats.skippedPackets &+= 1
-            stats.count(weird)
+            counts.skippedPackets &+= 1
+            counts.count(weird)
         case .malformed(let weird):
-            stats.malformedPackets &+= 1
-            stats.count(weird)
+            counts.malformedPackets &+= 1
+            counts.count(weird)
         }
     }
 
     /// Counts the decoder keeps between packets: expired fragments, decoded packets it noted.
     private func collectDecoderCounts(_ decoder: inout PacketDecoder) {
         let n = decoder.takeExpiredFragments()
-        if n > 0 { stats.count(.fragmentTimeout, by: UInt64(n)) }
-        for (weird, n) in decoder.takeNotes() { stats.count(weird, by: UInt64(n)) }
+        if n > 0 { counts.count(.fragmentTimeout, by: UInt64(n)) }
+        for (weird, n) in decoder.takeNotes() { counts.count(weird, by: UInt64(n)) }
         collectTableCounts()
     }
 
@@ -144,10 +152,10 @@ public final class Pipeline {
 
     /// Feeds one TCP segment that was decoded elsewhere (tests, other capture front ends).
     public func ingest(_ segment: TCPSegment) {
-        stats.packets &+= 1
-        stats.tcpSegments &+= 1
-        if stats.firstPacket == nil { stats.firstPacket = segment.timestamp }
-        stats.lastPacket = max(stats.lastPacket ?? segment.timestamp, segment.timestamp)
+        counts.packets &+= 1
+        counts.tcpSegments &+= 1
+        if counts.firstPacket == nil { counts.firstPacket = segment.timestamp }
+        counts.lastPacket = max(counts.lastPacket ?? segment.timestamp, segment.timestamp)
         table.ingest(segment)
     }
 
@@ -157,7 +165,7 @@ public final class Pipeline {
     @discardableResult
     public func breakContinuity(marking weird: Weird?) -> Int {
         let open = table.openConnections
-        table.flushAll(at: stats.lastPacket ?? .zero, marking: weird)
+        table.flushAll(at: counts.lastPacket ?? .zero, marking: weird)
         return open
     }
 
@@ -165,14 +173,12 @@ public final class Pipeline {
     /// Segments the connection table dropped as retransmissions of ended connections.
     private func collectTableCounts() {
         let late = table.takeRetransmissionsAfterEnd()
-        if late > 0 { stats.count(.retransmissionAfterEnd, by: late) }
+        if late > 0 { counts.count(.retransmissionAfterEnd, by: late) }
     }
 
     public func finish() {
         collectTableCounts()
-        table.flushAll(at: stats.lastPacket ?? .zero)
-        stats.connections = table.connectionsSeen
-        stats.transactions = emitter.emitted
+        table.flushAll(at: counts.lastPacket ?? .zero)
     }
 
     public var openConnections: Int { table.openConnections }

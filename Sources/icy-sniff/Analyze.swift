@@ -22,6 +22,7 @@ struct Analyze: ParsableCommand {
           icy-sniff -r capture.pcap --connections
           icy-sniff -r phone.pcap --keylog sslkeys.log --har    decrypt TLS 1.2/1.3
           icy-sniff -i wlan0 -f 'tcp port 80'
+          icy-sniff -i wlan0 --format ndjson -G 3600 -o 'http-%Y%m%d-%H.ndjson' --stats 60
 
         EXIT CODES
           0   success. A damaged capture (truncated, corrupt) or an empty file is a
@@ -30,7 +31,9 @@ struct Analyze: ParsableCommand {
           2   an input could not be used: missing file, no permission, not a
               capture, unsupported link type, invalid filter, no such interface,
               no permission to capture
-          3   the output could not be written
+          3   the output could not be written (with -G/-C: a file that could not be
+              written is said when it happens, the capture goes on, and the exit
+              code is 3 at the end)
           64  the command line is wrong
           130 reading files was stopped by SIGINT/SIGTERM: what was read is written
               and says so (a live capture stopped that way exits 0). In a batch,
@@ -67,6 +70,16 @@ struct Analyze: ParsableCommand {
         }
         if output.outDir != nil && output.format == .table {
             throw ValidationError("--out-dir writes files: choose --format tsv, csv, ndjson or har (the table is for a terminal)")
+        }
+        if input.interface == nil && input.bufferKiB != nil { throw ValidationError("-B applies to live capture (-i)") }
+        if let b = input.bufferKiB, b < 1 { throw ValidationError("-B needs at least 1 KiB") }
+        if let s = input.statsSeconds, !(s > 0) { throw ValidationError("--stats needs a number of seconds above 0") }
+        if try output.rotationPolicy() != nil {
+            if output.outputPath == nil && input.write == nil {
+                throw ValidationError("-G, -C and -W rotate files: give -o FILE (the transactions) or -w FILE (the packets)")
+            }
+            if output.outDir != nil { throw ValidationError("-G, -C and -W rotate one output (-o, -w), not --out-dir's") }
+            if output.connections && output.rotateSize != nil { throw ValidationError("-C applies to the transaction outputs and -w; --connections writes its lines whole at the end of each file (use -G)") }
         }
         _ = try filters.makeFilter()
         if let fields = output.fields {
@@ -146,6 +159,12 @@ struct InputOptions: ParsableArguments {
 
     @Option(name: .customLong("duration"), help: ArgumentHelp("Live capture: stop after this many seconds.", valueName: "seconds"))
     var duration: Double?
+
+    @Option(name: [.customShort("B"), .customLong("buffer-size")], help: ArgumentHelp("Live capture: the kernel's capture buffer in KiB, as tcpdump -B (default: \(PcapSource.defaultBufferKiB), see docs/BENCHMARK.md).", valueName: "KiB"))
+    var bufferKiB: Int?
+
+    @Option(name: .customLong("stats"), help: ArgumentHelp("Print a line of figures on standard error every this many seconds: packets, kernel and interface drops since the last line, open connections, transactions per second, memory.", valueName: "seconds"))
+    var statsSeconds: Double?
 }
 
 struct FilterOptions: ParsableArguments {
@@ -218,8 +237,49 @@ struct OutputOptions: ParsableArguments {
     @Flag(name: .customLong("force"), help: "Batch: analyse again captures whose output is newer than the capture.")
     var force = false
 
+    @Option(name: .customShort("G"), help: ArgumentHelp("Rotate -o and -w: a new file every this many seconds (aligned to local midnight, so -G 3600 starts on the hour); the names are strftime(3) patterns of the period's start, e.g. -o 'http-%Y%m%d-%H.ndjson'. A transaction goes to the file of the period in which it completed. SIGHUP also starts new files.", valueName: "seconds"))
+    var rotateSeconds: Int?
+
+    @Option(name: .customShort("C"), help: ArgumentHelp("Rotate -o and -w: a new file once the current one holds this many millions of bytes (or 100k, 10m, 1g: KiB, MiB, GiB), as tcpdump -C. Later files are numbered before the extension: http.1.ndjson, http.2.ndjson, …", valueName: "size"))
+    var rotateSize: String?
+
+    @Option(name: .customShort("W"), help: ArgumentHelp("With -G or -C: keep the last N files this run wrote (older ones are removed), a ring as tcpdump -W.", valueName: "n"))
+    var rotateKeep: Int?
+
     @Flag(name: .customLong("list-anomalies"), help: "Print the catalogue of anomaly names (Markdown) and exit.")
     var listAnomalies = false
+
+    /// -G, -C and -W, checked (nil: none given).
+    func rotationPolicy() throws -> RotationPolicy? {
+        if rotateSeconds == nil && rotateSize == nil && rotateKeep == nil { return nil }
+        var policy = RotationPolicy()
+        if let g = rotateSeconds {
+            guard g >= 1 else { throw ValidationError("-G needs at least 1 second") }
+            policy.seconds = g
+        }
+        if let text = rotateSize {
+            guard let bytes = Self.size(text), bytes >= 1 else {
+                throw ValidationError("-C takes a size in millions of bytes (10), or with a unit: 100k, 10m, 1g")
+            }
+            policy.bytes = bytes
+        }
+        if let w = rotateKeep {
+            guard w >= 1 else { throw ValidationError("-W needs at least 1 file") }
+            guard rotateSeconds != nil || rotateSize != nil else { throw ValidationError("-W keeps a ring of rotated files: give -G or -C with it") }
+            policy.keep = w
+        }
+        return policy
+    }
+
+    /// tcpdump's -C: a number of 10^6 bytes, or with k, m, g: KiB, MiB, GiB.
+    static func size(_ text: String) -> Int? {
+        let units: [Character: Double] = ["k": 1024, "K": 1024, "m": 1_048_576, "M": 1_048_576, "g": 1_073_741_824, "G": 1_073_741_824]
+        var number = Substring(text), unit = 1_000_000.0
+        if let last = text.last, let u = units[last] { number = text.dropLast(); unit = u }
+        guard let value = Double(number), value > 0, value.isFinite else { return nil }
+        let bytes = value * unit
+        return bytes < Double(Int.max / 2) ? Int(bytes.rounded(.up)) : nil
+    }
 
     @Flag(name: .customLong("list-sets"), help: "Print the capture sets the -r inputs make (one JSON object per line: name, pieces, joinedByName, missing numbers) and exit; a distributed run plans its units of work with it.")
     var listSets = false

@@ -108,41 +108,71 @@ struct Frontend {
             }
         }
 
-        let out: OutputFile
+        // -G/-C/-W, or a live capture into a file (SIGHUP begins a new one): a rotated output.
+        let rotation = (try? output.rotationPolicy()) ?? nil
+        let rotates = output.outputPath != nil && (rotation != nil || live != nil)
+        if live != nil { Signals.installHangup(reopens: output.outputPath != nil || input.write != nil) }
+
+        let out: OutputFile?
         do {
-            out = try output.outputPath.map { path throws(OutputError) in try OutputFile(path: path) } ?? OutputFile()
+            out = rotates ? nil : try output.outputPath.map { path throws(OutputError) in try OutputFile(path: path) } ?? OutputFile()
         } catch {
             Diagnostics.error(error.message)
             return Exit.outputFailed
         }
 
-        let format: OutputFormat = output.har ? .har : (output.format ?? (out.isTerminal ? .table : .tsv))
+        let format: OutputFormat = output.har ? .har : (output.format ?? (out?.isTerminal == true ? .table : .tsv))
         var factory = sinkFactory(format: format)
         // Live: every row reaches the terminal or the pipe as soon as its response completes.
         factory.flushEachRow = input.interface != nil
-        let (head, sink) = factory.make(writingTo: out)
+        factory.rotation = rotation
+        let head: TransactionSink, sink: OutputSink
+        var rotating: RotatingOutput? = nil
+        if rotates, let path = output.outputPath {
+            let made = factory.make(rotating: path)
+            (head, sink, rotating) = (made.head, made.output, made.output)
+            made.output.rotator.onError = { Diagnostics.error($0) }
+            // Without -G the first file is opened now, so a path that cannot be written is said
+            // before the capture starts.
+            if let problem = made.output.prepare() {
+                Diagnostics.error(problem)
+                return Exit.outputFailed
+            }
+        } else if let out {
+            (head, sink) = factory.make(writingTo: out)
+        } else {
+            return Exit.outputFailed
+        }
 
         // Files: the export stage (cache judgement, filter, writer) runs on a second core, beside
         // reading, reassembly and parsing.
         let exportThread = live == nil && !output.connections && availableProcessors() > 1 ? ExportThread(sink: head) : nil
         defer { exportThread?.finish() }
         let pipeline = Pipeline(sink: exportThread ?? head, options: pipelineOptions)
+        let upkeep = Upkeep(statsSeconds: input.statsSeconds)
         var driver = CaptureDriver(captureFilter: input.filter, maxPackets: input.count)
-        driver.shouldStop = { Signals.stop }
-        if live == nil, let path = input.write {
-            do { driver.packetWriter = try PacketWriter(path: path) } catch {
-                Diagnostics.error(error.message)
+        driver.shouldStop = {
+            upkeep.tick(pipeline: pipeline, source: nil, live: false)
+            return Signals.stop
+        }
+        var packetWriter: PacketWriter? = nil
+        if let path = input.write {
+            let writer = PacketWriter(path: path, rotation: rotation ?? RotationPolicy()) { Diagnostics.error($0) }
+            if let problem = writer.prepare(now: Timestamp(seconds: Int64(time(nil)), nanoseconds: 0)) {
+                Diagnostics.error(problem)
                 return Exit.outputFailed
             }
+            packetWriter = writer
         }
-        defer {
-            if let writer = driver.packetWriter {
-                writer.close()
-                if writer.otherLinkType > 0 {
-                    Diagnostics.warning("-w: \(writer.otherLinkType) packets of another link type than the first were not written to '\(writer.path)'")
-                }
-            }
+        if let live {
+            live.source.saver = packetWriter
+            upkeep.packets = packetWriter
+            upkeep.rotating = rotating
+        } else {
+            driver.packetWriter = packetWriter
         }
+        // An early return still puts the packets written so far in place.
+        defer { _ = packetWriter?.close() }
         var outcomes: [InputOutcome] = []
         for (i, set) in sets.enumerated() {
             // Separate captures are never one stream: what is open at the end of one ends there.
@@ -163,16 +193,25 @@ struct Frontend {
             if outcome.stopsRun { return code.rawValue }
         }
         if let live {
-            code = max(code, ExitStatus(rawValue: live.run(pipeline: pipeline)) ?? .damaged)
+            code = max(code, ExitStatus(rawValue: live.run(pipeline: pipeline, upkeep: upkeep)) ?? .damaged)
         }
         // Not one input could be read: the error lines say why, and no empty table or HAR is
         // written (an empty capture, by contrast, gives a valid empty output).
         if !outcomes.contains(where: \.analysed) && live == nil && code != .ok && !sets.isEmpty { return code.rawValue }
         pipeline.finish()
         exportThread?.finish()
+        if let writer = packetWriter {
+            if !writer.close() {
+                if writer.lost > 0 { Diagnostics.error("-w: \(writer.lost) packets could not be written") }
+                code = max(code, .outputFailed)
+            }
+            if writer.otherLinkType > 0 {
+                Diagnostics.warning("-w: \(writer.otherLinkType) packets of another link type than the first were not written to '\(writer.path)'")
+            }
+        }
         do {
             try sink.finish(comment: comments.isEmpty ? nil : comments.joined(separator: "; "))
-            try out.commit()
+            try out?.commit()
         } catch {
             Diagnostics.error(error.message)
             return Exit.outputFailed

@@ -6,6 +6,8 @@ import Glibc
 /// Set by SIGINT/SIGTERM; the pipeline checks it between packets and stops cleanly, so every
 /// pending transaction is still flushed and written.
 nonisolated(unsafe) var stopRequested: sig_atomic_t = 0
+/// Set by SIGHUP in a live capture writing files: the outputs are completed and new ones begun.
+nonisolated(unsafe) var reopenRequested: sig_atomic_t = 0
 
 enum Signals {
     /// SIGINT and SIGTERM ask for a clean stop; a second one ends the process at once (the
@@ -14,26 +16,77 @@ enum Signals {
     /// SIGPIPE is ignored: a reader that went away (`| head`) is an EPIPE on write, handled by
     /// `OutputFile` (a quiet end, exit 0).
     static func install() {
-        for number in [SIGINT, SIGTERM] {
-            var action = sigaction()
-            action.__sigaction_handler.sa_handler = { number in
-                stopRequested = 1
-                signal(number, SIG_DFL)
-            }
-            sigemptyset(&action.sa_mask)
-            action.sa_flags = 0
-            sigaction(number, &action, nil)
-        }
+        for number in [SIGINT, SIGTERM] { handle(number, stopHandler) }
         signal(SIGPIPE, SIG_IGN)
         OutputFile.readerWentAway = { exit(0) }
-        // A parent may have left these blocked (the mask is inherited across exec).
-        var set = sigset_t()
-        sigemptyset(&set)
-        sigaddset(&set, SIGINT)
-        sigaddset(&set, SIGTERM)
-        sigprocmask(SIG_UNBLOCK, &set, nil)
     }
     static var stop: Bool { stopRequested != 0 }
+
+    /// Asks for a clean stop, and gives the signal its default action back.
+    private static let stopHandler: @convention(c) (Int32) -> Void = { number in
+        stopRequested = 1
+        signal(number, SIG_DFL)
+    }
+
+    /// Installs `handler` for `number` without SA_RESTART, and unblocks the signal (a parent may
+    /// have left it blocked: the mask is inherited across exec).
+    private static func handle(_ number: Int32, _ handler: @convention(c) (Int32) -> Void) {
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = handler
+        sigemptyset(&action.sa_mask)
+        action.sa_flags = 0
+        sigaction(number, &action, nil)
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, number)
+        sigprocmask(SIG_UNBLOCK, &set, nil)
+    }
+
+    /// A live capture: SIGHUP completes the output files and begins new ones (logrotate's
+    /// convention: it moves the file away, then sends SIGHUP) when there are files (`reopens`);
+    /// writing to a terminal or a pipe, it is the hangup it is and stops the capture cleanly.
+    static func installHangup(reopens: Bool) {
+        handle(SIGHUP, reopens ? { _ in reopenRequested = 1 } : stopHandler)
+    }
+
+    /// Whether SIGHUP came since the last call.
+    static func takeReopen() -> Bool {
+        guard reopenRequested != 0 else { return false }
+        reopenRequested = 0
+        return true
+    }
+}
+
+/// What a run does between packets, by the wall clock: the `--stats` line; and in a live capture,
+/// once a second, `-G` periods that ended (quiet traffic still closes its file on time), SIGHUP,
+/// and pushing `-w`'s buffer to its file.
+final class Upkeep {
+    var heartbeat: Heartbeat?
+    /// Live only: the rotated transaction output (the export runs on this thread then).
+    var rotating: RotatingOutput? = nil
+    var packets: PacketWriter? = nil
+    private var lastSecond = 0
+
+    init(statsSeconds: Double?) {
+        heartbeat = statsSeconds.map(Heartbeat.init(interval:))
+    }
+
+    func tick(pipeline: Pipeline, source: PcapSource?, live: Bool) {
+        heartbeat?.beatIfDue(pipeline: pipeline, source: source)
+        guard live else { return }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        guard now.tv_sec != lastSecond else { return }
+        lastSecond = now.tv_sec
+        let wall = Timestamp(seconds: Int64(now.tv_sec), nanoseconds: Int64(now.tv_nsec))
+        if Signals.takeReopen() {
+            rotating?.rotator.reopen()
+            packets?.reopen()
+        }
+        rotating?.rotator.advance(to: wall)
+        packets?.advance(to: wall)
+        packets?.flush()
+    }
 }
 
 /// A live capture on one interface until a signal, a packet count or a duration ends it.
@@ -46,7 +99,8 @@ struct LiveCapture {
     static func open(interface: String, input: InputOptions) -> Result<LiveCapture, Frontend.Failure> {
         let source: PcapSource
         do {
-            source = try PcapSource.openLive(interface: interface, promiscuous: input.promiscuous, filter: input.filter)
+            source = try PcapSource.openLive(interface: interface, promiscuous: input.promiscuous, filter: input.filter,
+                                             bufferKiB: input.bufferKiB ?? PcapSource.defaultBufferKiB)
         } catch {
             return .failure(.init(message: error.message, code: Frontend.Exit.badInput))
         }
@@ -57,33 +111,27 @@ struct LiveCapture {
         if let user = input.user {
             if let problem = Privileges.drop(to: user) { return .failure(.init(message: problem, code: Frontend.Exit.badInput)) }
         }
-        if let path = input.write {
-            do { try source.startSaving(to: path) } catch {
-                return .failure(.init(message: error.message, code: Frontend.Exit.outputFailed))
-            }
-        }
         return .success(LiveCapture(interface: interface, input: input, source: source))
     }
 
-    func run(pipeline: Pipeline) -> Int32 {
+    func run(pipeline: Pipeline, upkeep: Upkeep) -> Int32 {
         var start = timespec()
         clock_gettime(CLOCK_MONOTONIC, &start)
         let duration = input.duration
-        var lastFlush = start.tv_sec
         let outcome = pipeline.run(source, maxPackets: input.count) {
             if Signals.stop { return true }
-            var now = timespec()
-            clock_gettime(CLOCK_MONOTONIC, &now)
-            if now.tv_sec != lastFlush { lastFlush = now.tv_sec; source.flushSaved() }
+            upkeep.tick(pipeline: pipeline, source: source, live: true)
             if let duration {
+                var now = timespec()
+                clock_gettime(CLOCK_MONOTONIC, &now)
                 let elapsed = Double(now.tv_sec - start.tv_sec) + Double(now.tv_nsec - start.tv_nsec) / 1e9
                 if elapsed >= duration { return true }
             }
             return false
         }
-        source.flushSaved()
         if let stats = source.statistics() {
-            Diagnostics.info("icy-sniff: \(stats.received) packets received by filter, \(stats.dropped) dropped by kernel, \(stats.interfaceDropped) dropped by interface")
+            let peak = Heartbeat.format(Double(Heartbeat.peakResidentBytes()) / 1_048_576)
+            Diagnostics.info("icy-sniff: \(stats.received) packets received by filter, \(stats.dropped) dropped by kernel, \(stats.interfaceDropped) dropped by interface; peak \(peak) MiB resident")
         }
         if case .damaged(let message) = outcome {
             Diagnostics.error("capture on '\(interface)' failed: \(message)")

@@ -52,4 +52,62 @@ import Testing
         let replay = try CLI.run(["-r", dir.appendingPathComponent("live.pcap").path, "--format", "tsv", "--quiet"])
         #expect(replay.text.split(separator: "\n").count == 7)
     }
+
+    /// A capture run as a service (scripts/live-rotation-check): -G 2 on the transactions and on
+    /// -w, SIGHUP after logrotate moved the file away and once without, --stats, -B.
+    @Test(.enabled(if: getuid() == 0, "needs root for network namespaces"), .timeLimit(.minutes(3)))
+    func rotationHangupHeartbeatAndBufferSize() throws {
+        let dir = CLI.temporaryDirectory()
+        let script = CLI.packageRoot.appendingPathComponent("scripts/live-rotation-check").path
+        let r = try CLI.run([CLI.binary, dir.path], executable: script)
+        try #require(r.status != 77, "environment cannot run the check: \(r.stderr)")
+        try #require(r.status == 0, "\(r.stderr)")
+        func url(_ name: String) -> URL { dir.appendingPathComponent(name) }
+        func rows(_ name: String) throws -> [[String: Any]] {
+            try String(contentsOf: url(name), encoding: .utf8).split(separator: "\n").map {
+                try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
+            }
+        }
+        func targets(_ rows: [[String: Any]]) -> [String] { rows.map { "\($0["method"]!) \($0["target"]!)" } }
+        let requests = try String(contentsOf: url("requests.txt"), encoding: .utf8).split(separator: "\n").map(String.init)
+        try #require(requests.count == 12)
+        #expect(targets(try rows("all.ndjson")) == requests)
+
+        // -G 2 over about 7 s: several files, each whole NDJSON, together every transaction.
+        let names = try FileManager.default.contentsOfDirectory(atPath: url("rotated").path).sorted()
+        let ndjson = names.filter { $0.hasPrefix("http-") && $0.hasSuffix(".ndjson") }
+        let pcaps = names.filter { $0.hasPrefix("packets-") && $0.hasSuffix(".pcap") }
+        #expect(ndjson.count >= 3, "\(names)")
+        #expect(pcaps.count >= 3, "\(names)")
+        #expect(names.allSatisfy { !$0.hasPrefix(".") }, "no temporary file left: \(names)")
+        let rotated = try ndjson.flatMap { try rows("rotated/\($0)") }
+        #expect(targets(rotated).sorted() == requests.sorted())
+        // The rotated packets, read back in order as one stream: the same 12 transactions.
+        let replay = try CLI.run(pcaps.flatMap { ["-r", url("rotated/\($0)").path] } + ["--format", "ndjson", "-q"])
+        #expect(replay.status == 0, "\(replay.stderr)")
+        #expect(replay.text.split(separator: "\n").count == 12)
+
+        // SIGHUP: the file logrotate moved away holds batch 1; the file that came back under the
+        // name holds batch 2; the name still held at the end, batch 3 went to the next number.
+        #expect(targets(try rows("hup/moved-1.ndjson")).allSatisfy { $0.contains("batch=1") })
+        #expect(targets(try rows("hup/http.ndjson")).allSatisfy { $0.contains("batch=2") })
+        #expect(targets(try rows("hup/http.1.ndjson")).allSatisfy { $0.contains("batch=3") })
+        let hup = try rows("hup/moved-1.ndjson") + rows("hup/http.ndjson") + rows("hup/http.1.ndjson")
+        #expect(targets(hup) == requests, "nothing lost, nothing twice")
+
+        // The start line says what is captured; --stats prints a line a second with the figures.
+        let stderr = try String(contentsOf: url("stderr-rotated.txt"), encoding: .utf8)
+        #expect(stderr.contains("listening on vc") && stderr.contains("filter 'tcp port 8080'"), "\(stderr)")
+        let stats = stderr.split(separator: "\n").filter { $0.contains(": stats ") }
+        #expect(stats.count >= 5, "\(stderr)")
+        #expect(stats.allSatisfy { $0.contains("dropped 0 by kernel") && $0.contains("connections open") && $0.contains("MiB resident") }, "\(stats)")
+        #expect(stats.last?.contains("12 transactions") == true, "\(stats)")
+        #expect(stderr.contains("dropped by kernel") && stderr.contains("peak"), "the final line: \(stderr)")
+
+        // -B reaches libpcap: the packet ring it maps grows with it (8x the KiB, 8x the ring).
+        let small = Int(try String(contentsOf: url("ring-4096.txt"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        let large = Int(try String(contentsOf: url("ring-32768.txt"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        #expect(small >= 4096 * 1024, "ring \(small)")
+        #expect(large == 8 * small, "rings \(small), \(large)")
+    }
 }

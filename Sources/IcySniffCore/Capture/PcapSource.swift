@@ -36,13 +36,12 @@ public final class PcapSource {
     private var pcapng: PcapngReader? = nil
     private var pcapngFile: UnsafeMutablePointer<FILE>? = nil
     private var pcapngSnaplen: Int32 = 0
-    /// `-w` with `-r`: every packet returned is also written there.
+    /// `-w`: every packet returned is also written there (live, or with `-r` after the filter).
     public var saver: PacketWriter? = nil
     /// TLS key logs from Decryption Secrets Blocks, read since the last `takeSecrets`.
     public private(set) var pendingSecrets: String? = nil
     /// The decompressing stream's cookie (gzip or zstd), for its error text.
     private var gzipCookie: UnsafeMutableRawPointer?
-    private var dumper: OpaquePointer? = nil
     /// Live captures read in non-blocking mode and wait in poll(2), so a signal or a time limit
     /// is noticed within `pollMilliseconds` whatever the traffic.
     private var selectableFD: Int32 = -1
@@ -101,7 +100,6 @@ public final class PcapSource {
     static let fileBufferSize = 1 << 20
 
     deinit {
-        if let dumper { pcap_dump_close(dumper) }
         if let handle { pcap_close(handle) }
         pcapng = nil
         if let pcapngFile { fclose(pcapngFile) }
@@ -260,9 +258,14 @@ public final class PcapSource {
         return detail
     }
 
-    /// Opens a live capture: whole packets, immediate delivery, optional promiscuous mode.
+    /// The kernel buffer of a live capture when `-B` does not say (docs/BENCHMARK.md measures it).
+    public static let defaultBufferKiB = 16 << 10
+
+    /// Opens a live capture: whole packets, immediate delivery, optional promiscuous mode, a
+    /// kernel buffer of `bufferKiB` (`-B`, as tcpdump's).
     public static func openLive(interface: String, snaplen: Int32 = 262_144, promiscuous: Bool = false,
-                                filter: String? = nil, readTimeoutMilliseconds: Int32 = 200) throws(CaptureError) -> PcapSource {
+                                filter: String? = nil, bufferKiB: Int = defaultBufferKiB,
+                                readTimeoutMilliseconds: Int32 = 200) throws(CaptureError) -> PcapSource {
         var errbuf = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
         guard let handle = pcap_create(interface, &errbuf) else {
             throw .liveCaptureFailed(interface: interface, reason: String(cString: errbuf))
@@ -271,7 +274,7 @@ public final class PcapSource {
         pcap_set_promisc(handle, promiscuous ? 1 : 0)
         pcap_set_immediate_mode(handle, 1)
         pcap_set_timeout(handle, readTimeoutMilliseconds)
-        pcap_set_buffer_size(handle, 16 << 20)
+        pcap_set_buffer_size(handle, Int32(clamping: bufferKiB * 1024))
         // Nanoseconds where the interface has them; whatever libpcap ends up giving is read back
         // after activation (`nanosecondsPerTick`), never assumed.
         _ = pcap_set_tstamp_precision(handle, Int32(PCAP_TSTAMP_PRECISION_NANO))
@@ -330,7 +333,6 @@ public final class PcapSource {
             let caplen = Int(h.caplen)
             packetsRead &+= 1
             bytesRead &+= UInt64(caplen) &+ 16
-            if let dumper { pcap_dump(UnsafeMutableRawPointer(dumper).assumingMemoryBound(to: UInt8.self), header, data) }
             let ts = Timestamp(seconds: Int64(h.ts.tv_sec), nanoseconds: Int64(h.ts.tv_usec) &* nanosecondsPerTick)
             let packet = CapturedPacket(bytes: UnsafeRawBufferPointer(start: data, count: caplen), timestamp: ts, wireLength: Int(h.len))
             if let saver { saver.write(packet, dlt: dlt, snaplen: snaplen) }
@@ -432,20 +434,6 @@ public final class PcapSource {
         return CapturedPacket(bytes: UnsafeRawBufferPointer(buffer), timestamp: ts, wireLength: max(Int(h[3]), Int(h[2])))
     }
 
-    /// Also saves every packet read to a pcap file (`-w`), as tcpdump does.
-    public func startSaving(to path: String) throws(OutputError) {
-        guard let handle else { return }
-        guard let d = pcap_dump_open(handle, path) else {
-            throw OutputError(message: "cannot write '\(path)': \(String(cString: pcap_geterr(handle)))")
-        }
-        dumper = d
-    }
-
-    /// Flushes the `-w` file (call at the end, or periodically in live captures).
-    public func flushSaved() {
-        if let dumper { pcap_dump_flush(dumper) }
-    }
-
     /// How far into the file reading has come, in file bytes (compressed bytes for gzip).
     public var inputPosition: Int64 {
         guard inputFD >= 0, handle != nil else { return inputSize }
@@ -465,7 +453,4 @@ public final class PcapSource {
         guard pcap_stats(handle, &st) == 0 else { return nil }
         return (st.ps_recv, st.ps_drop, st.ps_ifdrop)
     }
-
-    /// The underlying handle, for the pcap writer (`-w`).
-    var rawHandle: OpaquePointer? { handle }
 }

@@ -74,6 +74,9 @@ public final class HARWriter: TransactionSink {
 
     public var count: Int { index.count }
 
+    /// The bytes of the entries and connections waiting to be written.
+    public var pendingBytes: Int { spill.size + connectionSpill.size }
+
     /// Writes the whole document.
     public func write(to out: OutputFile, comment: String? = nil) {
         index.sort { ($0.start, $0.sequence) < ($1.start, $1.sequence) }

@@ -20,6 +20,10 @@ public final class OutputFile {
     private var failed: String? = nil
     private var committed = false
     private let inMemory: Bool
+    /// Bytes written so far, buffered or not (`-C` rotates on it).
+    public private(set) var bytesWritten = 0
+    /// Where `commit()` puts the file (nil: standard output or memory).
+    public var path: String? { finalPath }
 
     /// Standard output.
     public init() {
@@ -121,16 +125,19 @@ public final class OutputFile {
     nonisolated(unsafe) public static var readerWentAway: (() -> Never)? = nil
 
     @inline(__always) public func write(_ bytes: [UInt8]) {
+        bytesWritten &+= bytes.count
         buffer.append(contentsOf: bytes)
         if buffer.count >= 1 << 16 && !inMemory { flush() }
     }
 
     @inline(__always) public func write(_ bytes: UnsafeBufferPointer<UInt8>) {
+        bytesWritten &+= bytes.count
         buffer.append(contentsOf: bytes)
         if buffer.count >= 1 << 16 && !inMemory { flush() }
     }
 
     public func write(_ s: String) {
+        bytesWritten &+= s.utf8.count
         buffer.append(contentsOf: s.utf8)
         if buffer.count >= 1 << 16 && !inMemory { flush() }
     }
@@ -162,7 +169,9 @@ public final class OutputFile {
     }
 
     /// Flushes and, for a file, moves it into place. Throws if anything could not be written.
-    public func commit() throws(OutputError) {
+    /// `name`: another final name in the same directory (a rotated output chooses it when the
+    /// file is complete, so a name that was freed meanwhile — logrotate moved it — is used).
+    public func commit(as renamed: String? = nil) throws(OutputError) {
         if inMemory {
             if let failed { throw OutputError(message: "cannot write the output: \(failed)") }
             return
@@ -172,7 +181,7 @@ public final class OutputFile {
         if let failed {
             throw OutputError(message: "cannot write \(finalPath.map { "'\($0)'" } ?? name): \(failed)")
         }
-        guard let finalPath else { return }
+        guard var finalPath else { return }
         guard let temporaryPath else {
             // Written directly (a device or FIFO): nothing to move.
             close(fd)
@@ -183,6 +192,7 @@ public final class OutputFile {
             throw OutputError(message: "cannot write '\(finalPath)': \(String(cString: strerror(errno)))")
         }
         close(fd)
+        if let renamed { finalPath = renamed }
         if rename(temporaryPath, finalPath) != 0 {
             let reason = String(cString: strerror(errno))
             unlink(temporaryPath)

@@ -16,6 +16,12 @@ public enum OutputFormat: String, CaseIterable, Sendable {
 /// The end of a sink chain: a writer that also puts its output in place when the run ends.
 public protocol OutputSink: TransactionSink {
     func finish(comment: String?) throws(OutputError)
+    /// Bytes that `finish` will still write (a HAR's spilled entries): `-C` counts them.
+    var pendingBytes: Int { get }
+}
+
+extension OutputSink {
+    public var pendingBytes: Int { 0 }
 }
 
 /// HAR 1.2: the whole document is written at the end (entries are spilled as they come).
@@ -26,6 +32,7 @@ public final class HAROutput: OutputSink {
     public func consume(_ transaction: Transaction) { writer.consume(transaction) }
     public func connectionFinished(_ connection: Connection) { writer.connectionFinished(connection) }
     public func finish(comment: String?) throws(OutputError) { writer.write(to: output, comment: comment) }
+    public var pendingBytes: Int { writer.pendingBytes }
 }
 
 /// Table, TSV, CSV and NDJSON: one row as each transaction completes.
@@ -53,23 +60,45 @@ public struct SinkFactory {
 
     public init(format: OutputFormat) { self.format = format }
 
+    /// `-G`, `-C`, `-W` (and `SIGHUP`): the output is a series of files named after `pattern`.
+    public var rotation: RotationPolicy? = nil
+
     /// The chain's head (what the pipeline, or the export thread, feeds) and its end (what is
     /// finished when the run ends).
     public func make(writingTo output: OutputFile) -> (head: TransactionSink, output: OutputSink) {
-        if connections {
-            let list = ConnectionListWriter(output: output, format: format)
-            return (list, list)
-        }
-        let end: OutputSink
+        chain(ending: makeWriter(output))
+    }
+
+    /// The same chain into rotated files named after `pattern`: one writer per file, while the
+    /// cache judgement and the filter keep their state from one file to the next.
+    public func make(rotating pattern: String) -> (head: TransactionSink, output: RotatingOutput) {
+        let format = self.format, connections = self.connections
+        let end = RotatingOutput(naming: RotationNaming(pattern: pattern, policy: rotation ?? RotationPolicy()),
+                                 connectionOpensFile: { connection in
+                                     // A line of --connections; a HAR's TLS connection (its transactions may be encrypted).
+                                     connections || (format == .har && connection.tls != nil)
+                                 },
+                                 makeSink: { output in makeWriter(output) })
+        let chain = chain(ending: end)
+        return (chain.head, end)
+    }
+
+    /// The writer of one file.
+    private func makeWriter(_ output: OutputFile) -> OutputSink {
+        if connections { return ConnectionListWriter(output: output, format: format) }
         switch format {
         case .har:
-            end = HAROutput(writer: HARWriter(options: options), output: output)
+            return HAROutput(writer: HARWriter(options: options), output: output)
         case .table, .tsv, .csv, .ndjson:
             let writer = TableWriter(format: TableFormat(format), output: output, options: options, fields: fields)
             writer.flushEachRow = flushEachRow
             writer.writesHeader = writesHeader
-            end = TabularOutput(writer: writer)
+            return TabularOutput(writer: writer)
         }
+    }
+
+    private func chain(ending end: OutputSink) -> (head: TransactionSink, output: OutputSink) {
+        if connections { return (end, end) }
         let filtered: TransactionSink = filter.isEmpty ? end : FilteringSink(filter: filter, next: end)
         return (CacheJudgingSink(next: filtered), end)
     }

@@ -26,6 +26,9 @@ final class SpillStore {
 
     deinit { if let file { fclose(file) } }
 
+    /// Bytes appended so far.
+    var size: Int { fileSize + memory.count }
+
     /// Appends and returns the offset of the first byte.
     func append(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
         // Spill before the buffer would grow past its limit (growing would double its capacity).
