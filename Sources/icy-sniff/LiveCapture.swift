@@ -129,6 +129,16 @@ struct LiveCapture {
             }
             return false
         }
+        if outcome == .interrupted && pipeline.stats.packets < input.count ?? .max {
+            // The kernel hands packets over in blocks (at least every 10 ms): what it holds when
+            // the stop came is still read, for up to 50 ms or until the ring is drained.
+            let idle = source.idleReads
+            let until = Heartbeat.monotonicSeconds() + 0.05
+            usleep(20_000)
+            _ = pipeline.run(source, maxPackets: input.count) {
+                source.idleReads != idle || Heartbeat.monotonicSeconds() >= until
+            }
+        }
         if let stats = source.statistics() {
             let peak = Heartbeat.format(Double(Heartbeat.peakResidentBytes()) / 1_048_576)
             Diagnostics.info("icy-sniff: \(stats.received) packets received by filter, \(stats.dropped) dropped by kernel, \(stats.interfaceDropped) dropped by interface; peak \(peak) MiB resident")

@@ -46,6 +46,8 @@ public final class PcapSource {
     /// is noticed within `pollMilliseconds` whatever the traffic.
     private var selectableFD: Int32 = -1
     private let pollMilliseconds: Int32 = 200
+    /// Live: reads that found nothing to return (the ring is drained).
+    public private(set) var idleReads: UInt64 = 0
     public private(set) var packetsRead: UInt64 = 0
     /// The descriptor the capture is read from (files), for progress reports.
     private var inputFD: Int32 = -1
@@ -261,18 +263,24 @@ public final class PcapSource {
     /// The kernel buffer of a live capture when `-B` does not say (docs/BENCHMARK.md measures it).
     public static let defaultBufferKiB = 16 << 10
 
-    /// Opens a live capture: whole packets, immediate delivery, optional promiscuous mode, a
-    /// kernel buffer of `bufferKiB` (`-B`, as tcpdump's).
+    /// Opens a live capture: whole packets, optional promiscuous mode, a kernel buffer of
+    /// `bufferKiB` (`-B`, as tcpdump's).
+    ///
+    /// Not libpcap's immediate mode: on Linux it means TPACKET_V2, a ring of fixed slots each as
+    /// large as the largest frame (64 KiB with segmentation offload on), so 16 MiB hold only a
+    /// few hundred packets and bursts are dropped (measured: drops from 500 Mbit/s). Without it,
+    /// TPACKET_V3 packs packets into blocks that the kernel hands over when full or after
+    /// `readTimeoutMilliseconds`: no drops at 3 Gbit/s on the same machine, rows written 5–15 ms
+    /// after the response's last packet (docs/BENCHMARK.md, live capture).
     public static func openLive(interface: String, snaplen: Int32 = 262_144, promiscuous: Bool = false,
                                 filter: String? = nil, bufferKiB: Int = defaultBufferKiB,
-                                readTimeoutMilliseconds: Int32 = 200) throws(CaptureError) -> PcapSource {
+                                readTimeoutMilliseconds: Int32 = 10) throws(CaptureError) -> PcapSource {
         var errbuf = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
         guard let handle = pcap_create(interface, &errbuf) else {
             throw .liveCaptureFailed(interface: interface, reason: String(cString: errbuf))
         }
         pcap_set_snaplen(handle, snaplen)
         pcap_set_promisc(handle, promiscuous ? 1 : 0)
-        pcap_set_immediate_mode(handle, 1)
         pcap_set_timeout(handle, readTimeoutMilliseconds)
         pcap_set_buffer_size(handle, Int32(clamping: bufferKiB * 1024))
         // Nanoseconds where the interface has them; whatever libpcap ends up giving is read back
@@ -342,6 +350,7 @@ public final class PcapSource {
                 var pfd = pollfd(fd: selectableFD, events: Int16(POLLIN), revents: 0)
                 _ = poll(&pfd, 1, pollMilliseconds)
             }
+            idleReads &+= 1
             return .timeout
         case -2:
             if let cookie = gzipCookie, let err = icy_gzip_error(cookie) {
