@@ -103,6 +103,16 @@ public final class Pipeline {
                 }
                 if let maxPackets, counts.packets >= maxPackets { return .interrupted }
             case .timeout:
+                // A quiet live capture: packet time stands still, so idle connections are ended
+                // by the clock (the kernel's packet timestamps are the same realtime clock).
+                if let idleLimit {
+                    let now = Timestamp.now()
+                    if now.nanoseconds - lastIdleCheck.nanoseconds > 10_000_000_000 {
+                        lastIdleCheck = now
+                        table.expire(now: now, idleLongerThan: idleLimit)
+                        collectDecoderCounts(&decoder)
+                    }
+                }
                 continue
             case .end:
                 return .completed

@@ -158,7 +158,7 @@ struct Frontend {
         var packetWriter: PacketWriter? = nil
         if let path = input.write {
             let writer = PacketWriter(path: path, rotation: rotation ?? RotationPolicy()) { Diagnostics.error($0) }
-            if let problem = writer.prepare(now: Timestamp(seconds: Int64(time(nil)), nanoseconds: 0)) {
+            if let problem = writer.prepare(now: Timestamp.now()) {
                 Diagnostics.error(problem)
                 return Exit.outputFailed
             }

@@ -30,7 +30,7 @@ struct Heartbeat {
         let elapsed = now - lastTime
         lastTime = now
         let stats = pipeline.stats
-        var line = "icy-sniff: stats \(Timestamp(seconds: Int64(time(nil)), nanoseconds: 0).iso8601(fractionDigits: 0)): "
+        var line = "icy-sniff: stats \(Timestamp.now().iso8601(fractionDigits: 0)): "
         line += "\(stats.packets) packets (+\(stats.packets &- lastPackets))"
         if let counters = source?.statistics() {
             line += ", dropped \(counters.dropped) by kernel (+\(counters.dropped &- lastDropped)), "

@@ -65,7 +65,7 @@ final class Upkeep {
     /// Live only: the rotated transaction output (the export runs on this thread then).
     var rotating: RotatingOutput? = nil
     var packets: PacketWriter? = nil
-    private var lastSecond = 0
+    private var lastSecond: Int64 = 0
 
     init(statsSeconds: Double?) {
         heartbeat = statsSeconds.map(Heartbeat.init(interval:))
@@ -74,11 +74,10 @@ final class Upkeep {
     func tick(pipeline: Pipeline, source: PcapSource?, live: Bool) {
         heartbeat?.beatIfDue(pipeline: pipeline, source: source)
         guard live else { return }
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        guard now.tv_sec != lastSecond else { return }
-        lastSecond = now.tv_sec
-        let wall = Timestamp(seconds: Int64(now.tv_sec), nanoseconds: Int64(now.tv_nsec))
+        let wall = Timestamp.now()
+        let second = wall.nanoseconds / 1_000_000_000
+        guard second != lastSecond else { return }
+        lastSecond = second
         if Signals.takeReopen() {
             rotating?.rotator.reopen()
             packets?.reopen()

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A capture time: nanoseconds since the Unix epoch (UTC).
 ///
 /// Capture normalises microsecond pcap, nanosecond pcap and per-interface pcapng resolution into
@@ -19,6 +23,13 @@ public struct Timestamp: Comparable, Hashable, Sendable {
     }
 
     public static let zero = Timestamp(nanoseconds: 0)
+
+    /// The realtime clock now (live captures: the clock the kernel stamps packets with).
+    public static func now() -> Timestamp {
+        var t = timespec()
+        clock_gettime(CLOCK_REALTIME, &t)
+        return Timestamp(seconds: Int64(t.tv_sec), nanoseconds: Int64(t.tv_nsec))
+    }
 
     @inlinable public static func < (a: Timestamp, b: Timestamp) -> Bool { a.nanoseconds < b.nanoseconds }
 

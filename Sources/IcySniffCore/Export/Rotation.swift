@@ -172,7 +172,7 @@ public final class Rotator<File: RotatedFile> {
     public func finish(comment: String?, ensureFile: Bool) {
         if current == nil && ensureFile && filesWritten == 0 {
             openFailed = false
-            _ = file(at: Timestamp(nanoseconds: Int64(time(nil)) * 1_000_000_000))
+            _ = file(at: .now())
         }
         close(comment: comment)
     }
@@ -265,7 +265,7 @@ public final class RotatingOutput: OutputSink {
 
     /// See `Rotator.prepare`.
     public func prepare() -> String? {
-        rotator.prepare(now: Timestamp(seconds: Int64(time(nil)), nanoseconds: 0))
+        rotator.prepare(now: Timestamp.now())
     }
 
     public func finish(comment: String?) throws(OutputError) {
