@@ -110,4 +110,32 @@ import Testing
         #expect(small >= 4096 * 1024, "ring \(small)")
         #expect(large == 8 * small, "rings \(small), \(large)")
     }
+
+    /// The systemd unit in contrib/ (scripts/service-check): systemd-analyze accepts it, and its
+    /// ExecStart runs without root, with only CAP_NET_RAW; reload (SIGHUP) completes the hour's
+    /// file and begins the next; stop (SIGTERM) loses nothing.
+    @Test(.enabled(if: getuid() == 0, "needs root for network namespaces"), .timeLimit(.minutes(2)))
+    func theServiceUnitRunsWithoutRoot() throws {
+        let dir = CLI.temporaryDirectory()
+        let script = CLI.packageRoot.appendingPathComponent("scripts/service-check").path
+        let r = try CLI.run([CLI.binary, dir.path], executable: script)
+        try #require(r.status != 77, "environment cannot run the check: \(r.stderr)")
+        try #require(r.status == 0, "\(r.stderr)")
+        let verify = try String(contentsOf: dir.appendingPathComponent("verify.txt"), encoding: .utf8)
+        #expect(verify.isEmpty || verify.contains("not available"), "systemd-analyze verify: \(verify)")
+        let stderr = try String(contentsOf: dir.appendingPathComponent("stderr.txt"), encoding: .utf8)
+        #expect(stderr.contains("listening on vc") && stderr.contains("exit 0"), "\(stderr)")
+        let log = dir.appendingPathComponent("log")
+        let files = try FileManager.default.contentsOfDirectory(atPath: log.path).sorted()
+        // One hour's name; SIGHUP completed the first file, so the rest went to the next number.
+        #expect(files.count == 2 && files.allSatisfy { $0.hasSuffix(".ndjson") && $0.contains("-http-") }, "\(files)")
+        var targets: [String] = []
+        for name in files {
+            let attributes = try FileManager.default.attributesOfItem(atPath: log.appendingPathComponent(name).path)
+            #expect((attributes[.ownerAccountID] as? NSNumber)?.intValue == 65534, "written as the unprivileged user: \(name)")
+            let text = try String(contentsOf: log.appendingPathComponent(name), encoding: .utf8)
+            targets += text.split(separator: "\n").map { (try! JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any])["target"] as! String }
+        }
+        #expect(targets.sorted() == ["/page.html?n=1", "/static/app.css?n=2", "/static/logo.png?n=3"])
+    }
 }
