@@ -47,8 +47,12 @@ public final class ConnectionListWriter: OutputSink {
             // A missing value is an empty cell in TSV/CSV (analytics tools then type a column of
             // numbers as numbers), "-" in the terminal table.
             let missing = format == .table ? "-" : ""
-            // Free text: escaped as the transactions' TSV/CSV escape it; the table shows it as is.
-            func text(_ t: String) -> String { format == .table ? t : TableWriter.escaped(t, tsv: format == .tsv) }
+            // Text from the wire (SNI, ALPN) and lists: escaped as the transactions' TSV/CSV
+            // escape them; in the table, control characters are shown as "?" (as the transactions'
+            // table shows them), so a client cannot drive the terminal with its server name.
+            func text(_ t: String) -> String {
+                format == .table ? TableWriter.printable(t) : TableWriter.escaped(t, tsv: format == .tsv)
+            }
             var rows = [columns]
             for s in summaries {
                 rows.append([
@@ -57,7 +61,8 @@ public final class ConnectionListWriter: OutputSink {
                     String(s.bytesFromClient), String(s.bytesFromServer), String(s.packets), String(s.gaps),
                     String(s.gapBytes), s.history.isEmpty ? missing : s.history,
                     s.weirds.isEmpty ? missing : text(s.weirds.map { $0.0.rawValue }.joined(separator: ",")),
-                    s.tls?.versionName ?? missing, s.tls?.sni ?? missing, s.tls?.alpn ?? missing, s.tls?.cipherName ?? missing,
+                    s.tls?.versionName ?? missing, s.tls?.sni.map(text) ?? missing, s.tls?.alpn.map(text) ?? missing,
+                    s.tls?.cipherName.map(text) ?? missing,
                     s.tls?.handshakeMilliseconds.map { String(format3: $0) } ?? missing,
                     s.tls.map { $0.resumed ? ($0.resumption ?? "yes") : "no" } ?? missing,
                     text(s.seenText ?? missing),

@@ -292,9 +292,17 @@ public final class TableWriter {
         return row
     }
 
+    /// Text for a terminal: control characters (C0, DEL, C1) as "?", so bytes from the wire
+    /// cannot move the cursor or send escape sequences.
+    static func printable(_ s: String) -> String {
+        String(String.UnicodeScalarView(s.unicodeScalars.map { c in
+            c.value < 0x20 || (0x7F...0x9F).contains(c.value) ? "?" : c
+        }))
+    }
+
     /// Shortens to `width` characters with an ellipsis in the middle (URLs keep both ends).
     private func fit(_ s: String, _ width: Int, keepEnd: Bool) -> String {
-        let chars = Array(s.map { $0.isASCII && ($0.asciiValue! < 0x20) ? "?" : $0 })
+        let chars = Array(Self.printable(s))
         if chars.count <= width { return String(chars) }
         if width <= 1 { return String(chars.prefix(width)) }
         if keepEnd {

@@ -86,6 +86,13 @@ struct Transcript {
     func collect(segmentSize: Int = 0, options: HTTPParserOptions = HTTPParserOptions(), handshake: Bool = true,
                  clientISN: UInt32 = 1000, serverISN: UInt32 = 5000) -> CollectingSink {
         let sink = CollectingSink()
+        feed(sink, segmentSize: segmentSize, options: options, handshake: handshake, clientISN: clientISN, serverISN: serverISN)
+        return sink
+    }
+
+    /// The conversation through a pipeline into `sink` (a writer, for output tests).
+    func feed(_ sink: TransactionSink, segmentSize: Int = 0, options: HTTPParserOptions = HTTPParserOptions(), handshake: Bool = true,
+              clientISN: UInt32 = 1000, serverISN: UInt32 = 5000) {
         var pipelineOptions = PipelineOptions()
         pipelineOptions.http = options
         let pipeline = Pipeline(sink: sink, options: pipelineOptions)
@@ -125,7 +132,6 @@ struct Transcript {
         send(.client, [.fin, .ack], [])
         send(.server, [.fin, .ack], [])
         pipeline.finish()
-        return sink
     }
 }
 

@@ -138,4 +138,36 @@ import Testing
         #expect(!looks([22, 3, 1, 0xFF, 0xFF, 1], 1), "longer than any record")
         #expect(!looks([22, 3], nil))
     }
+
+    /// A server name and ALPN protocols are the client's bytes: in `--connections` a tab or a
+    /// line break cannot shift TSV or CSV columns, and escape sequences do not reach a terminal.
+    @Test func namesFromTheWireAreEscapedInConnectionLists() throws {
+        let hello = Self.clientHello(sni: "evil\tname\u{1B}[2J,\"x\"", alpn: ["h2\nx"], earlyData: false)
+        // TLS 1.2: the ServerHello names the protocol chosen, in the clear.
+        let chosen = Array("h2\nx".utf8)
+        let serverHello = Self.serverHello(version: 0x0303, cipher: 0xC02F,
+                                           extensions: Self.ext(16, Self.u16(chosen.count + 1) + [UInt8(chosen.count)] + chosen))
+        let blocks: [(Transcript.Side, [UInt8])] = [(.client, Self.record(22, hello, version: 0x0301)), (.server, Self.record(22, serverHello))]
+        func list(_ format: OutputFormat) throws -> [String] {
+            let out = OutputFile(memory: true)
+            let writer = ConnectionListWriter(output: out, format: format)
+            Transcript(blocks: blocks).feed(writer)
+            try writer.finish(comment: nil)
+            return String(decoding: out.takeBytes(), as: UTF8.self).split(separator: "\n").map(String.init)
+        }
+        let tsv = try list(.tsv)
+        try #require(tsv.count == 2)
+        let header = tsv[0].split(separator: "\t", omittingEmptySubsequences: false)
+        let row = tsv[1].split(separator: "\t", omittingEmptySubsequences: false)
+        #expect(row.count == header.count, "\(tsv)")
+        let sni = try #require(header.firstIndex(of: "sni")), alpn = try #require(header.firstIndex(of: "alpn"))
+        #expect(row[sni] == "evil\\tname\u{1B}[2J,\"x\"")
+        #expect(row[alpn] == "h2\\nx")
+        // CSV (RFC 4180): cells with a comma, quote or line break are quoted, quotes doubled.
+        let csv = try list(.csv).joined(separator: "\n")
+        #expect(csv.contains(",\"evil\tname\u{1B}[2J,\"\"x\"\"\",\"h2\nx\","), "\(csv)")
+        let table = try list(.table)
+        #expect(table.count == 2, "\(table)")
+        #expect(!table.joined().contains("\u{1B}") && table[1].contains("evil?name?[2J"), "\(table)")
+    }
 }
