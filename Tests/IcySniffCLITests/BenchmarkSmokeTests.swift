@@ -5,7 +5,7 @@ import Foundation
 /// capture, with the binary under test, one run of each variant and no tshark. It checks that the
 /// script runs and reports, not how fast anything is.
 @Suite struct BenchmarkSmokeTests {
-    @Test(.timeLimit(.minutes(3)))
+    @Test(.timeLimit(.minutes(10)))
     func benchScriptRunsOnTheSampleCapture() throws {
         let r = try CLI.run(["python3", CLI.packageRoot.appendingPathComponent("scripts/bench").path,
                              "--capture", "captures/wikipedia.pcap", "--runs", "1", "--no-tshark", "--icy-sniff", CLI.binary],

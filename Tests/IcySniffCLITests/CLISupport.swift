@@ -1,6 +1,11 @@
 import Foundation
 
 /// Runs the built `icy-sniff` binary (next to the test bundle, or $ICY_SNIFF_BIN).
+///
+/// Time limits of the tests that run processes are 10 minutes or more: they catch a hang, never
+/// slowness (speed is scripts/bench's). Swift Testing's clock runs while a test waits for one of
+/// the cooperative threads, and on a 2-core machine other tests' blocking process waits hold both
+/// for minutes: 3-minute limits failed CI runs whose tests themselves took seconds.
 enum CLI {
     static let packageRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

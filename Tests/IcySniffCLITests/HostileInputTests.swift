@@ -59,7 +59,7 @@ extension CLI {
 
 /// Hostile and broken input: icy-sniff finishes, reports what it could, stays within memory bounds.
 @Suite(.serialized) struct HostileInputTests {
-    @Test(.timeLimit(.minutes(3)))
+    @Test(.timeLimit(.minutes(10)))
     func synFloodOfAMillionConnectionsStaysUnder256MiB() throws {
         var pcap = PcapBuilder()
         pcap.bytes.reserveCapacity(1_000_000 * 70)
@@ -103,7 +103,7 @@ extension CLI {
         return pcap
     }
 
-    @Test(.timeLimit(.minutes(3)))
+    @Test(.timeLimit(.minutes(10)))
     func hundredThousandPipelinedRequestsOnOneConnection() throws {
         let file = CLI.temporaryDirectory().appendingPathComponent("pipelined.pcap")
         try pipelined(100_000).write(to: file)
@@ -118,7 +118,7 @@ extension CLI {
     /// A 2 GiB response body (past 2^31, in 65,000-byte segments) streamed through `-r -` from a
     /// generator: nothing is written to disk, sizes are counted as the body passes, and with
     /// `--bodies` the kept copy stops at the documented 16 MiB cap (flagged) while the sizes stay exact.
-    @Test(.timeLimit(.minutes(4)))
+    @Test(.timeLimit(.minutes(10)))
     func twoGibibyteBodyIsCountedByStreaming() throws {
         let generator = #"""
         import struct, sys
@@ -197,7 +197,7 @@ extension CLI {
     /// With `--bodies`, transactions carry their bodies to the export thread: the hand-over is
     /// bounded in bytes as well as in transactions, so 48 responses of 2 MiB (96 MiB of bodies)
     /// never sit in the queue together.
-    @Test(.timeLimit(.minutes(3)))
+    @Test(.timeLimit(.minutes(10)))
     func keptBodiesOnTheirWayToTheExportThreadStayBounded() throws {
         var pcap = PcapBuilder()
         var c: UInt32 = 1000, s: UInt32 = 9000
@@ -244,7 +244,7 @@ extension CLI {
         #expect(lines.last?["status"] as? Int == 200)
     }
 
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(10)))
     func hundredThousandOutOfOrderSegmentsInOneFlow() throws {
         // A 1 MB response body in 100,000 segments of 10 bytes, sent last-first.
         var pcap = PcapBuilder()
@@ -314,7 +314,7 @@ extension CLI {
         return pcap
     }
 
-    @Test(.timeLimit(.minutes(6)))
+    @Test(.timeLimit(.minutes(10)))
     func sigintDuringALongReadWritesWhatWasAnalysed() throws {
         let pcap = Self.longCapture(requests: 50)
         let dir = CLI.temporaryDirectory()
@@ -333,7 +333,7 @@ extension CLI {
     /// A batch into --out-dir: nothing starts after the signal, the interrupted capture gets no
     /// file (a half HAR would look up to date), the next run analyses every one; and the report
     /// says it was interrupted. One long capture, read first (-j 1), and two short ones.
-    @Test(.timeLimit(.minutes(6)))
+    @Test(.timeLimit(.minutes(10)))
     func sigintDuringABatchWritesNoHalfFiles() throws {
         let long = Self.longCapture(requests: 5)
         let dir = CLI.temporaryDirectory()
@@ -363,7 +363,7 @@ extension CLI {
 
     /// `-r FIFO` with no writer, and an idle pipe on standard input, stop at SIGINT (no restart
     /// of the waiting open or read); a directory walk does not open FIFOs at all.
-    @Test(.timeLimit(.minutes(3)))
+    @Test(.timeLimit(.minutes(10)))
     func fifosAndIdlePipesStopPromptly() throws {
         let dir = CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

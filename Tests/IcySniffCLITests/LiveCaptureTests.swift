@@ -4,7 +4,7 @@ import Testing
 /// Live capture on a real interface: two network namespaces and a veth pair, nginx in one, curl
 /// in the other, icy-sniff capturing on the client's veth until SIGINT (scripts/live-capture-check).
 @Suite struct LiveCaptureTests {
-    @Test(.enabled(if: getuid() == 0, "needs root for network namespaces"), .timeLimit(.minutes(6)))
+    @Test(.enabled(if: getuid() == 0, "needs root for network namespaces"), .timeLimit(.minutes(10)))
     func keepAliveConditional304And404AreAllSeen() throws {
         let dir = CLI.temporaryDirectory()
         let script = CLI.packageRoot.appendingPathComponent("scripts/live-capture-check").path
@@ -55,7 +55,7 @@ import Testing
 
     /// A capture run as a service (scripts/live-rotation-check): -G 2 on the transactions and on
     /// -w, SIGHUP after logrotate moved the file away and once without, --stats, -B.
-    @Test(.enabled(if: getuid() == 0, "needs root for network namespaces"), .timeLimit(.minutes(6)))
+    @Test(.enabled(if: getuid() == 0, "needs root for network namespaces"), .timeLimit(.minutes(10)))
     func rotationHangupHeartbeatAndBufferSize() throws {
         let dir = CLI.temporaryDirectory()
         let script = CLI.packageRoot.appendingPathComponent("scripts/live-rotation-check").path
@@ -111,14 +111,10 @@ import Testing
         #expect(large == 8 * small, "rings \(small), \(large)")
     }
 
-    // The time limits of these tests are generous on purpose: Swift Testing's clock runs while a
-    // test waits for one of the (two, here) cooperative threads, which other tests' blocking
-    // process waits can hold for minutes; each script bounds its own waits (10 s for a stop).
-
     /// The systemd unit in contrib/ (scripts/service-check): systemd-analyze accepts it, and its
     /// ExecStart runs without root, with only CAP_NET_RAW; reload (SIGHUP) completes the hour's
     /// file and begins the next; stop (SIGTERM) loses nothing.
-    @Test(.enabled(if: getuid() == 0, "needs root for network namespaces"), .timeLimit(.minutes(6)))
+    @Test(.enabled(if: getuid() == 0, "needs root for network namespaces"), .timeLimit(.minutes(10)))
     func theServiceUnitRunsWithoutRoot() throws {
         let dir = CLI.temporaryDirectory()
         let script = CLI.packageRoot.appendingPathComponent("scripts/service-check").path
