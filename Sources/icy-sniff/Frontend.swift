@@ -152,7 +152,7 @@ struct Frontend {
         let upkeep = Upkeep(statsSeconds: input.statsSeconds)
         var driver = CaptureDriver(captureFilter: input.filter, maxPackets: input.count)
         driver.shouldStop = {
-            upkeep.tick(pipeline: pipeline, source: nil, live: false)
+            if upkeep.heartbeat != nil { upkeep.tick(pipeline: pipeline, source: nil, live: false, now: Heartbeat.monotonicSeconds()) }
             return Signals.stop
         }
         var packetWriter: PacketWriter? = nil

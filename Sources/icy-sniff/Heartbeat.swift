@@ -23,9 +23,8 @@ struct Heartbeat {
         lastTime = Self.monotonicSeconds()
     }
 
-    /// Prints a line when an interval has passed.
-    mutating func beatIfDue(pipeline: Pipeline, source: PcapSource?) {
-        let now = Self.monotonicSeconds()
+    /// Prints a line when an interval has passed (`now`: `monotonicSeconds()`).
+    mutating func beatIfDue(pipeline: Pipeline, source: PcapSource?, now: Double) {
         guard now - lastTime >= interval else { return }
         let elapsed = now - lastTime
         lastTime = now

@@ -71,13 +71,15 @@ final class Upkeep {
         heartbeat = statsSeconds.map(Heartbeat.init(interval:))
     }
 
-    func tick(pipeline: Pipeline, source: PcapSource?, live: Bool) {
-        heartbeat?.beatIfDue(pipeline: pipeline, source: source)
+    /// `now`: the monotonic clock (`Heartbeat.monotonicSeconds`), read once by the caller.
+    func tick(pipeline: Pipeline, source: PcapSource?, live: Bool, now: Double) {
+        heartbeat?.beatIfDue(pipeline: pipeline, source: source, now: now)
         guard live else { return }
-        let wall = Timestamp.now()
-        let second = wall.nanoseconds / 1_000_000_000
+        let second = Int64(now)
         guard second != lastSecond else { return }
         lastSecond = second
+        // Once a second: the realtime clock, which -G periods are made of.
+        let wall = Timestamp.now()
         if Signals.takeReopen() {
             rotating?.rotator.reopen()
             packets?.reopen()
@@ -114,19 +116,13 @@ struct LiveCapture {
     }
 
     func run(pipeline: Pipeline, upkeep: Upkeep) -> Int32 {
-        var start = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &start)
-        let duration = input.duration
+        // Asked before every read: one clock read serves the upkeep and the duration.
+        let end = input.duration.map { Heartbeat.monotonicSeconds() + $0 } ?? .infinity
         let outcome = pipeline.run(source, maxPackets: input.count) {
             if Signals.stop { return true }
-            upkeep.tick(pipeline: pipeline, source: source, live: true)
-            if let duration {
-                var now = timespec()
-                clock_gettime(CLOCK_MONOTONIC, &now)
-                let elapsed = Double(now.tv_sec - start.tv_sec) + Double(now.tv_nsec - start.tv_nsec) / 1e9
-                if elapsed >= duration { return true }
-            }
-            return false
+            let now = Heartbeat.monotonicSeconds()
+            upkeep.tick(pipeline: pipeline, source: source, live: true, now: now)
+            return now >= end
         }
         if outcome == .interrupted && pipeline.stats.packets < input.count ?? .max {
             // The kernel hands packets over in blocks (at least every 10 ms): what it holds when
