@@ -75,8 +75,7 @@ public final class OutputFile {
                 free(resolved)
             }
         }
-        let dir: String
-        if let slash = target.lastIndex(of: "/") { dir = String(target[..<slash]).isEmpty ? "/" : String(target[..<slash]) } else { dir = "." }
+        let dir = Self.directory(of: target)
         let base = target.split(separator: "/").last.map(String.init) ?? target
         var template = Array("\(dir)/.\(base).XXXXXX".utf8CString)
         let f = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
@@ -88,6 +87,12 @@ public final class OutputFile {
         finalPath = target
         temporaryPath = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         buffer.reserveCapacity(1 << 16)
+    }
+
+    /// The directory a path names its file in ("." for a bare name, "/" for one at the root).
+    static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return path[..<slash].isEmpty ? "/" : String(path[..<slash])
     }
 
     /// The process's file-creation mask. Read from /proc (Linux 4.7+) because the portable way,

@@ -111,7 +111,7 @@ public final class Rotator<File: RotatedFile> {
     public func file(at t: Timestamp) -> File? {
         advance(to: t)
         if current == nil && !openFailed {
-            do { current = try open(naming.path(period: period, number: 0)) } catch {
+            do { try openCurrent() } catch {
                 openFailed = true
                 failures += 1
                 onError(error.message)
@@ -120,22 +120,20 @@ public final class Rotator<File: RotatedFile> {
         return current
     }
 
+    private func openCurrent() throws(OutputError) {
+        current = try open(naming.path(period: period, number: 0))
+    }
+
     /// Before the run: without `-G`, opens the first file (so a path that cannot be written is
     /// said before anything is read); with it, checks that the current period's directory can
     /// be written. The problem, if any.
     public func prepare(now: Timestamp) -> String? {
         if naming.policy.seconds == nil {
-            var problem: String? = nil
-            let report = onError
-            onError = { problem = $0 }
-            _ = file(at: now)
-            onError = report
-            if problem != nil { failures -= 1 }
-            return problem
+            do { try openCurrent() } catch { return error.message }
+            return nil
         }
         let name = naming.path(period: naming.periodStart(of: now), number: 0)
-        let directory = name.lastIndex(of: "/").map { name[..<$0].isEmpty ? "/" : String(name[..<$0]) } ?? "."
-        if access(directory, W_OK) != 0 {
+        if access(OutputFile.directory(of: name), W_OK) != 0 {
             return "cannot write '\(name)': \(String(cString: strerror(errno)))"
         }
         return nil
