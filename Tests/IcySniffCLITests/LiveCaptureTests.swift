@@ -4,12 +4,19 @@ import Testing
 /// Live capture on a real interface: two network namespaces and a veth pair, nginx in one, curl
 /// in the other, icy-sniff capturing on the client's veth until SIGINT (scripts/live-capture-check).
 @Suite struct LiveCaptureTests {
-    @Test(.enabled(if: getuid() == 0, "needs root for network namespaces"), .timeLimit(.minutes(10)))
-    func keepAliveConditional304And404AreAllSeen() throws {
+    /// Runs scripts/NAME with the binary and a directory of its own for what it writes; a script
+    /// that cannot run here (exit 77: not root, no namespaces) makes the test fail with its reason.
+    static func check(_ name: String) throws -> (dir: URL, result: CLI.Result) {
         let dir = CLI.temporaryDirectory()
-        let script = CLI.packageRoot.appendingPathComponent("scripts/live-capture-check").path
+        let script = CLI.packageRoot.appendingPathComponent("scripts/\(name)").path
         let r = try CLI.run([CLI.binary, dir.path], executable: script)
         try #require(r.status != 77, "environment cannot run the check: \(r.stderr)")
+        return (dir, r)
+    }
+
+    @Test(.enabled(if: getuid() == 0, "needs root for network namespaces"), .timeLimit(.minutes(10)))
+    func keepAliveConditional304And404AreAllSeen() throws {
+        let (dir, r) = try Self.check("live-capture-check")
         #expect(r.status == 0, "\(r.stderr)")
         func read(_ name: String) throws -> String { try String(contentsOf: dir.appendingPathComponent(name), encoding: .utf8) }
 
@@ -57,10 +64,7 @@ import Testing
     /// -w, SIGHUP after logrotate moved the file away and once without, --stats, -B.
     @Test(.enabled(if: getuid() == 0, "needs root for network namespaces"), .timeLimit(.minutes(10)))
     func rotationHangupHeartbeatAndBufferSize() throws {
-        let dir = CLI.temporaryDirectory()
-        let script = CLI.packageRoot.appendingPathComponent("scripts/live-rotation-check").path
-        let r = try CLI.run([CLI.binary, dir.path], executable: script)
-        try #require(r.status != 77, "environment cannot run the check: \(r.stderr)")
+        let (dir, r) = try Self.check("live-rotation-check")
         try #require(r.status == 0, "\(r.stderr)")
         func url(_ name: String) -> URL { dir.appendingPathComponent(name) }
         func rows(_ name: String) throws -> [[String: Any]] {
@@ -116,10 +120,7 @@ import Testing
     /// file and begins the next; stop (SIGTERM) loses nothing.
     @Test(.enabled(if: getuid() == 0, "needs root for network namespaces"), .timeLimit(.minutes(10)))
     func theServiceUnitRunsWithoutRoot() throws {
-        let dir = CLI.temporaryDirectory()
-        let script = CLI.packageRoot.appendingPathComponent("scripts/service-check").path
-        let r = try CLI.run([CLI.binary, dir.path], executable: script)
-        try #require(r.status != 77, "environment cannot run the check: \(r.stderr)")
+        let (dir, r) = try Self.check("service-check")
         try #require(r.status == 0, "\(r.stderr)")
         let verify = try String(contentsOf: dir.appendingPathComponent("verify.txt"), encoding: .utf8)
         #expect(verify.isEmpty || verify.contains("not available"), "systemd-analyze verify: \(verify)")
