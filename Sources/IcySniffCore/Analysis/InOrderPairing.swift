@@ -51,7 +51,7 @@ final class InOrderPairing {
 
     func requestBegan(_ message: HTTPMessage) {
         depth += 1
-        let t = Transaction(connection: ConnectionSnapshot(connection), depth: depth, scheme: scheme)
+        let t = Transaction(connection: ConnectionSnapshot(connection, scheme: scheme), depth: depth, scheme: scheme, tunnel: connection.tunnel)
         t.request = message
         // Pipelined: an earlier request is still waiting for its response.
         if queue[head...].contains(where: { $0.response == nil || !$0.response!.ended }) { t.note(.pipelined) }
@@ -63,7 +63,7 @@ final class InOrderPairing {
             t.response = message
         } else {
             depth += 1
-            let t = Transaction(connection: ConnectionSnapshot(connection), depth: depth, scheme: scheme)
+            let t = Transaction(connection: ConnectionSnapshot(connection, scheme: scheme), depth: depth, scheme: scheme, tunnel: connection.tunnel)
             t.response = message
             t.note(.requestMissing)
             queue.append(t)
@@ -90,6 +90,14 @@ final class InOrderPairing {
             return .tunnel
         }
         return .none
+    }
+
+    /// The authority-form target of the CONNECT whose 2xx opened the tunnel (nil: none, or an
+    /// Upgrade's 101).
+    var tunnelTarget: String? {
+        guard let request = tunnelTransaction?.request, request.method == "CONNECT" else { return nil }
+        let target = request.targetString
+        return target.isEmpty || target.hasPrefix("/") ? nil : target
     }
 
     /// The connection switched to HTTP/2 after `Upgrade: h2c` and a 101: the upgrading
@@ -150,7 +158,7 @@ final class InOrderPairing {
 
     private func emit(_ t: Transaction) {
         guard !discarded else { return }
-        t.connection = ConnectionSnapshot(connection)
+        t.connection = ConnectionSnapshot(connection, scheme: scheme)
         if holding { held.append(t) } else { emitter.emit(t) }
     }
 }

@@ -37,7 +37,7 @@ final class StreamPairing {
     @discardableResult
     func open(_ stream: UInt32, request: HTTPMessage?, pushed: Bool = false) -> Transaction {
         depth += 1
-        let t = Transaction(connection: ConnectionSnapshot(connection), depth: depth, scheme: scheme)
+        let t = Transaction(connection: ConnectionSnapshot(connection, scheme: scheme), depth: depth, scheme: scheme, tunnel: connection.tunnel)
         t.request = request
         t.http2Stream = stream
         t.pushed = pushed
@@ -132,7 +132,7 @@ final class StreamPairing {
 
     private func close(_ stream: UInt32, _ t: Transaction) {
         open[stream] = nil
-        t.connection = ConnectionSnapshot(connection)
+        t.connection = ConnectionSnapshot(connection, scheme: scheme)
         emitter.emit(t)
     }
 }

@@ -14,7 +14,9 @@ public struct ConnectionSnapshot: Sendable {
     public var tlsVersion: String?
     public var sni: String?
 
-    init(_ c: Connection) {
+    /// The connection as a transaction of `scheme` sees it: the TLS fields only for one that
+    /// TLS carried (a CONNECT before a tunnel's TLS handshake was not).
+    init(_ c: Connection, scheme: String) {
         id = c.id
         client = c.client
         server = c.server
@@ -22,10 +24,11 @@ public struct ConnectionSnapshot: Sendable {
         synAckTime = c.synAckTime
         handshakeAckTime = c.handshakeAckTime
         midstream = c.clientHalf.midstream || c.serverHalf.midstream
-        tlsHandshakeStart = c.tls?.handshakeStart
-        tlsHandshakeEnd = c.tls?.handshakeEnd
-        tlsVersion = c.tls?.versionName
-        sni = c.tls?.sni
+        let tls = scheme == "https" ? c.tls : nil
+        tlsHandshakeStart = tls?.handshakeStart
+        tlsHandshakeEnd = tls?.handshakeEnd
+        tlsVersion = tls?.versionName
+        sni = tls?.sni
     }
 
     public var label: String { "C\(id)" }
@@ -73,11 +76,19 @@ public final class Transaction {
     /// HTTP/2 server push: the request is the server's PUSH_PROMISE, not the client's.
     public internal(set) var pushed = false
 
-    init(connection: ConnectionSnapshot, depth: Int, scheme: String = "http") {
+    /// `tunnel`: the proxy tunnel open on the connection when the transaction begins (decided
+    /// once: the CONNECT that opens one was not carried in it).
+    init(connection: ConnectionSnapshot, depth: Int, scheme: String = "http", tunnel: ProxyTunnel? = nil) {
         self.connection = connection
         self.depth = depth
         self.scheme = scheme
+        proxyTunnel = tunnel
+        if tunnel != nil { weirds.append(.tunnelled) }
     }
+
+    /// The proxy tunnel that carried the transaction (nil: none; the CONNECT that opened one
+    /// was not carried in it).
+    public let proxyTunnel: ProxyTunnel?
 
     /// The protocol as ALPN names it (and DevTools shows it): "h2" inside TLS, "h2c" in clear,
     /// else the HTTP/1.x version in lower case ("http/1.1"); "-" when no message says.
@@ -138,6 +149,11 @@ public final class Transaction {
             // HTTP/2's :authority stands for Host (RFC 9113 §8.3.1), and wins over one.
             if http2Stream != nil, let a = request.headers.first(.authority), !a.isEmpty { return a }
             if let h = request.headers.first(.host), !h.isEmpty { return h }
+        }
+        // Inside a proxy tunnel the server address is the proxy's: the target names the origin.
+        if let (host, port) = proxyTunnel?.hostAndPort {
+            guard let port, port != defaultPort else { return host }
+            return "\(host):\(port)"
         }
         let s = connection.server
         let addr = s.address.isIPv4 ? s.address.description : "[\(s.address.description)]"

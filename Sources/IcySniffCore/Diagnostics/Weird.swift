@@ -72,6 +72,8 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
     case smugglingSuspected = "request_smuggling_suspected"
     case interruptedByClose = "interrupted_by_connection_close"
     case tunnel = "tunnel"
+    case tunnelled = "tunnelled"
+    case socksRefused = "socks_refused"
     case notHTTP = "not_http"
     case pipelined = "pipelined_request"
 
@@ -179,6 +181,8 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
         case .interruptedByClose: return "the connection closed before the message ended"
         case .notHTTP: return "the connection's bytes are not HTTP (no request line with an HTTP version, no status line, no HTTP/0.9 GET answered like one: SMTP, FTP, IMAP, SIP, a binary protocol…); it has no transactions, and --connections shows what each side sent first"
         case .tunnel: return "CONNECT or Upgrade turned the rest of the connection into a tunnel"
+        case .tunnelled: return "the transaction was carried inside a proxy tunnel (after a CONNECT answered 2xx, or a SOCKS4/4a/5 handshake): its URL names the target the client asked the proxy for, its addresses are the proxy's; the connection's `tunnel` says which"
+        case .socksRefused: return "a SOCKS proxy refused the client's request (or no authentication method was acceptable): nothing was tunnelled"
         case .tlsKeysNotFound: return "a key log was given, but it has no secrets for this TLS connection (its ClientHello random); only the handshake is shown"
         case .tlsDecryptionFailed: return "a TLS record did not authenticate with the logged secrets (wrong keys, or a damaged record): nothing after it in that direction is decrypted, no garbage is passed on"
         case .tlsRecordLost: return "part of an encrypted TLS record was never captured: the record cannot be decrypted, its plaintext is a gap"

@@ -38,6 +38,7 @@ public final class ConnectionListWriter: OutputSink {
                 w.key("anomalies"); w.beginArray(); for (k, _) in s.weirds { w.string(k.rawValue) }; w.endArray()
                 if let tls = s.tls { ConnectionSummary.write(tls, to: w) }
                 if let n = s.notHTTP { ConnectionSummary.write(n, to: w) }
+                if let tunnel = s.tunnel { ConnectionSummary.write(tunnel, to: w) }
                 w.endObject()
                 w.append(0x0A)
                 output.write(w.buffer)

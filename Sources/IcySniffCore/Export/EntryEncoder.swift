@@ -42,6 +42,7 @@ enum EntryEncoder {
             w.optionalNumber("duration", tunnel.durationMilliseconds)
             w.endObject()
         }
+        if let via = t.proxyTunnel { ConnectionSummary.write(via, to: w, key: "_proxyTunnel") }
         if !t.interimResponses.isEmpty {
             w.key("_interimResponses"); w.beginArray()
             for m in t.interimResponses {

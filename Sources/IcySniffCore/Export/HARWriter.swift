@@ -169,6 +169,8 @@ public struct ConnectionSummary: Sendable {
     public var tls: TLSInfo?
     /// Set for a connection that is not HTTP: what it showed.
     public var notHTTP: NonHTTPSample?
+    /// Set when a proxy opened a tunnel on the connection.
+    public var tunnel: ProxyTunnel?
 
     public init(_ c: Connection) {
         id = c.id
@@ -187,16 +189,28 @@ public struct ConnectionSummary: Sendable {
         weirds = c.weirds.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         tls = c.tls
         notHTTP = c.notHTTP
+        tunnel = c.tunnel
     }
 
     /// `--connections`'s `seen` cell: for a connection that is not HTTP, why, and the first line
     /// of each side.
     var seenText: String? {
-        guard let n = notHTTP else { return nil }
-        var parts = ["not HTTP: \(n.reason)"]
-        if let c = n.client { parts.append("client: \(c)") }
-        if let s = n.server { parts.append("server: \(s)") }
-        return parts.joined(separator: "; ")
+        var parts: [String] = []
+        if let tunnel { parts.append(tunnel.description) }
+        if let n = notHTTP {
+            parts.append(tunnel == nil ? "not HTTP: \(n.reason)" : n.reason)
+            if let c = n.client { parts.append("client: \(c)") }
+            if let s = n.server { parts.append("server: \(s)") }
+        }
+        return parts.isEmpty ? nil : parts.joined(separator: "; ")
+    }
+
+    /// A proxy tunnel: `{"protocol": "SOCKS5", "target": "host:port"}`.
+    static func write(_ tunnel: ProxyTunnel, to w: JSONWriter, key: StaticString = "tunnel") {
+        w.key(key); w.beginObject()
+        w.string("protocol", tunnel.kind.rawValue)
+        w.string("target", tunnel.target)
+        w.endObject()
     }
 
     static func write(_ n: NonHTTPSample, to w: JSONWriter) {
@@ -224,6 +238,7 @@ public struct ConnectionSummary: Sendable {
         w.key("anomalies"); w.beginArray(); for (k, _) in weirds { w.string(k.rawValue) }; w.endArray()
         if let tls { Self.write(tls, to: w) }
         if let notHTTP { Self.write(notHTTP, to: w) }
+        if let tunnel { Self.write(tunnel, to: w) }
         w.endObject()
     }
 

@@ -44,12 +44,13 @@ public protocol HTTPParserDelegate: AnyObject {
     /// Data that is not HTTP where a message should start (counted, then skipped).
     func parserSkipped(_ weird: Weird, bytes: Int)
     /// Bytes of a tunnel (after a 101 or a CONNECT 2xx), for a delegate that reads what the
-    /// connection switched to (h2c after `Upgrade: h2c`). Counted by the parser either way.
-    func parserTunnelData(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp)
+    /// connection switched to (h2c after `Upgrade: h2c`, what a CONNECT tunnel carries), from the
+    /// parser of `role`'s direction. Counted by the parser either way.
+    func parserTunnelData(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from role: HTTPMessage.Kind)
 }
 
 extension HTTPParserDelegate {
-    public func parserTunnelData(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp) {}
+    public func parserTunnelData(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from role: HTTPMessage.Kind) {}
 }
 
 /// An incremental HTTP/1.x parser for one direction of a connection (requests or responses).
@@ -242,7 +243,7 @@ public final class HTTPStreamParser {
                 tunnelEnd = ts
                 tunnelBytes &+= UInt64(n - i)
                 let rest = UnsafeRawBufferPointer(rebasing: bytes[i..<n])
-                callout { delegate.parserTunnelData(rest, at: ts) }
+                callout { delegate.parserTunnelData(rest, at: ts, from: role) }
                 i = n
             case .resync:
                 i = consumeResync(bytes, from: i, offset: chunk.offset, at: ts)

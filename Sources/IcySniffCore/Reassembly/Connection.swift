@@ -62,6 +62,9 @@ public final class Connection {
     /// Set when the connection's bytes turned out not to be HTTP (another line protocol, a
     /// binary one): what each side sent first, as seen. Such a connection has no transactions.
     public internal(set) var notHTTP: NonHTTPSample? = nil
+    /// Set when a proxy opened a tunnel on the connection (a CONNECT answered 2xx, a SOCKS
+    /// request granted): what the client asked for. The transactions found inside it carry it.
+    public internal(set) var tunnel: ProxyTunnel? = nil
     /// What the connection's HTTP/2 session counted (nil: not HTTP/2).
     public internal(set) var http2: HTTP2Stats? = nil
     /// Zeek-style history letters (upper case: originator): S h a d f r g.
@@ -133,6 +136,30 @@ public struct HTTP2Stats: Sendable, Equatable {
 
 /// What a connection that is not HTTP showed: why it was judged so, and the first line (up to 80
 /// printable characters; other bytes as `.`) each side sent.
+/// A tunnel through a proxy: the protocol that opened it and the target the client named.
+public struct ProxyTunnel: Sendable, Equatable {
+    public enum Kind: String, Sendable {
+        case connect = "CONNECT", socks4 = "SOCKS4", socks4a = "SOCKS4a", socks5 = "SOCKS5"
+    }
+    public var kind: Kind
+    /// "host:port" as the client asked for it (an IPv6 address in brackets).
+    public var target: String
+
+    /// The target's host and port (nil port: none given).
+    var hostAndPort: (host: String, port: UInt16?) {
+        if target.hasPrefix("["), let close = target.firstIndex(of: "]") {
+            let host = String(target[...close])
+            let rest = target[target.index(after: close)...]
+            return (host, rest.hasPrefix(":") ? UInt16(rest.dropFirst()) : nil)
+        }
+        guard let colon = target.lastIndex(of: ":") else { return (target, nil) }
+        return (String(target[..<colon]), UInt16(target[target.index(after: colon)...]))
+    }
+
+    /// "SOCKS5 tunnel to web.example:8080".
+    public var description: String { "\(kind.rawValue) tunnel to \(target)" }
+}
+
 public struct NonHTTPSample: Sendable, Equatable {
     public var reason: String
     public var client: String?

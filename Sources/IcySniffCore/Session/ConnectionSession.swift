@@ -25,14 +25,27 @@ public protocol SessionFactory {
 
 /// The factory a pipeline uses, by content on any port: TLS where the first bytes are a TLS
 /// handshake record; HTTP/2 (h2c) where they are the client's connection preface, the server's
-/// SETTINGS, or, on a connection picked up mid-stream, HTTP/2 frames; HTTP/1.x otherwise.
+/// SETTINGS, or, on a connection picked up mid-stream, HTTP/2 frames; SOCKS where the client
+/// greets a SOCKS proxy; HTTP/1.x otherwise. What a proxy tunnel carries is chosen the same way.
 public struct StandardSessionFactory: SessionFactory {
     public var options: HTTPParserOptions
     /// TLS secrets (`--keylog`); nil: TLS connections show their handshakes only.
     public var keyLog: KeyLog?
+    /// How many proxy tunnels the connection is inside (CONNECT in SOCKS in CONNECT…).
+    private var tunnelDepth = 0
+    /// Tunnels nested deeper than this are left opaque.
+    static let maxTunnelDepth = 4
     public init(options: HTTPParserOptions, keyLog: KeyLog? = nil) {
         self.options = options
         self.keyLog = keyLog
+    }
+
+    /// The factory for what a proxy tunnel carries (nil: nested too deep; left opaque).
+    var insideTunnel: StandardSessionFactory? {
+        guard tunnelDepth < Self.maxTunnelDepth else { return nil }
+        var inner = self
+        inner.tunnelDepth += 1
+        return inner
     }
 
     public func makeSession(for connection: Connection, emitter: TransactionEmitter,
@@ -43,7 +56,10 @@ public struct StandardSessionFactory: SessionFactory {
         if let firstBytes, let preface = Self.http2Start(firstBytes, from: direction, on: connection) {
             return HTTP2Session(connection: connection, emitter: emitter, options: options, scheme: "http", expectsPreface: preface)
         }
-        return HTTP1Session(connection: connection, emitter: emitter, options: options, scheme: "http")
+        if let firstBytes, direction == .fromClient, !connection.clientHalf.midstream, SOCKSHandshake.isGreeting(firstBytes) {
+            return SOCKSSession(connection: connection, emitter: emitter, version: firstBytes[0], tunnels: insideTunnel)
+        }
+        return HTTP1Session(connection: connection, emitter: emitter, options: options, scheme: "http", tunnels: insideTunnel)
     }
 
     /// Whether a connection starts as HTTP/2 in clear, and if so whether the client's preface is
@@ -56,9 +72,11 @@ public struct StandardSessionFactory: SessionFactory {
         return nil
     }
 
-    /// A TLS record header or the HTTP/2 preface cut by the segmenting: more is needed to tell.
+    /// A TLS record header, the HTTP/2 preface or a SOCKS greeting cut by the segmenting: more
+    /// is needed to tell.
     public func needsMoreBytes(_ firstBytes: UnsafeRawBufferPointer) -> Bool {
         if firstBytes.count < 16 && !firstBytes.isEmpty && HTTP2FrameHeader.preface.starts(with: firstBytes) { return true }
+        if SOCKSHandshake.mayBeGreetingPrefix(firstBytes) { return true }
         return firstBytes.count < TLSRecordReader.bytesToRecognise && TLSRecordReader.mayBeginHandshakeRecord(firstBytes)
     }
 

@@ -32,7 +32,14 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
     private var firstServerBytes: [UInt8] = []
     private static let sampleLength = 128
 
-    init(connection: Connection, emitter: TransactionEmitter, options: HTTPParserOptions, scheme: String) {
+    /// Chooses the sessions of what a CONNECT tunnel carries (nil: tunnels stay opaque).
+    private let tunnels: StandardSessionFactory?
+    /// After a CONNECT answered 2xx: where the tunnel's bytes go.
+    private var tunnelRelay: TunnelRelay? = nil
+
+    init(connection: Connection, emitter: TransactionEmitter, options: HTTPParserOptions, scheme: String,
+         tunnels: StandardSessionFactory? = nil) {
+        self.tunnels = tunnels
         self.scheme = scheme
         self.connection = connection
         self.emitter = emitter
@@ -71,13 +78,17 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
     func missed(_ gap: StreamGap, from direction: Direction, on connection: Connection) {
         if let upgraded { return upgraded.missed(gap, from: direction, on: connection) }
         if verdict == .notHTTP { return }
-        parser(for: direction).gap(gap)
+        let parser = parser(for: direction)
+        let inTunnel = parser.isTunnel
+        parser.gap(gap)
+        if inTunnel { tunnelRelay?.missed(gap.length, at: gap.timestamp, from: direction) }
     }
 
     func ended(_ direction: Direction, reason: CloseReason, at timestamp: Timestamp, on connection: Connection) {
         if let upgraded { return upgraded.ended(direction, reason: reason, at: timestamp, on: connection) }
         if verdict == .notHTTP { return }
         parser(for: direction).finish(at: timestamp, reason: reason)
+        tunnelRelay?.ended(direction, reason: reason, at: timestamp)
     }
 
     func finished(_ connection: Connection, at timestamp: Timestamp) {
@@ -103,6 +114,7 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
         summary.end = [requestParser.tunnelEnd, responseParser.tunnelEnd].compactMap { $0 }.max()
         pairing.finish(tunnel: summary)
         upgraded?.finished(connection, at: timestamp)
+        tunnelRelay?.finished(at: timestamp)
     }
 
     @inline(__always) private func parser(for direction: Direction) -> HTTPStreamParser {
@@ -179,13 +191,16 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
     private func decideNotHTTP(_ reason: String) {
         verdict = .notHTTP
         pairing.discard()
-        connection.notHTTP = NonHTTPSample(reason: reason, client: NonHTTPSample.firstLine(firstClientBytes),
+        // Inside a CONNECT tunnel the connection did carry HTTP (the CONNECT): only what the
+        // tunnel carried is not.
+        let inTunnel = connection.tunnel != nil
+        connection.notHTTP = NonHTTPSample(reason: inTunnel ? "inside the tunnel, \(reason)" : reason, client: NonHTTPSample.firstLine(firstClientBytes),
                                            server: NonHTTPSample.firstLine(firstServerBytes))
         // What the HTTP parsers said about these bytes does not apply to them.
         for weird in [Weird.unexpectedClientData, .unexpectedServerData, .garbageSkipped, .badStatusLine, .badHeaderLine] {
             connection.forget(weird)
         }
-        connection.note(.notHTTP)
+        if connection.tunnel?.kind != .connect { connection.note(.notHTTP) }
         firstClientBytes = []
         firstServerBytes = []
     }
@@ -218,6 +233,12 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
             // The response parser tunnels on its own (its framing says so); the client's side
             // follows from here.
             requestParser.enterTunnel()
+            // A CONNECT answered 2xx: what the tunnel carries is chosen by its content (TLS,
+            // HTTP, HTTP/2), as a connection's is; the transactions found inside it are flagged.
+            if message.status != 101, let tunnels, let target = pairing.tunnelTarget {
+                connection.tunnel = ProxyTunnel(kind: .connect, target: target)
+                tunnelRelay = TunnelRelay(connection: connection, factory: tunnels, emitter: emitter)
+            }
         }
     }
 
@@ -227,8 +248,12 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
         return value.split(separator: ",").contains { $0.trimmingASCIIWhitespace().lowercased() == "h2c" }
     }
 
-    func parserTunnelData(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp) {
-        upgraded?.received(StreamChunk(offset: 0, bytes: bytes, timestamp: ts), from: .fromServer, on: connection)
+    func parserTunnelData(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from role: HTTPMessage.Kind) {
+        if let upgraded {
+            upgraded.received(StreamChunk(offset: 0, bytes: bytes, timestamp: ts), from: .fromServer, on: connection)
+        } else {
+            tunnelRelay?.received(bytes, at: ts, from: role == .request ? .fromClient : .fromServer)
+        }
     }
 
     func parserEnded(_ message: HTTPMessage) {
