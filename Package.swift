@@ -25,7 +25,8 @@ let package = Package(
         // HPACK (RFC 7541): libnghttp2's header inflater, the decoder curl and nginx rely on.
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         // Small C helpers that are awkward from Swift (a FILE* over a gzip stream for libpcap).
-        .target(name: "CIcyShims", dependencies: ["CZlib", "CZstd"]),
+        .target(name: "CIcyShims", dependencies: ["CZlib", "CZstd"],
+                linkerSettings: [.linkedLibrary("lz4"), .linkedLibrary("lzma"), .linkedLibrary("bz2")]),
         // TLS decryption: thin wrappers over OpenSSL's libcrypto (Debian's libssl-dev): EVP AEAD
         // ciphers and the HKDF and TLS1-PRF KDFs. No cryptography of our own.
         .target(name: "CIcyCrypto", linkerSettings: [.linkedLibrary("crypto")]),

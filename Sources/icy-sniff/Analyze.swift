@@ -115,7 +115,7 @@ struct Analyze: ParsableCommand {
 }
 
 struct InputOptions: ParsableArguments {
-    @Option(name: [.customShort("r"), .customLong("read")], help: ArgumentHelp("Read a capture file (pcap, pcapng; gzip or zstd compressed too) or a directory of them; '-' reads standard input. Repeatable.", valueName: "file"))
+    @Option(name: [.customShort("r"), .customLong("read")], help: ArgumentHelp("Read a capture file (pcap, pcapng; gzip, zstd, lz4, xz or bzip2 compressed too, by content) or a directory of them; '-' reads standard input. Repeatable.", valueName: "file"))
     var read: [String] = []
 
     @Option(name: [.customShort("i"), .customLong("interface")], help: ArgumentHelp("Capture live on an interface.", valueName: "iface"))

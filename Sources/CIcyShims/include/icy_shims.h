@@ -1,19 +1,27 @@
 #pragma once
 #include <stdio.h>
 
-/// Opens a FILE* that yields the decompressed bytes of a gzip stream (or the bytes as they are,
-/// when the stream is not gzip: zlib reads such data transparently). The stream is decompressed
-/// as it is read, never held whole in memory. `fd` is owned by the returned FILE* on success.
-/// Returns NULL on failure (errno set).
-FILE *icy_gzip_fdopen(int fd, void **cookie);
+/// Compressed input formats, recognised by their magic bytes.
+enum { ICY_PLAIN = 0, ICY_GZIP = 1, ICY_ZSTD = 2, ICY_LZ4 = 3, ICY_XZ = 4, ICY_BZIP2 = 5 };
 
-/// The same for a zstd-compressed stream (RFC 8878, `.zst`: one or more frames), decompressed as
-/// it is read. `fd` is owned by the returned FILE* on success. NULL on failure.
-FILE *icy_zstd_fdopen(int fd, void **cookie);
+/// The format whose magic bytes `b` (at least 6 bytes, when the input has them) start with:
+/// gzip, zstd, an LZ4 frame, xz or bzip2; ICY_PLAIN otherwise.
+int icy_compression_of(const unsigned char *b, size_t n);
 
-/// The decompression error seen by the stream whose cookie icy_gzip_fdopen or icy_zstd_fdopen
-/// returned, or NULL when there is none. Valid until the FILE* is closed.
-const char *icy_gzip_error(void *cookie);
+/// "gzip", "zstd", "lz4", "xz", "bzip2" ("input" for ICY_PLAIN).
+const char *icy_compression_name(int kind);
+
+/// Opens a FILE* that yields the decompressed bytes of `fd` in format `kind` (ICY_PLAIN: the
+/// bytes as they are), decompressed as they are read, never held whole in memory. Members,
+/// frames and streams one after another are one stream. `prefix` (at most 16 bytes) is what the
+/// caller already read from `fd` to recognise the format: it is read first. `fd` is owned by the
+/// returned FILE* on success. Returns NULL on failure (errno set).
+FILE *icy_decompress_fdopen(int fd, int kind, const unsigned char *prefix, size_t prefix_len, void **cookie);
+
+/// The decompression error seen by the stream whose cookie icy_decompress_fdopen returned (a
+/// corrupt stream, or one that ends inside a member or frame), or NULL when there is none.
+/// Valid until the FILE* is closed.
+const char *icy_decompress_error(void *cookie);
 
 /// Processors this process may run on: the size of its CPU affinity mask (what `nproc` prints),
 /// or the online processors when the mask cannot be read. At least 1.

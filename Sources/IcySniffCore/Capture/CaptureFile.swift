@@ -1,79 +1,61 @@
-import CZlib
-import CZstd
+import CIcyShims
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Recognises capture files by their first bytes, not their names.
+/// Recognises capture files by their first bytes, not their names: pcap or pcapng, plain or
+/// compressed (gzip, zstd, LZ4, xz, bzip2 — the compressions tshark reads).
 public enum CaptureFile {
-    public enum Kind: Sendable {
-        case pcap, pcapng, gzipPcap, gzipPcapng, zstdPcap, zstdPcapng
+    public struct Kind: Sendable, Equatable {
+        /// pcapng (else pcap).
+        public var isPcapng: Bool
+        /// The compression (`ICY_GZIP`…, from CIcyShims); `ICY_PLAIN` when none.
+        public var compression: Int32
+        /// "gzip", "zstd", "lz4", "xz", "bzip2"; nil when not compressed.
+        public var compressionName: String? {
+            compression == Int32(ICY_PLAIN) ? nil : String(cString: icy_compression_name(compression))
+        }
+    }
 
-        /// Whether the kind is pcapng, compressed or not.
-        public var isPcapng: Bool { self == .pcapng || self == .gzipPcapng || self == .zstdPcapng }
+    /// Bytes read to recognise a compression (xz's magic is the longest).
+    static let magicLength = 6
+
+    /// The compression whose magic bytes `bytes` start with (`ICY_PLAIN` when none).
+    static func compression(of bytes: [UInt8]) -> Int32 {
+        icy_compression_of(bytes, bytes.count)
     }
 
     /// The kind of capture at `path`, or nil when it is not one (empty, text, another format, a
-    /// gzip file that does not hold a capture).
+    /// compressed file that does not hold a capture).
     public static func kind(of path: String) -> Kind? {
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else { return nil }
-        var magic = [UInt8](repeating: 0, count: 4)
-        let n = read(fd, &magic, 4)
-        close(fd)
-        guard n == 4 else { return nil }
-        if magic[0] == 0x1f && magic[1] == 0x8b {
-            guard let gz = gzopen(path, "rb") else { return nil }
-            defer { gzclose(gz) }
-            var inner = [UInt8](repeating: 0, count: 4)
-            guard gzread(gz, &inner, 4) == 4 else { return nil }
-            switch classify(inner) {
-            case .pcap: return .gzipPcap
-            case .pcapng: return .gzipPcapng
-            default: return nil
-            }
+        var magic = [UInt8](repeating: 0, count: magicLength)
+        let n = read(fd, &magic, magicLength)
+        guard n >= 4 else { close(fd); return nil }
+        let compression = compression(of: Array(magic.prefix(n)))
+        if compression == Int32(ICY_PLAIN) {
+            close(fd)
+            return classify(Array(magic.prefix(4))).map { Kind(isPcapng: $0, compression: compression) }
         }
-        if magic == [0x28, 0xB5, 0x2F, 0xFD] {
-            switch classify(zstdPrefix(path)) {
-            case .pcap: return .zstdPcap
-            case .pcapng: return .zstdPcapng
-            default: return nil
-            }
+        // The first four decompressed bytes (the descriptor owns `fd` from here).
+        guard let file = magic.withUnsafeBufferPointer({ icy_decompress_fdopen(fd, compression, $0.baseAddress, n, nil) }) else {
+            close(fd)
+            return nil
         }
-        return classify(magic)
+        defer { fclose(file) }
+        var inner = [UInt8](repeating: 0, count: 4)
+        guard fread(&inner, 1, 4, file) == 4 else { return nil }
+        return classify(inner).map { Kind(isPcapng: $0, compression: compression) }
     }
 
-    /// The first four decompressed bytes of a zstd file (fewer when it does not decompress).
-    private static func zstdPrefix(_ path: String) -> [UInt8] {
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { return [] }
-        defer { close(fd) }
-        var input = [UInt8](repeating: 0, count: 1 << 16)
-        let n = read(fd, &input, input.count)
-        guard n > 0, let stream = ZSTD_createDStream() else { return [] }
-        defer { ZSTD_freeDStream(stream) }
-        ZSTD_initDStream(stream)
-        var output = [UInt8](repeating: 0, count: 4)
-        var produced = 0
-        input.withUnsafeBytes { src in
-            output.withUnsafeMutableBytes { dst in
-                var inBuffer = ZSTD_inBuffer(src: src.baseAddress, size: n, pos: 0)
-                var outBuffer = ZSTD_outBuffer(dst: dst.baseAddress, size: 4, pos: 0)
-                while outBuffer.pos < 4 && inBuffer.pos < inBuffer.size {
-                    if ZSTD_isError(ZSTD_decompressStream(stream, &outBuffer, &inBuffer)) != 0 { break }
-                }
-                produced = outBuffer.pos
-            }
-        }
-        return Array(output.prefix(produced))
-    }
-
-    private static func classify(_ m: [UInt8]) -> Kind? {
+    /// pcap (false) or pcapng (true) by the first four bytes; nil: neither.
+    private static func classify(_ m: [UInt8]) -> Bool? {
         guard m.count == 4 else { return nil }
         let be = UInt32(m[0]) << 24 | UInt32(m[1]) << 16 | UInt32(m[2]) << 8 | UInt32(m[3])
         switch be {
-        case 0xa1b2c3d4, 0xd4c3b2a1, 0xa1b23c4d, 0x4d3cb2a1: return .pcap
-        case 0x0a0d0d0a: return .pcapng
+        case 0xa1b2c3d4, 0xd4c3b2a1, 0xa1b23c4d, 0x4d3cb2a1: return false
+        case 0x0a0d0d0a: return true
         default: return nil
         }
     }

@@ -6,7 +6,7 @@ import Glibc
 import Darwin
 #endif
 
-/// A capture being read: a libpcap handle, offline (file, gzip- or zstd-compressed file, standard input)
+/// A capture being read: a libpcap handle, offline (file, compressed file, standard input)
 /// or live (an interface), or, for pcapng files, icy-sniff's own block reader (`PcapngReader`:
 /// interfaces of several link types, Decryption Secrets Blocks anywhere).
 ///
@@ -40,8 +40,8 @@ public final class PcapSource {
     public var saver: PacketWriter? = nil
     /// TLS key logs from Decryption Secrets Blocks, read since the last `takeSecrets`.
     public private(set) var pendingSecrets: String? = nil
-    /// The decompressing stream's cookie (gzip or zstd), for its error text.
-    private var gzipCookie: UnsafeMutableRawPointer?
+    /// The decompressing stream's cookie (a compressed file, or a pipe), for its error text.
+    private var decompressCookie: UnsafeMutableRawPointer?
     /// Live captures read in non-blocking mode and wait in poll(2), so a signal or a time limit
     /// is noticed within `pollMilliseconds` whatever the traffic.
     private var selectableFD: Int32 = -1
@@ -67,24 +67,24 @@ public final class PcapSource {
     /// microseconds.
     let nanosecondsPerTick: Int64
 
-    private init(handle: OpaquePointer, name: String, isLive: Bool, gzipCookie: UnsafeMutableRawPointer?) {
+    private init(handle: OpaquePointer, name: String, isLive: Bool, decompressCookie: UnsafeMutableRawPointer?) {
         self.handle = handle
         self.name = name
         self.isLive = isLive
-        self.gzipCookie = gzipCookie
+        self.decompressCookie = decompressCookie
         self.dlt = pcap_datalink(handle)
         self.linkType = LinkType(dlt: dlt)
         self.packetDLT = dlt
         self.nanosecondsPerTick = Self.nanosecondsPerTick(precision: pcap_get_tstamp_precision(handle))
     }
 
-    private init(pcapng reader: PcapngReader, file: UnsafeMutablePointer<FILE>, name: String, gzipCookie: UnsafeMutableRawPointer?) {
+    private init(pcapng reader: PcapngReader, file: UnsafeMutablePointer<FILE>, name: String, decompressCookie: UnsafeMutableRawPointer?) {
         self.handle = nil
         self.pcapng = reader
         self.pcapngFile = file
         self.name = name
         self.isLive = false
-        self.gzipCookie = gzipCookie
+        self.decompressCookie = decompressCookie
         let first = reader.interfaces.first
         self.dlt = first?.dlt ?? 1
         self.linkType = LinkType(dlt: dlt)
@@ -151,13 +151,14 @@ public final class PcapSource {
         return "DLT \(dlt)"
     }
 
-    /// True when the capture was compressed (gzip or zstd).
-    public var isCompressed: Bool { gzipCookie != nil }
+    /// True when the capture is read through a decompressing stream (a compressed file, or a pipe).
+    public var isCompressed: Bool { decompressCookie != nil }
     /// The snapshot length the capture was made with.
     public var snaplen: Int32 { handle.map { pcap_snapshot($0) } ?? pcapngSnaplen }
 
-    /// Opens a capture file, or standard input when `path` is "-". Recognises zstd (regular files)
-    /// and gzip by their magic bytes, whatever the name, and decompresses them as a stream.
+    /// Opens a capture file, or standard input when `path` is "-". Recognises gzip, zstd, LZ4, xz
+    /// and bzip2 by their magic bytes, whatever the name (on standard input too), and
+    /// decompresses them as a stream.
     /// `microseconds`: ask libpcap for microsecond timestamps (tests: the reading side must use
     /// whatever precision the handle has, as it must when a live interface refuses nanoseconds).
     public static func open(path: String, filter: String? = nil, microseconds: Bool = false) throws(CaptureError) -> PcapSource {
@@ -175,32 +176,37 @@ public final class PcapSource {
             close(fd)
             throw .cannotOpen(path: path, reason: "is a directory")
         }
-        var isRegular = (st.st_mode & S_IFMT) == S_IFREG
+        let isRegular = (st.st_mode & S_IFMT) == S_IFREG
         if isRegular && st.st_size == 0 {
             close(fd)
             throw .emptyFile(path: path)
         }
-        var gzip = false
-        var zstd = false
-        var pcapng = false
+        // The format by its magic bytes: read in place from a file, consumed from a pipe (and
+        // handed to the decompressor to be read first).
+        var magic = [UInt8](repeating: 0, count: CaptureFile.magicLength)
+        var magicCount = 0
         if isRegular {
-            var magic: (UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0)
-            let n = withUnsafeMutableBytes(of: &magic) { pread(fd, $0.baseAddress, 4, 0) }
-            gzip = n >= 2 && magic.0 == 0x1f && magic.1 == 0x8b
-            zstd = n == 4 && magic == (0x28, 0xB5, 0x2F, 0xFD)
-            pcapng = n == 4 && magic == (0x0A, 0x0D, 0x0D, 0x0A) || ((gzip || zstd) && CaptureFile.kind(of: path)?.isPcapng == true)
+            magicCount = max(0, magic.withUnsafeMutableBytes { pread(fd, $0.baseAddress, CaptureFile.magicLength, 0) })
         } else {
-            isRegular = false
+            while magicCount < CaptureFile.magicLength {
+                let n = magic.withUnsafeMutableBytes { read(fd, $0.baseAddress! + magicCount, CaptureFile.magicLength - magicCount) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                magicCount += n
+            }
         }
+        let compression = CaptureFile.compression(of: Array(magic.prefix(magicCount)))
+        let compressed = compression != Int32(ICY_PLAIN)
+        let pcapng = isRegular && (compressed ? CaptureFile.kind(of: path)?.isPcapng == true
+                                              : magicCount >= 4 && magic.prefix(4) == [0x0A, 0x0D, 0x0D, 0x0A])
         var cookie: UnsafeMutableRawPointer? = nil
         let file: UnsafeMutablePointer<FILE>?
         var fileBuffer: UnsafeMutableRawPointer? = nil
-        if zstd {
-            // zstd (.pcap.zst, as tshark reads it), recognised by its magic bytes.
-            file = icy_zstd_fdopen(fd, &cookie)
-        } else if gzip || !isRegular {
-            // zlib reads plain data transparently, so a pipe may hold either.
-            file = icy_gzip_fdopen(fd, &cookie)
+        if compressed || !isRegular {
+            // Compressed (gzip, zstd, LZ4, xz, bzip2; .pcap.zst and the others as tshark reads
+            // them), or a pipe, whose first bytes are already read: one decompressing stream.
+            let prefixCount = isRegular ? 0 : magicCount
+            file = magic.withUnsafeBufferPointer { icy_decompress_fdopen(fd, compression, $0.baseAddress, prefixCount, &cookie) }
         } else {
             file = fdopen(fd, "rb")
             // Reads of 1 MiB instead of stdio's 4 KiB: 256 times fewer read(2) calls. glibc ignores
@@ -224,12 +230,14 @@ public final class PcapSource {
             do throws(CaptureError) {
                 reader = try PcapngReader(file: file, filter: filter)
             } catch {
+                let decompressing = Self.decompressionError(cookie)
                 fclose(file)
                 fileBuffer?.deallocate()
+                if let decompressing { throw .notACapture(path: path, detail: decompressing) }
                 if case .notACapture(_, let detail) = error { throw .notACapture(path: path, detail: detail) }
                 throw error
             }
-            let source = PcapSource(pcapng: reader, file: file, name: path, gzipCookie: cookie)
+            let source = PcapSource(pcapng: reader, file: file, name: path, decompressCookie: cookie)
             source.fileBuffer = fileBuffer
             source.inputFD = fd
             source.inputSize = Int64(st.st_size)
@@ -238,20 +246,30 @@ public final class PcapSource {
         var errbuf = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
         guard let handle = pcap_fopen_offline_with_tstamp_precision(
             file, UInt32(microseconds ? PCAP_TSTAMP_PRECISION_MICRO : PCAP_TSTAMP_PRECISION_NANO), &errbuf) else {
+            // A compressed file cut (or corrupt) before its first packets: the decompression
+            // says why, not the empty or short header libpcap saw.
+            let decompressing = Self.decompressionError(cookie)
             fclose(file)
             fileBuffer?.deallocate()
+            if let decompressing { throw .notACapture(path: path, detail: decompressing) }
             let detail = String(cString: errbuf)
             if detail.contains("only got 0") || detail.contains("empty") {
                 throw .emptyFile(path: path)
             }
             throw .notACapture(path: path, detail: Self.describeOpenFailure(detail))
         }
-        let source = PcapSource(handle: handle, name: path, isLive: false, gzipCookie: cookie)
+        let source = PcapSource(handle: handle, name: path, isLive: false, decompressCookie: cookie)
         source.fileBuffer = fileBuffer
         source.inputFD = fd
         source.inputSize = isRegular ? Int64(st.st_size) : 0
         if let filter { try source.apply(filter: filter) }
         return source
+    }
+
+    /// What the decompressing stream of `cookie` failed with, as a detail ("cannot decompress: …").
+    private static func decompressionError(_ cookie: UnsafeMutableRawPointer?) -> String? {
+        guard let cookie, let err = icy_decompress_error(cookie) else { return nil }
+        return "cannot decompress: \(String(decoding: UnsafeRawBufferPointer(start: err, count: strlen(err)), as: UTF8.self))"
     }
 
     private static func describeOpenFailure(_ detail: String) -> String {
@@ -299,7 +317,7 @@ public final class PcapSource {
             default: throw .liveCaptureFailed(interface: interface, reason: reason)
             }
         }
-        let source = PcapSource(handle: handle, name: interface, isLive: true, gzipCookie: nil)
+        let source = PcapSource(handle: handle, name: interface, isLive: true, decompressCookie: nil)
         if let filter { try source.apply(filter: filter) }
         if pcap_setnonblock(handle, 1, &errbuf) == 0 {
             source.selectableFD = pcap_get_selectable_fd(handle)
@@ -353,7 +371,7 @@ public final class PcapSource {
             idleReads &+= 1
             return .timeout
         case -2:
-            if let cookie = gzipCookie, let err = icy_gzip_error(cookie) {
+            if let cookie = decompressCookie, let err = icy_decompress_error(cookie) {
                 return .failed("compressed data is damaged: \(String(cString: err))")
             }
             return .end
@@ -364,7 +382,7 @@ public final class PcapSource {
                 if let saver { saver.write(packet, dlt: dlt, snaplen: snaplen) }
                 return .packet(packet)
             }
-            if let cookie = gzipCookie, let err = icy_gzip_error(cookie) {
+            if let cookie = decompressCookie, let err = icy_decompress_error(cookie) {
                 message += " (decompressing: \(String(cString: err)))"
             }
             return .failed(message)
@@ -385,7 +403,7 @@ public final class PcapSource {
             case .secrets(let text):
                 pendingSecrets = (pendingSecrets ?? "") + text + "\n"
             case .end:
-                if let cookie = gzipCookie, let err = icy_gzip_error(cookie) {
+                if let cookie = decompressCookie, let err = icy_decompress_error(cookie) {
                     return .failed("compressed data is damaged: \(String(cString: err))")
                 }
                 self.pcapng = nil
@@ -393,7 +411,7 @@ public final class PcapSource {
             case .failed(let message):
                 self.pcapng = nil
                 var message = message
-                if let cookie = gzipCookie, let err = icy_gzip_error(cookie) { message += " (decompressing: \(String(cString: err)))" }
+                if let cookie = decompressCookie, let err = icy_decompress_error(cookie) { message += " (decompressing: \(String(cString: err)))" }
                 return .failed(message)
             }
         }
@@ -409,7 +427,7 @@ public final class PcapSource {
     /// the record, but its header and the bytes that are there can still be read, so the packet is
     /// returned with the missing tail (which reassembly turns into a gap).
     private func recoverCutRecord(_ message: String) -> CapturedPacket? {
-        guard gzipCookie == nil, !isLive, let handle, let file = pcap_file(handle),
+        guard decompressCookie == nil, !isLive, let handle, let file = pcap_file(handle),
               message.hasPrefix("truncated dump file; tried to read"), message.contains("captured bytes, only got ") else { return nil }
         guard let gotText = message.split(separator: " ").last, let got = Int(gotText), got > 0 else { return nil }
         let fd = fileno(file)
