@@ -34,11 +34,15 @@ public final class TableWriter {
     /// False for the parts of a merged batch output after the first.
     public var writesHeader = true
     private let color: Bool
+    /// The terminal table's display cells per line, and each column's width (nil: shares what
+    /// is left; the URL, path and host).
     private let width: Int
+    private var widths: [Int?] = []
     private let json = JSONWriter(indent: 0, capacity: 4096)
     private let row = ByteBuffer(capacity: 4096)
 
-    public init(format: TableFormat, output: OutputFile, options: ExportOptions, fields: [Field] = Field.defaultColumns) {
+    /// `width`: the terminal table's width in cells (nil: the terminal's, `COLUMNS`, or 160).
+    public init(format: TableFormat, output: OutputFile, options: ExportOptions, fields: [Field] = Field.defaultColumns, width: Int? = nil) {
         self.format = format
         self.output = output
         self.options = options
@@ -46,8 +50,44 @@ public final class TableWriter {
         let env = getenv("NO_COLOR")
         let term = getenv("TERM").map { String(cString: $0) } ?? ""
         color = format == .table && output.isTerminal && env == nil && term != "dumb"
+        self.width = width ?? Self.tableWidth(terminal: output.isTerminal)
+        if format == .table {
+            let layout = Self.tableLayout(fields, width: self.width, adaptive: fields == Field.defaultColumns)
+            self.fields = layout.map(\.field)
+            widths = layout.map(\.width)
+        }
+    }
+
+    /// The table's width in display cells: the terminal's, else `COLUMNS` (as `ls` and `ps` read
+    /// it when not writing to a terminal), else 160.
+    static func tableWidth(terminal: Bool) -> Int {
         var ws = winsize()
-        if ioctl(1, UInt(TIOCGWINSZ), &ws) == 0 && ws.ws_col > 40 { width = Int(ws.ws_col) } else { width = 160 }
+        if terminal && ioctl(1, UInt(TIOCGWINSZ), &ws) == 0 && ws.ws_col >= 40 { return Int(ws.ws_col) }
+        if let text = getenv("COLUMNS").map({ String(cString: $0) }), let n = Int(text), n >= 40 { return min(n, 1000) }
+        return 160
+    }
+
+    /// The URL column's share of a line: three tenths of it, at least 24 cells, at most 60.
+    static func urlTarget(_ width: Int) -> Int { min(60, max(24, width * 3 / 10)) }
+
+    /// The table's columns and their widths for a line of `width` cells. With the default
+    /// columns (`adaptive`), the least needed give way to the URL until it has its share: the
+    /// client and protocol go, flags narrow, the content type goes, the cache verdict narrows,
+    /// the flags go, and the time drops its milliseconds. Columns named with `--fields` all stay.
+    static func tableLayout(_ fields: [Field], width: Int, adaptive: Bool) -> [(field: Field, width: Int?)] {
+        var layout: [(field: Field, width: Int?)] = fields.map { ($0, baseWidth($0)) }
+        func flexible() -> Int {
+            let fixed = layout.compactMap(\.width).reduce(0, +) + layout.count - 1
+            let shares = layout.filter { $0.width == nil }.count
+            return shares == 0 ? Int.max : (width - fixed) / shares
+        }
+        guard adaptive else { return layout }
+        let steps: [(Field, Int?)] = [(.client, nil), (.proto, nil), (.flags, 12), (.contentType, nil), (.cache, 12), (.flags, nil), (.time, 8)]
+        for (field, narrowed) in steps where flexible() < urlTarget(width) {
+            guard let i = layout.firstIndex(where: { $0.field == field }) else { continue }
+            if let narrowed { layout[i].width = narrowed } else { layout.remove(at: i) }
+        }
+        return layout
     }
 
     /// Writes one row. The transaction's cache verdict comes with it (`CacheJudgingSink`).
@@ -134,10 +174,17 @@ public final class TableWriter {
         return out.text
     }
 
+    /// The table's time: local time of day, as tcpdump prints it (TSV, NDJSON and HAR keep ISO
+    /// 8601 in UTC), with milliseconds unless the column was narrowed.
     private func clock(_ t: Timestamp) -> String {
-        let s = t.iso8601(fractionDigits: 3)
-        let parts = s.split(separator: "T")
-        return parts.count == 2 ? String(parts[1].dropLast()) : s
+        var seconds = time_t(t.nanoseconds >= 0 ? t.nanoseconds / 1_000_000_000 : (t.nanoseconds - 999_999_999) / 1_000_000_000)
+        var parts = tm()
+        guard localtime_r(&seconds, &parts) != nil else { return "-" }
+        func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        let text = "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))"
+        if let i = fields.firstIndex(of: .time), let w = widths[i], w < 12 { return text }
+        let millis = Int((t.nanoseconds % 1_000_000_000 + 1_000_000_000) % 1_000_000_000 / 1_000_000)
+        return text + "." + String(repeating: "0", count: millis < 10 ? 2 : millis < 100 ? 1 : 0) + String(millis)
     }
 
     // MARK: TSV and CSV
@@ -250,7 +297,7 @@ public final class TableWriter {
 
     // MARK: table
 
-    private func columnWidth(_ f: Field) -> Int? {
+    private static func baseWidth(_ f: Field) -> Int? {
         switch f {
         case .time: return 12
         case .client, .server: return 21
@@ -272,25 +319,49 @@ public final class TableWriter {
     }
 
     private func tableRow(_ values: [String], status: Int) -> String {
-        let fixed = fields.compactMap(columnWidth).reduce(0, +) + fields.count
-        let flexible = fields.filter { columnWidth($0) == nil }.count
+        let fixed = widths.compactMap { $0 }.reduce(0, +) + fields.count - 1
+        let flexible = widths.filter { $0 == nil }.count
         let flexWidth = flexible > 0 ? max(16, (width - fixed) / flexible) : 0
         var cells: [String] = []
-        for (f, v) in zip(fields, values) {
-            let w = columnWidth(f) ?? flexWidth
+        for (i, (f, v)) in zip(fields, values).enumerated() {
+            let w = widths[i] ?? flexWidth
             var cell = fit(v, w, keepEnd: f == .url || f == .path || f == .host)
+            let pad = String(repeating: " ", count: max(0, w - Self.cells(cell)))
             let numeric = [.size, .encodedSize, .requestSize, .duration, .connect, .send, .wait, .receive].contains(f)
-            cell = numeric ? String(repeating: " ", count: w - cell.count) + cell : cell + String(repeating: " ", count: w - cell.count)
+            cell = numeric ? pad + cell : cell + pad
             if color && f == .status && status > 0 {
                 let code = status >= 500 ? "31" : status >= 400 ? "33" : status >= 300 ? "36" : "32"
                 cell = "\u{1B}[\(code)m\(cell)\u{1B}[0m"
             }
+            // What the cache could have served: reverse video, the one verdict that asks for action.
+            if color && f == .cache && v == "AVOIDABLE" { cell = "\u{1B}[1;7;33m\(cell)\u{1B}[0m" }
             cells.append(cell)
         }
         var row = cells.joined(separator: " ")
         while row.hasSuffix(" ") { row.removeLast() }
         return row
     }
+
+    /// Display cells of a scalar on a terminal (after `printable`): 0 for combining marks and
+    /// zero-width characters, 2 for East Asian wide and fullwidth characters and emoji (the
+    /// ranges of Markus Kuhn's wcwidth, Unicode 15's emoji blocks), 1 otherwise.
+    static func cells(_ c: Unicode.Scalar) -> Int {
+        let v = c.value
+        if v < 0x300 { return 1 }
+        switch c.properties.generalCategory {
+        case .nonspacingMark, .enclosingMark, .format: return 0
+        default: break
+        }
+        if (0x1160...0x11FF).contains(v) || v == 0x200B { return 0 }
+        let wide: [ClosedRange<UInt32>] = [
+            0x1100...0x115F, 0x2329...0x232A, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF,
+            0xA000...0xA4CF, 0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE10...0xFE19, 0xFE30...0xFE6F, 0xFF00...0xFF60,
+            0xFFE0...0xFFE6, 0x1F300...0x1F64F, 0x1F900...0x1F9FF, 0x20000...0x2FFFD, 0x30000...0x3FFFD,
+        ]
+        return wide.contains { $0.contains(v) } ? 2 : 1
+    }
+
+    static func cells(_ s: String) -> Int { s.unicodeScalars.reduce(0) { $0 + cells($1) } }
 
     /// Text for a terminal: control characters (C0, DEL, C1) as "?", so bytes from the wire
     /// cannot move the cursor or send escape sequences.
@@ -300,17 +371,29 @@ public final class TableWriter {
         }))
     }
 
-    /// Shortens to `width` characters with an ellipsis in the middle (URLs keep both ends).
+    /// Shortens to `width` display cells with an ellipsis, in the middle for URLs (they keep
+    /// both ends); wide characters count two cells, combining marks none.
     private func fit(_ s: String, _ width: Int, keepEnd: Bool) -> String {
-        let chars = Array(Self.printable(s))
-        if chars.count <= width { return String(chars) }
-        if width <= 1 { return String(chars.prefix(width)) }
-        if keepEnd {
-            let head = (width - 1) * 2 / 3
-            let tail = width - 1 - head
-            return String(chars.prefix(head)) + "…" + String(chars.suffix(tail))
+        let scalars = Array(Self.printable(s).unicodeScalars)
+        let total = scalars.reduce(0) { $0 + Self.cells($1) }
+        if total <= width { return String(String.UnicodeScalarView(scalars)) }
+        if width <= 1 { return width == 1 ? "…" : "" }
+        /// The longest run from the start (or from the end) that fits `room` cells.
+        func take(_ room: Int, fromEnd: Bool) -> [Unicode.Scalar] {
+            var used = 0, out: [Unicode.Scalar] = []
+            for c in (fromEnd ? Array(scalars.reversed()) : scalars) {
+                let w = Self.cells(c)
+                if used + w > room { break }
+                used += w
+                out.append(c)
+            }
+            return fromEnd ? out.reversed() : out
         }
-        return String(chars.prefix(width - 1)) + "…"
+        let head = keepEnd ? (width - 1) * 2 / 3 : width - 1
+        var out = take(head, fromEnd: false)
+        out.append("…")
+        if keepEnd { out += take(width - Self.cells(String(String.UnicodeScalarView(out))), fromEnd: true) }
+        return String(String.UnicodeScalarView(out))
     }
 
     // MARK: NDJSON
