@@ -72,8 +72,10 @@ final class InOrderPairing {
 
     /// The request the next response answers, as far as the pairing knows.
     func requestBeingAnswered() -> RequestContext {
-        guard let request = firstUnanswered?.request else { return .unknown }
-        return RequestContext(method: request.method, isHTTP09: request.isHTTP09)
+        guard let t = firstUnanswered, let request = t.request else { return .unknown }
+        let whole = !connection.serverHalf.midstream && !connection.clientHalf.midstream && connection.serverHalf.gaps == 0
+        return RequestContext(method: request.method, isHTTP09: request.isHTTP09,
+                              replyMayLackStatusLine: !request.isHTTP09 && t.depth == 1 && whole)
     }
 
     func responseHeadCompleted(_ message: HTTPMessage) -> HeadAction {

@@ -31,11 +31,21 @@ struct BodyFraming {
                 weirds.append(.contentLengthAndChunked)
                 weirds.append(.smugglingSuspected)
             }
+            let chunkedCount = codings.filter { $0 == "chunked" }.count
+            if chunkedCount > 1 { weirds.append(.chunkedTwice) }
+            if codings.contains(where: { !Self.knownCodings.contains($0) }) { weirds.append(.unknownTransferEncoding) }
             if codings.last == "chunked" {
                 return BodyFraming(kind: .chunked, weirds: weirds)
             }
             if !codings.isEmpty {
-                weirds.append(.unknownTransferEncoding)
+                if chunkedCount > 0 {
+                    // Chunked, but not last: a front end that honours the chunking and one that
+                    // does not frame the request differently.
+                    weirds.append(.chunkedNotFinal)
+                    if m.kind == .request { weirds.append(.smugglingSuspected) }
+                } else if !weirds.contains(.unknownTransferEncoding) {
+                    weirds.append(.unknownTransferEncoding)
+                }
                 // §6.3 item 4: a response is read until close; a request cannot be framed.
                 return BodyFraming(kind: m.kind == .response ? .untilClose : .none, weirds: weirds)
             }
@@ -45,6 +55,9 @@ struct BodyFraming {
             var value: UInt64? = nil
             var invalid = false
             var conflicting = false
+            var overflow = false
+            var leadingZeros = false
+            var elements = 0
             for i in headers.indices where headers.id(at: i) == .contentLength {
                 headers.withValueBytes(at: i) { line in
                     var k = 0
@@ -55,17 +68,22 @@ struct BodyFraming {
                         let digits = trimmingOWS(line, k, end)
                         var v: UInt64 = 0
                         var ok = !digits.isEmpty
+                        var tooLarge = false
                         for j in digits {
                             let c = line[j]
                             guard isDigit(c) else { ok = false; break }
                             let (times10, o1) = v.multipliedReportingOverflow(by: 10)
                             let (sum, o2) = times10.addingReportingOverflow(UInt64(c - 0x30))
-                            if o1 || o2 { ok = false; break }
-                            v = sum
+                            if o1 || o2 { tooLarge = true } else { v = sum }
                         }
-                        if !ok {
+                        if ok && (tooLarge || v > UInt64(Int64.max)) {
+                            // No body is that long: an overflow probe, not a length.
+                            overflow = true
+                        } else if !ok {
                             invalid = true
                         } else {
+                            elements += 1
+                            if digits.count > 1 && line[digits.first!] == 0x30 { leadingZeros = true }
                             if let existing = value, existing != v { conflicting = true }
                             if value == nil { value = v }
                         }
@@ -75,10 +93,13 @@ struct BodyFraming {
             }
             if conflicting { weirds.append(.conflictingContentLength); weirds.append(.smugglingSuspected) }
             if invalid { weirds.append(.badContentLength) }
-            if let value, !invalid, !conflicting {
+            if overflow { weirds.append(.contentLengthOverflow) }
+            if leadingZeros { weirds.append(.contentLengthLeadingZeros) }
+            if elements > 1 && !conflicting { weirds.append(.duplicateContentLength) }
+            if let value, !invalid, !conflicting, !overflow {
                 return BodyFraming(kind: .length, length: value, weirds: weirds)
             }
-            if invalid || conflicting {
+            if invalid || conflicting || overflow {
                 // Unframeable: a request is taken as bodiless (what follows parses as the next
                 // request); a response runs until close.
                 if m.kind == .request { return BodyFraming(kind: .none, weirds: weirds) }
@@ -88,6 +109,14 @@ struct BodyFraming {
         if m.kind == .request { return BodyFraming(kind: .none, weirds: weirds) }
         return BodyFraming(kind: .untilClose, weirds: weirds)
     }
+
+    /// What makes a message's length unknowable (a request is then taken as bodiless, and its
+    /// body, if it had one, comes where the next request should start).
+    static let unframeable: Set<Weird> = [.badContentLength, .conflictingContentLength, .contentLengthOverflow, .chunkedNotFinal,
+                                          .unknownTransferEncoding]
+
+    /// The transfer codings of the IANA registry (and the x- aliases RFC 9112 §7.2 names).
+    static let knownCodings: Set<String> = ["chunked", "compress", "deflate", "gzip", "x-gzip", "x-compress", "identity"]
 
     /// Exactly one Transfer-Encoding line, whose value is `chunked` (any case, optional whitespace).
     private static func isJustChunked(_ headers: HeaderFields) -> Bool {

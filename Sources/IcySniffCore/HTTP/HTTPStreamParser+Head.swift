@@ -89,12 +89,21 @@ extension HTTPStreamParser {
     func startLine(_ line: ArraySlice<UInt8>, at ts: Timestamp) -> Bool {
         switch role {
         case .request:
-            guard let parsed = RequestLine(line) else {
+            guard var parsed = RequestLine(line) else {
                 skipped(.unexpectedClientData, bytes: buffer.count)
                 buffer.removeAll(keepingCapacity: true)
                 lineStart = 0
                 transition(to: .resync)
                 return false
+            }
+            if unframedBodyMayFollow {
+                // The body of an unframeable request runs into this line: its method is a known
+                // one behind bytes that are no method (`abcGET`); those bytes are skipped.
+                unframedBodyMayFollow = false
+                if !HTTPMethods.known.contains(parsed.method), let known = HTTPMethods.known.first(where: { parsed.method.hasSuffix($0) }) {
+                    skipped(.unexpectedClientData, bytes: parsed.method.utf8.count - known.utf8.count)
+                    parsed.method = known
+                }
             }
             _ = begin { m in
                 m.method = parsed.method
@@ -103,22 +112,28 @@ extension HTTPStreamParser {
                 m.isHTTP09 = parsed.version.isEmpty
                 m.startLineParsed = true
                 if parsed.malformed { m.note(.badRequestLine) }
+                if parsed.spaceInTarget { m.note(.spaceInRequestTarget) }
                 if m.isHTTP09 { m.note(.http09) }
             }
             return true
         case .response:
+            let context = requestBeingAnswered()
             if let parsed = StatusLine(line) {
                 _ = begin { m in
                     m.version = parsed.version
                     m.status = parsed.status
                     m.reason = parsed.reason
                     m.startLineParsed = true
+                    // An HTTP/0.9 request gets no status line back; a server that sends one
+                    // speaks another version than its client (a smuggling vector).
+                    if context.isHTTP09 { m.note(.http09AnsweredWithStatusLine) }
                 }
                 return true
             }
-            if requestBeingAnswered().isHTTP09 {
-                // HTTP/0.9: no status line, the whole rest of the stream is the body.
+            // HTTP/0.9: no status line, the whole rest of the stream is the body.
+            if let form = replyForm(context, line) {
                 let m = beginHTTP09Reply(headersEnd: headTime)
+                if form == .statusLineMissing { m.note(.statusLineMissing) }
                 transition(to: .untilClose)
                 bodyFromBuffer()
                 m.lastByte = ts
@@ -132,6 +147,19 @@ extension HTTPStreamParser {
             transition(to: .resync)
             return false
         }
+    }
+
+    enum ReplyForm { case http09, statusLineMissing }
+
+    /// Whether server bytes starting with `first`, which are no status line, are a reply in
+    /// HTTP/0.9's form: to an HTTP/0.9 request; or to an HTTP/1.x request first on a connection
+    /// seen whole, before anything else came, in text that is no other protocol's greeting (an
+    /// SSH banner, an SMTP code, a TLS alert) (`statusLineMissing`). Nil: not a reply.
+    func replyForm(_ context: RequestContext, _ first: ArraySlice<UInt8>) -> ReplyForm? {
+        if context.isHTTP09 { return .http09 }
+        guard context.replyMayLackStatusLine, messagesBegun == 0, skippedSinceLastMessage == 0,
+              !first.starts(with: Array("HTTP/".utf8).prefix(first.count)), !OtherProtocols.looksLikeReply(first) else { return nil }
+        return .statusLineMissing
     }
 
     /// Starts a message; `configure` fills in what its start line said before the delegate
@@ -257,6 +285,7 @@ extension HTTPStreamParser {
         setUpDecoder(m)
         switch framing.kind {
         case .none:
+            if role == .request, framing.weirds.contains(where: BodyFraming.unframeable.contains) { unframedBodyMayFollow = true }
             endMessage(at: ts, complete: true)
         case .length:
             if framing.length == 0 { endMessage(at: ts, complete: true) } else { transition(to: .body(remaining: framing.length ?? 0)) }
@@ -292,9 +321,10 @@ extension HTTPStreamParser {
                 }
             }
         }
-        if message == nil, role == .response, !buffer.isEmpty, requestBeingAnswered().isHTTP09 {
+        if message == nil, role == .response, !buffer.isEmpty, let form = replyForm(requestBeingAnswered(), buffer[...]) {
             // An HTTP/0.9 reply shorter than one line.
-            _ = beginHTTP09Reply(headersEnd: nil)
+            let m = beginHTTP09Reply(headersEnd: nil)
+            if form == .statusLineMissing { m.note(.statusLineMissing) }
             bodyFromBuffer()
             lineStart = 0
             endMessage(at: ts, complete: true)

@@ -23,9 +23,14 @@ public struct HTTPParserOptions: Sendable {
 public struct RequestContext: Sendable, Equatable {
     public var method: String?
     public var isHTTP09: Bool
-    public init(method: String?, isHTTP09: Bool) {
+    /// The request is HTTP/1.x and the first of a connection captured from its start with
+    /// nothing lost: server bytes that are no status line are a reply in HTTP/0.9's form (the
+    /// server answered without one), not a part of something unseen.
+    public var replyMayLackStatusLine: Bool
+    public init(method: String?, isHTTP09: Bool, replyMayLackStatusLine: Bool = false) {
         self.method = method
         self.isHTTP09 = isHTTP09
+        self.replyMayLackStatusLine = replyMayLackStatusLine
     }
     public static let unknown = RequestContext(method: nil, isHTTP09: false)
 }
@@ -100,6 +105,9 @@ public final class HTTPStreamParser {
     var http09LineEnd: Timestamp = .zero
     /// Bytes skipped as not-HTTP since the last message; the next message found says so.
     var skippedSinceLastMessage = 0
+    /// The last request could not be framed (its body length was invalid): the next request
+    /// line may start with that body's bytes (`abcGET / HTTP/1.1`).
+    var unframedBodyMayFollow = false
     var messagesBegun = 0
     private(set) var message: HTTPMessage? = nil
     public private(set) var tunnelBytes: UInt64 = 0

@@ -1,10 +1,38 @@
 /// RFC 9112 §3: `method SP request-target SP HTTP-version`. Lenient: several spaces, a missing
 /// version (HTTP/0.9, §C.1 of RFC 9112's history), an unknown version; each deviation is flagged.
+/// Request methods HTTP defines.
+enum HTTPMethods {
+    /// RFC 9110's methods, PATCH (RFC 5789) and WebDAV's (RFC 4918, 3253, 5323).
+    static let known: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
+                                     "PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK", "SEARCH",
+                                     "REPORT", "MKACTIVITY", "CHECKOUT", "MERGE", "MKCALENDAR", "ACL"]
+}
+
+/// What other protocols' servers say first.
+enum OtherProtocols {
+    /// A reply line of a line protocol: a three-digit code (SMTP, FTP, NNTP), `+OK`/`-ERR`
+    /// (POP3), `* ` (IMAP), `NAME/d.d` that is not HTTP (SIP, RTSP, Gnutella), an SSH banner
+    /// (`SSH-2.0-…`), or bytes that are no text at all (a TLS alert, a binary protocol).
+    static func looksLikeReply(_ bytes: ArraySlice<UInt8>) -> Bool {
+        let bytes = Array(bytes.prefix(64))
+        func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
+        if bytes.count >= 4, isDigit(bytes[0]), isDigit(bytes[1]), isDigit(bytes[2]), bytes[3] == 0x20 || bytes[3] == 0x2D { return true }
+        for prefix in ["+OK", "-ERR", "* ", "SSH-"] where bytes.starts(with: Array(prefix.utf8)) { return true }
+        if let slash = bytes.prefix(16).firstIndex(of: 0x2F), slash > 0, bytes[0..<slash].allSatisfy({ $0 >= 0x41 && $0 <= 0x5A }),
+           bytes.count > slash + 3, isDigit(bytes[slash + 1]), bytes[slash + 2] == 0x2E {
+            return bytes[0..<slash] != Array("HTTP".utf8)[...]
+        }
+        return bytes.contains { $0 < 0x09 || ($0 > 0x0D && $0 < 0x20) || $0 == 0x7F }
+    }
+}
+
 struct RequestLine {
     var method: String
     var target: [UInt8]
     var version: String
     var malformed = false
+    /// Raw spaces or tabs inside the target (kept in it): RFC 9112 §3.2 allows none.
+    var spaceInTarget = false
 
     init?(_ line: ArraySlice<UInt8>) {
         guard let sp = line.firstIndex(where: { $0 == 0x20 || $0 == 0x09 }), sp > line.startIndex else { return nil }
@@ -20,6 +48,7 @@ struct RequestLine {
             while let l = targetPart.last, l == 0x20 || l == 0x09 { targetPart = targetPart.dropLast() }
             if RequestLine.isVersion(versionBytes) {
                 target = Array(targetPart)
+                spaceInTarget = targetPart.contains { $0 == 0x20 || $0 == 0x09 }
                 version = StartLineText.common(versionBytes) ?? String(decoding: versionBytes, as: UTF8.self)
             } else if versionBytes.count >= 4, versionBytes.prefix(4).map({ $0 | 0x20 }) == Array("http".utf8) {
                 // "HTTP", "HTTP/1", "HTTP/x.y": a version in the wrong form.

@@ -155,7 +155,7 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
             // A status line says HTTP. A reply without one (HTTP/0.9) does when it answers an
             // HTTP method and is not another protocol's reply line.
             guard message.isHTTP09 else { return decideHTTP() }
-            if let method = versionlessMethod, Self.httpMethods.contains(method), !Self.looksLikeAnotherProtocolsReply(firstServerBytes) {
+            if let method = versionlessMethod, HTTPMethods.known.contains(method), !OtherProtocols.looksLikeReply(firstServerBytes[...]) {
                 decideHTTP()
             } else {
                 decideNotHTTP("the client's first line is not an HTTP request, and no status line answered it")
@@ -163,23 +163,6 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
         }
     }
 
-    /// RFC 9110's methods, PATCH (RFC 5789) and WebDAV's (RFC 4918, 3253, 5323).
-    static let httpMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
-                                           "PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK", "SEARCH",
-                                           "REPORT", "MKACTIVITY", "CHECKOUT", "MERGE", "MKCALENDAR", "ACL"]
-
-    /// A reply line of a line protocol: a three-digit code (SMTP, FTP, NNTP), `+OK`/`-ERR`
-    /// (POP3), `* ` (IMAP), or `NAME/d.d` that is not HTTP (SIP, RTSP, Gnutella).
-    static func looksLikeAnotherProtocolsReply(_ bytes: [UInt8]) -> Bool {
-        func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
-        if bytes.count >= 4, isDigit(bytes[0]), isDigit(bytes[1]), isDigit(bytes[2]), bytes[3] == 0x20 || bytes[3] == 0x2D { return true }
-        if bytes.starts(with: Array("+OK".utf8)) || bytes.starts(with: Array("-ERR".utf8)) || bytes.starts(with: Array("* ".utf8)) { return true }
-        if let slash = bytes.prefix(16).firstIndex(of: 0x2F), slash > 0, bytes[0..<slash].allSatisfy({ $0 >= 0x41 && $0 <= 0x5A }),
-           bytes.count > slash + 3, isDigit(bytes[slash + 1]), bytes[slash + 2] == 0x2E {
-            return bytes[0..<slash] != Array("HTTP".utf8)[...]
-        }
-        return false
-    }
 
     private func decideHTTP() {
         verdict = .http

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 @testable import IcySniffCore
 
 /// Paths of the package, its sample captures and the corpus captures the tests use.
@@ -132,6 +133,18 @@ struct Transcript {
         send(.client, [.fin, .ack], [])
         send(.server, [.fin, .ack], [])
         pipeline.finish()
+    }
+}
+
+/// Runs a transcript with each block in one segment, then cut into segments of every size from
+/// 1 to 24 bytes (llhttp's "scan" mode): the transactions' summaries must be `expected` each time.
+func expectAtEverySegmenting(_ transcript: Transcript, _ expected: [String], sourceLocation: SourceLocation = #_sourceLocation) {
+    let whole = transcript.run().map(summary)
+    #expect(whole == expected, "one segment per block", sourceLocation: sourceLocation)
+    for size in 1...24 {
+        let split = transcript.run(segmentSize: size).map(summary)
+        #expect(split == whole, "segments of \(size) bytes", sourceLocation: sourceLocation)
+        if split != whole { break }
     }
 }
 
