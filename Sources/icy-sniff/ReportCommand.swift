@@ -3,11 +3,19 @@ import IcySniffCore
 
 enum ReportFormat: String, ExpressibleByArgument, CaseIterable { case text, json }
 
+/// Hands every transaction and connection to two sinks: a capture's report and the combined one.
+private final class BothSinks: TransactionSink {
+    let first: TransactionSink, second: TransactionSink
+    init(_ first: TransactionSink, _ second: TransactionSink) { self.first = first; self.second = second }
+    func consume(_ transaction: Transaction) { first.consume(transaction); second.consume(transaction) }
+    func connectionFinished(_ connection: Connection) { first.connectionFinished(connection); second.connectionFinished(connection) }
+}
+
 struct ReportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "report",
         abstract: "Caching and connection report: avoidable requests, revalidations, keep-alive reuse, compression, slow and failing requests.",
-        discussion: "One report per capture. 'Avoidable' means a private cache following RFC 9111 would have answered the request from a stored response that was still fresh (docs/CACHE.md)."
+        discussion: "One report per capture, and one for all of them together when there are several. 'Avoidable' means a private cache following RFC 9111 would have answered the request from a stored response that was still fresh (docs/CACHE.md)."
     )
 
     @Option(name: [.customShort("r"), .customLong("read")], help: ArgumentHelp("A capture file or directory (repeatable); '-' reads standard input.", valueName: "file"))
@@ -38,10 +46,13 @@ struct ReportCommand: ParsableCommand {
         options.keyLog = try Diagnostics.loadKeyLog(keylog)
         var driver = CaptureDriver(captureFilter: filter)
         driver.shouldStop = { Signals.stop }
-        // One report per capture set (the pieces of a rotated capture are one stream).
+        // One report per capture set (the pieces of a rotated capture are one stream), and one
+        // of them all, fed the same judged transactions.
+        let combined = ReportCollector()
+        var analysed = 0
         for set in expanded.sets {
             let collector = ReportCollector()
-            let pipeline = Pipeline(sink: CacheJudgingSink(next: collector), options: options)
+            let pipeline = Pipeline(sink: CacheJudgingSink(next: BothSinks(collector, combined)), options: options)
             let outcomes = driver.run(set, through: pipeline)
             for outcome in outcomes {
                 if let note = outcome.continuity { Diagnostics.warning(note) }
@@ -51,8 +62,10 @@ struct ReportCommand: ParsableCommand {
             }
             guard outcomes.contains(where: \.analysed) else { continue }
             pipeline.finish()
+            analysed += 1
             reports.append(collector.report(capture: set.pieces.count == 1 ? set.pieces[0].path : set.name))
         }
+        if analysed > 1 { reports.append(combined.report(capture: "all \(analysed) captures")) }
         let out: OutputFile
         do { out = try outputPath.map { p throws(OutputError) in try OutputFile(path: p) } ?? OutputFile() } catch {
             Diagnostics.error(error.message)

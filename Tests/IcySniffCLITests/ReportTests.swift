@@ -61,3 +61,29 @@ import Testing
         #expect(upload["connections"] as? Int == 6 && upload["peakParallel"] as? Int == 6)
     }
 }
+
+/// Where the time goes, in the JSON report, and the combined report of several captures.
+@Suite struct TimeReportTests {
+    @Test func severalCapturesGetACombinedReport() throws {
+        let captures = ["wikipedia.pcap", "nginx-sll2.pcap"].map { CLI.capture($0) }
+        let r = try CLI.run(["report", "-r", captures[0], "-r", captures[1], "--format", "json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let reports = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [[String: Any]])
+        try #require(reports.count == 3)
+        #expect(reports[2]["capture"] as? String == "all 2 captures")
+        let requests = reports.map { $0["requests"] as? Int ?? -1 }
+        #expect(requests[2] == requests[0] + requests[1] && requests[0] == 15)
+        // The time section: per-host phases in milliseconds, the server's share apart.
+        let time = try #require(reports[0]["time"] as? [String: Any])
+        let hosts = try #require(time["hosts"] as? [[String: Any]])
+        let upload = try #require(hosts.first)
+        #expect(upload["host"] as? String == "upload.wikimedia.org")
+        let ttfb = try #require(upload["ttfbMs"] as? [String: Double]), server = try #require(upload["serverMs"] as? [String: Double])
+        #expect(ttfb["p50"]! > 50 && server["p50"]! < 5)
+        #expect((time["revalidations"] as? [String: Any])?["count"] as? Int == 15)
+        // The text report says the same, with long URLs cut.
+        let text = try CLI.run(["report", "-r", captures[0]])
+        #expect(text.text.contains("Where the time goes") && text.text.contains("Slowest by server time:"))
+        #expect(text.text.split(separator: "\n").allSatisfy { $0.count < 260 })
+    }
+}

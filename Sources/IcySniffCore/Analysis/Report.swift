@@ -61,6 +61,8 @@ public struct Report: Sendable {
     /// HTTP/1.x hosts that had several connections open at once: one HTTP/2 connection would
     /// have carried their requests (most parallel first).
     public var parallelHTTP1Hosts: [ParallelHost] = []
+    /// Where the time goes.
+    public var time = TimeBreakdown()
 
     public struct HTTP2Summary: Sendable {
         public var connections = 0
@@ -106,16 +108,53 @@ public struct Report: Sendable {
 
     public var requestsPerConnection: Double { connections == 0 ? 0 : Double(requests) / Double(connections) }
 
-    static func isStaticAsset(type: String, url: String) -> Bool {
-        if type.hasPrefix("image/") || type.hasPrefix("font/") || type.contains("css") || type.contains("javascript")
-            || type.contains("woff") { return true }
-        let path = url.split(separator: "?").first.map(String.init)?.lowercased() ?? ""
-        return [".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".ico", ".css", ".js", ".woff", ".woff2", ".ttf", ".otf"]
-            .contains { path.hasSuffix($0) }
+    /// A static asset (an image, a font, a style sheet, a script), not an API answer in the form
+    /// of one: JSONP (a `callback=` parameter) and tracking pixels (a small GIF with a query)
+    /// are responses of their own, not assets to cache.
+    static func isStaticAsset(type: String, url: String, bytes: UInt64 = .max) -> Bool {
+        let utf8 = url.utf8
+        if let mark = utf8.firstIndex(of: 0x3F) {
+            let query = utf8[utf8.index(after: mark)...]
+            if contains(query, "callback=") || contains(query, "jsonp=") { return false }
+            if query.count > 0 && bytes <= 100 && (type.hasPrefix("image/gif") || endsWith(utf8[..<mark], ".gif")) { return false }
+        }
+        let t = type[...].utf8
+        if type.hasPrefix("image/") || type.hasPrefix("font/") || contains(t, "css") || contains(t, "javascript")
+            || contains(t, "woff") { return true }
+        let path = utf8[..<(utf8.firstIndex(of: 0x3F) ?? utf8.endIndex)]
+        for suffix: StaticString in [".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".ico", ".css", ".js", ".woff", ".woff2", ".ttf", ".otf"]
+        where endsWith(path, suffix) { return true }
+        return false
+    }
+
+    /// Whether `text` contains `needle` (lower-case ASCII), ignoring ASCII case.
+    private static func contains(_ text: Substring.UTF8View, _ needle: StaticString) -> Bool {
+        let n = UnsafeBufferPointer(start: needle.utf8Start, count: needle.utf8CodeUnitCount)
+        guard let first = n.first else { return true }
+        var i = text.startIndex
+        while i != text.endIndex {
+            if text[i] | 0x20 == first {
+                var j = i, k = 0
+                while k < n.count, j != text.endIndex, text[j] | (text[j] >= 0x41 && text[j] <= 0x5A ? 0x20 : 0) == n[k] {
+                    j = text.index(after: j); k += 1
+                }
+                if k == n.count { return true }
+            }
+            i = text.index(after: i)
+        }
+        return false
+    }
+
+    /// Whether `text` ends with `suffix` (lower-case ASCII), ignoring ASCII case.
+    private static func endsWith(_ text: Substring.UTF8View, _ suffix: StaticString) -> Bool {
+        let n = UnsafeBufferPointer(start: suffix.utf8Start, count: suffix.utf8CodeUnitCount)
+        guard text.count >= n.count else { return false }
+        return zip(text.suffix(n.count), n).allSatisfy { a, b in (a >= 0x41 && a <= 0x5A ? a | 0x20 : a) == b }
     }
 
     static func isText(_ type: String) -> Bool {
-        type.hasPrefix("text/") || type.contains("json") || type.contains("javascript") || type.contains("xml") || type.contains("svg")
+        let t = type[...].utf8
+        return type.hasPrefix("text/") || contains(t, "json") || contains(t, "javascript") || contains(t, "xml") || contains(t, "svg")
     }
 }
 
@@ -153,11 +192,14 @@ public final class ReportCollector: TransactionSink {
     private var sampler: UInt64 = 0x1C5A1F
     private var tlsHosts = BoundedLRU<String, (connections: Int, resumed: Int, sequential: Int, lastEnd: Timestamp)>(capacity: 50_000)
 
+    private let time = TimeBreakdownCollector()
+
     public init() {}
 
     public func consume(_ t: Transaction) {
         let line = Report.Line(time: t.startTime, method: t.request?.method ?? "", url: t.url, status: t.response?.status ?? 0,
                                bytes: t.response?.bodyBytes ?? 0, note: "")
+        time.add(t, line)
         if let req = t.request {
             r.requests += 1
             r.wireBytes += UInt64(max(0, req.headersSize)) + req.bodyWireBytes
@@ -183,7 +225,7 @@ public final class ReportCollector: TransactionSink {
                 l.note = "fresh for \(CacheAssessment.shortDuration(cache.freshFor ?? 0)) by heuristic only"
                 r.heuristicOnly.append(l)
             }
-            if resp.status == 200, Report.isStaticAsset(type: type, url: t.url) {
+            if resp.status == 200, Report.isStaticAsset(type: type, url: t.url, bytes: resp.decodedBytes) {
                 if (cache.freshnessLifetime ?? 0) <= 0 && !cache.noStore { r.staticWithoutLifetime.append(line) }
                 if cache.etag == nil && cache.lastModified == nil { r.staticWithoutValidator.append(line) }
             }
@@ -335,6 +377,7 @@ public final class ReportCollector: TransactionSink {
         out.tls = tlsSummary()
         out.http2 = http2Summary.connections > 0 ? http2Summary : nil
         out.parallelHTTP1Hosts = parallelHosts()
+        out.time = time.breakdown()
         out.errorsByHost = errors.flatMap { host, statuses in statuses.map { (host, $0.key, $0.value) } }
             .sorted { ($0.count, $0.host, $1.status) > ($1.count, $1.host, $0.status) }
         return out

@@ -14,11 +14,20 @@ public enum ReportWriter {
             if n >= 10_000 { return "\(n / 1000) kB" }
             return "\(n) B"
         }
+        /// A number of milliseconds in a fixed-width column, without the unit.
+        func num(_ v: Double?, _ width: Int = 7) -> String {
+            guard let v else { return String(repeating: " ", count: width - 1) + "-" }
+            let w = ByteBuffer(capacity: 32)
+            JSONWriter.appendNumber(v, decimals: 1, to: w)
+            let text = w.text.contains(".") ? w.text : w.text + ".0"
+            return String(repeating: " ", count: max(0, width - text.count)) + text
+        }
+        func pair(_ p: Report.TimeBreakdown.Percentiles?) -> String { "\(num(p?.p50)) \(num(p?.p90))" }
         func list(_ title: String, _ items: Report.Lines, extra: String = "") {
             line("\(title): \(items.count)\(extra)")
             for l in items.prefix(maxLines) {
                 let note = l.note.isEmpty ? "" : "  (\(l.note))"
-                line("  \(l.time.iso8601(fractionDigits: 3))  \(l.method) \(l.url) → \(l.status), \(bytes(l.bytes))\(note)")
+                line("  \(l.time.iso8601(fractionDigits: 3))  \(l.method) \(cut(l.url)) → \(l.status), \(bytes(l.bytes))\(note)")
             }
             if items.count > maxLines { line("  … \(items.count - maxLines) more") }
         }
@@ -35,18 +44,44 @@ public enum ReportWriter {
             for h in r.shortConnectionHosts { line("  \(h.host): \(h.singleRequestConnections) of \(h.connections) connections carried one request") }
         }
         line()
+        let t = r.time
+        if let span = t.spanMilliseconds, let first = t.first, let last = t.last {
+            line("Where the time goes (all in ms; server = TTFB minus the connection's round trip, the network's share):")
+            line("  span \(num(span, 0)) ms from the first request \(first.iso8601(fractionDigits: 3)) to the last response byte \(last.iso8601(fractionDigits: 3))")
+            line("  host                              requests      RTT   connect p50/p90      TTFB p50/p90    server p50/p90   receive p50/p90")
+            for h in t.hosts.prefix(maxLines) {
+                let name = cut(h.host, 32)
+                line("  \(name)\(String(repeating: " ", count: max(0, 32 - name.count))) \(String(repeating: " ", count: max(0, 10 - String(h.requests).count)))\(h.requests)  \(num(h.roundTrip))   \(pair(h.connect))   \(pair(h.ttfb))   \(pair(h.server))   \(pair(h.receive))")
+            }
+            if t.hosts.count > maxLines { line("  … \(t.hosts.count - maxLines) more hosts") }
+            line("Slowest by server time:")
+            line("   server     TTFB      RTT")
+            for s in t.slowest.prefix(maxLines) {
+                line("  \(num(s.server)) \(num(s.ttfb)) \(num(s.roundTrip))  \(s.line.method) \(cut(s.line.url)) → \(s.line.status)")
+            }
+            line(t.largest.isEmpty ? "Largest responses: none with a body" : "Largest responses:")
+            for l in t.largest.prefix(maxLines) {
+                line("  \(bytes(l.bytes))  \(l.method) \(cut(l.url)) → \(l.status)\(l.note.isEmpty ? "" : " (\(l.note))")")
+            }
+            line("Redirect chains: \(t.redirectChainCount)")
+            for c in t.redirectChains.prefix(maxLines) {
+                var text = "  " + c.steps.map { "\(cut($0.url, 60)) → \($0.status)" }.joined(separator: " → ")
+                text += c.complete ? ", \(c.steps.count) requests, \(num(c.milliseconds, 0)) ms"
+                                   : " → \(cut(c.finalURL, 60)) (not seen: another host, HTTPS without keys, or not captured)"
+                line(text)
+            }
+            if t.redirectChainCount > maxLines { line("  … \(t.redirectChainCount - min(maxLines, t.redirectChains.count)) more") }
+            line()
+        }
         list("Avoidable requests (a stored response was still fresh)", r.avoidable, extra: r.avoidable.isEmpty ? "" : ", \(bytes(r.avoidableBytes)) wasted")
-        list("Revalidations answered 304", r.notModified)
+        list("Revalidations answered 304", r.notModified, extra: t.revalidations == 0 ? ""
+             : ", \(num(t.revalidationMilliseconds, 0)) ms of request time and \(bytes(t.revalidationWireBytes)) of headers (each a round trip a longer freshness lifetime would save)")
         list("Re-downloaded unchanged (200 with the same validator)", r.unchangedRedownloads)
         list("Fresh by heuristic only (no max-age or Expires)", r.heuristicOnly)
         list("Static assets without a freshness lifetime", r.staticWithoutLifetime)
         list("Static assets without a validator (ETag, Last-Modified)", r.staticWithoutValidator)
         list("Text responses sent uncompressed (≥ 1 kB)", r.uncompressedText, extra: r.uncompressedText.isEmpty ? "" : ", \(bytes(r.uncompressedTextBytes))")
         line()
-        line("Slowest by wait (server time):")
-        for (l, wait) in r.slowestByWait.prefix(maxLines) {
-            line("  \(ms(wait))  \(l.method) \(l.url) → \(l.status)")
-        }
         line(r.errorsByHost.isEmpty ? "Errors by host: none" : "Errors by host:")
         for e in r.errorsByHost.prefix(maxLines) { line("  \(e.host): \(e.count) × \(e.status)") }
         if let tls = r.tls {
@@ -81,6 +116,13 @@ public enum ReportWriter {
             if r.parallelHTTP1Hosts.count > maxLines { line("  … \(r.parallelHTTP1Hosts.count - maxLines) more hosts") }
         }
         return out
+    }
+
+    /// A URL (or host) cut to `width` characters with "…" in the middle, keeping both ends.
+    static func cut(_ s: String, _ width: Int = 100) -> String {
+        guard s.count > width else { return s }
+        let head = (width - 1) * 2 / 3
+        return String(s.prefix(head)) + "…" + String(s.suffix(width - 1 - head))
     }
 
     public static func json(_ reports: [Report]) -> [UInt8] {
@@ -130,6 +172,7 @@ public enum ReportWriter {
                 w.beginObject(); w.string("url", l.url); w.string("method", l.method); w.int("status", l.status); w.number("wait", wait); w.endObject()
             }
             w.endArray()
+            writeTime(r.time, to: w)
             if let tls = r.tls {
                 w.key("tls"); w.beginObject()
                 w.int("connections", tls.connections)
@@ -174,5 +217,54 @@ public enum ReportWriter {
         w.endArray()
         w.append(0x0A)
         return w.array
+    }
+
+    /// `time`: where the time goes (milliseconds throughout).
+    static func writeTime(_ t: Report.TimeBreakdown, to w: JSONWriter) {
+        func percentiles(_ name: StaticString, _ p: Report.TimeBreakdown.Percentiles?) {
+            w.key(name)
+            guard let p else { w.null(); return }
+            w.beginObject(); w.number("p50", p.p50); w.number("p90", p.p90); w.endObject()
+        }
+        w.key("time"); w.beginObject()
+        w.optionalString("first", t.first?.iso8601(fractionDigits: 6))
+        w.optionalString("last", t.last?.iso8601(fractionDigits: 6))
+        w.optionalNumber("spanMs", t.spanMilliseconds)
+        w.key("hosts"); w.beginArray()
+        for h in t.hosts {
+            w.beginObject()
+            w.string("host", h.host); w.int("requests", h.requests); w.optionalNumber("roundTripMs", h.roundTrip)
+            percentiles("connectMs", h.connect); percentiles("ttfbMs", h.ttfb); percentiles("serverMs", h.server)
+            percentiles("receiveMs", h.receive)
+            w.endObject()
+        }
+        w.endArray()
+        w.key("slowestByServerTime"); w.beginArray()
+        for s in t.slowest {
+            w.beginObject(); w.string("method", s.line.method); w.string("url", s.line.url); w.int("status", s.line.status)
+            w.number("ttfbMs", s.ttfb); w.optionalNumber("roundTripMs", s.roundTrip); w.optionalNumber("serverMs", s.server); w.endObject()
+        }
+        w.endArray()
+        w.key("largest"); w.beginArray()
+        for l in t.largest {
+            w.beginObject(); w.string("method", l.method); w.string("url", l.url); w.int("status", l.status); w.int("bytes", l.bytes)
+            w.string("type", l.note); w.endObject()
+        }
+        w.endArray()
+        w.int("redirectChainCount", t.redirectChainCount)
+        w.key("redirectChains"); w.beginArray()
+        for c in t.redirectChains {
+            w.beginObject()
+            w.key("steps"); w.beginArray()
+            for s in c.steps { w.beginObject(); w.string("url", s.url); w.int("status", s.status); w.endObject() }
+            w.endArray()
+            w.string("finalURL", c.finalURL); w.bool("complete", c.complete); w.number("ms", c.milliseconds)
+            w.endObject()
+        }
+        w.endArray()
+        w.key("revalidations"); w.beginObject()
+        w.int("count", t.revalidations); w.number("ms", t.revalidationMilliseconds); w.int("headerBytes", t.revalidationWireBytes)
+        w.endObject()
+        w.endObject()
     }
 }

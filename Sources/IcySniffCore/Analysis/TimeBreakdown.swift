@@ -1,0 +1,202 @@
+extension Report {
+    /// Where the time goes (`icy-sniff report`): per-host phases, the slowest requests with the
+    /// server's share of their wait apart from the network's, the largest responses, redirect
+    /// chains and what 304 revalidations cost. All durations in milliseconds.
+    public struct TimeBreakdown: Sendable {
+        /// Median and 90th percentile of a phase.
+        public struct Percentiles: Sendable, Equatable {
+            public var p50: Double
+            public var p90: Double
+        }
+        public struct Host: Sendable {
+            public var host: String
+            public var requests: Int
+            /// The connections' round trip (TCP handshake, SYN to its ACK), median.
+            public var roundTrip: Double?
+            public var connect: Percentiles?
+            /// Time to first byte: HAR `wait`, request sent to the first response byte.
+            public var ttfb: Percentiles?
+            /// TTFB minus the connection's round trip: what the server itself took.
+            public var server: Percentiles?
+            public var receive: Percentiles?
+        }
+        public struct Slow: Sendable {
+            public var line: Line
+            public var ttfb: Double
+            public var roundTrip: Double?
+            public var server: Double? { roundTrip.map { max(0, ttfb - $0) } }
+        }
+        /// Requests one client made following redirects: each step's line (its status says what
+        /// came next); `complete` when the last step was answered by something else than a
+        /// redirect, else its Location was not seen (another host, HTTPS without keys, not
+        /// captured).
+        public struct Chain: Sendable {
+            public var steps: [Line]
+            public var finalURL: String
+            public var complete: Bool
+            public var milliseconds: Double
+        }
+        public var first: Timestamp? = nil
+        public var last: Timestamp? = nil
+        public var spanMilliseconds: Double? {
+            guard let first, let last else { return nil }
+            return last.milliseconds(since: first)
+        }
+        public var hosts: [Host] = []
+        public var slowest: [Slow] = []
+        public var largest: [Line] = []
+        public var redirectChainCount = 0
+        public var redirectChains: [Chain] = []
+        public var revalidations = 0
+        public var revalidationMilliseconds = 0.0
+        public var revalidationWireBytes: UInt64 = 0
+    }
+}
+
+/// Collects `Report.TimeBreakdown` as transactions complete: bounded samples per host (the
+/// first `samplesKept` of each phase), top-N lists and open redirect chains (least recently
+/// used out), never the transactions.
+final class TimeBreakdownCollector {
+    private struct Samples {
+        var requests = 0
+        var roundTrip: [Double] = []
+        var connect: [Double] = []
+        var ttfb: [Double] = []
+        var server: [Double] = []
+        var receive: [Double] = []
+    }
+    private var hosts = BoundedLRU<String, Samples>(capacity: 10_000)
+    private let samplesKept = 4096
+    private var b = Report.TimeBreakdown()
+    private let kept = 10
+    /// Redirects whose next request has not come yet, by client and target URL.
+    private var pending = BoundedLRU<String, (steps: [Report.Line], start: Timestamp)>(capacity: 10_000)
+    private static let maxChainSteps = 20
+
+    func add(_ t: Transaction, _ line: Report.Line) {
+        let timings = t.timings
+        let start = timings.start
+        let end = start.adding(seconds: max(0, timings.total) / 1000)
+        if b.first.map({ start < $0 }) ?? true { b.first = start }
+        if b.last.map({ end > $0 }) ?? true { b.last = end }
+        let roundTrip = Self.roundTrip(t.connection)
+        follow(t, line, end: end)
+        guard let response = t.response else { return }
+        let kept = samplesKept
+        let server = roundTrip.map { max(0, timings.wait - $0) }
+        hosts.update(t.host.lowercased()) { entry in
+            var s = entry ?? Samples()
+            s.requests += 1
+            func add(_ v: Double?, to list: inout [Double]) { if let v, v >= 0, list.count < kept { list.append(v) } }
+            add(roundTrip, to: &s.roundTrip)
+            add(timings.connect >= 0 ? timings.connect : nil, to: &s.connect)
+            add(timings.wait, to: &s.ttfb)
+            add(server, to: &s.server)
+            add(timings.receive, to: &s.receive)
+            entry = s
+        }
+        let slow = Report.TimeBreakdown.Slow(line: line, ttfb: timings.wait, roundTrip: roundTrip)
+        insert(slow, into: &b.slowest, by: { $0.server ?? $0.ttfb })
+        var big = line
+        big.bytes = response.decodedBytes
+        big.note = (response.headers.first(.contentType) ?? "").split(separator: ";").first.map(String.init) ?? ""
+        if big.bytes > 0 { insert(big, into: &b.largest, by: { Double($0.bytes) }) }
+        if response.status == 304 {
+            b.revalidations += 1
+            b.revalidationMilliseconds += max(0, timings.total)
+            b.revalidationWireBytes += UInt64(max(0, t.request?.headersSize ?? 0)) + UInt64(max(0, response.headersSize))
+        }
+    }
+
+    /// Keeps the `kept` largest by `key`, largest first; equal keys keep completion order.
+    private func insert<T>(_ item: T, into list: inout [T], by key: (T) -> Double) {
+        let k = key(item)
+        guard list.count < kept || k > key(list[list.count - 1]) else { return }
+        let at = list.firstIndex { key($0) < k } ?? list.count
+        list.insert(item, at: at)
+        if list.count > kept { list.removeLast() }
+    }
+
+    /// The connection's TCP round trip as the capture saw it: SYN to the handshake's ACK (at
+    /// either end of the path, the two legs add up to one round trip).
+    static func roundTrip(_ c: ConnectionSnapshot) -> Double? {
+        guard let syn = c.synTime, let ack = c.handshakeAckTime, ack >= syn else { return nil }
+        return ack.milliseconds(since: syn)
+    }
+
+    /// Redirect chains: a request for the Location of an earlier redirect to the same client
+    /// continues that redirect's chain.
+    private func follow(_ t: Transaction, _ line: Report.Line, end: Timestamp) {
+        guard t.request != nil else { return }
+        let client = t.connection.client.address.description
+        let url = t.url
+        var chain: (steps: [Report.Line], start: Timestamp)? = nil
+        pending.update("\(client) \(url)") { entry in chain = entry; entry = nil }
+        if let status = t.response?.status, [301, 302, 303, 307, 308].contains(status),
+           let location = t.response?.headers.first(.location), !location.isEmpty {
+            var steps = chain?.steps ?? []
+            guard steps.count < Self.maxChainSteps else { return finish(chain!, finalURL: url, complete: false, end: end) }
+            steps.append(line)
+            let target = Self.resolve(location, against: url)
+            pending.set("\(client) \(target)", (steps, chain?.start ?? t.timings.start))
+            return
+        }
+        if let c = chain {
+            chain = nil
+            finish(c, finalURL: url, complete: true, end: end, last: line)
+        }
+    }
+
+    private func finish(_ chain: (steps: [Report.Line], start: Timestamp), finalURL: String, complete: Bool, end: Timestamp,
+                        last: Report.Line? = nil) {
+        b.redirectChainCount += 1
+        guard b.redirectChains.count < Report.examplesKept else { return }
+        b.redirectChains.append(.init(steps: chain.steps + (last.map { [$0] } ?? []), finalURL: finalURL, complete: complete,
+                                      milliseconds: end.milliseconds(since: chain.start)))
+    }
+
+    /// A Location (RFC 9110 §10.2.2) as an absolute URL: absolute already, scheme-relative, or
+    /// a path on the request's origin.
+    static func resolve(_ location: String, against url: String) -> String {
+        let lower = location.lowercased()
+        if lower.hasPrefix("http://") || lower.hasPrefix("https://") { return location }
+        guard let schemeEnd = url.firstRange(of: "://") else { return location }
+        let scheme = url[..<schemeEnd.lowerBound]
+        if location.hasPrefix("//") { return "\(scheme):\(location)" }
+        let afterScheme = url[schemeEnd.upperBound...]
+        let origin = url[..<(afterScheme.firstIndex(of: "/") ?? url.endIndex)]
+        if location.hasPrefix("/") { return origin + location }
+        // Relative to the request's directory.
+        let path = url[(afterScheme.firstIndex(of: "/") ?? url.endIndex)...].split(separator: "?", maxSplits: 1).first ?? ""
+        let directory = path.lastIndex(of: "/").map { path[...$0] } ?? "/"
+        return origin + directory + location
+    }
+
+    func breakdown() -> Report.TimeBreakdown {
+        var out = b
+        // Redirects whose next request never came: their Location was not seen.
+        for key in pending.keys {
+            guard let c = pending.peek(key) else { continue }
+            let target = String(key.split(separator: " ", maxSplits: 1).last ?? "")
+            out.redirectChainCount += 1
+            if out.redirectChains.count < Report.examplesKept, let last = c.steps.last {
+                out.redirectChains.append(.init(steps: c.steps, finalURL: target, complete: false,
+                                                 milliseconds: last.time.milliseconds(since: c.start)))
+            }
+        }
+        func percentiles(_ values: [Double]) -> Report.TimeBreakdown.Percentiles? {
+            guard !values.isEmpty else { return nil }
+            let sorted = values.sorted()
+            func at(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int((p * Double(sorted.count - 1)).rounded()))] }
+            return .init(p50: at(0.5), p90: at(0.9))
+        }
+        var list: [Report.TimeBreakdown.Host] = []
+        for host in hosts.keys {
+            guard let s = hosts.peek(host) else { continue }
+            list.append(.init(host: host, requests: s.requests, roundTrip: percentiles(s.roundTrip)?.p50, connect: percentiles(s.connect),
+                              ttfb: percentiles(s.ttfb), server: percentiles(s.server), receive: percentiles(s.receive)))
+        }
+        out.hosts = Array(list.sorted { ($0.requests, $1.host) > ($1.requests, $0.host) }.prefix(Report.hostsKept))
+        return out
+    }
+}
