@@ -9,10 +9,11 @@ extension OutputFormat: ExpressibleByArgument {}
 struct Analyze: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "analyze",
-        abstract: "Passive HTTP/1.x traffic analyzer, HTTPS too: requests, responses, timings, cache freshness, TLS, HAR.",
+        abstract: "Passive HTTP/1.x and HTTP/2 traffic analyzer, HTTPS too: requests, responses, timings, cache freshness, TLS, HAR.",
         discussion: """
-        Reads capture files (pcap, pcapng, gzip- or zstd-compressed too; '-' is standard input) or a \
-        live interface, reassembles TCP, parses HTTP/1.x, pairs requests with responses and \
+        Reads capture files (pcap, pcapng; gzip, zstd, lz4, xz or bzip2 compressed too; '-' is standard \
+        input) or a live interface, reassembles TCP, parses HTTP/1.x and HTTP/2 (inside TLS with a key \
+        log, inside proxy tunnels), pairs requests with responses and \
         writes them as HAR 1.2 or as tabular logs (table, TSV, CSV, NDJSON).
 
         EXAMPLES
@@ -115,10 +116,10 @@ struct Analyze: ParsableCommand {
 }
 
 struct InputOptions: ParsableArguments {
-    @Option(name: [.customShort("r"), .customLong("read")], help: ArgumentHelp("Read a capture file (pcap, pcapng; gzip, zstd, lz4, xz or bzip2 compressed too, by content) or a directory of them; '-' reads standard input. Repeatable.", valueName: "file"))
+    @Option(name: [.customShort("r"), .customLong("read")], help: ArgumentHelp("Read a capture file (pcap, pcapng; gzip, zstd, lz4, xz or bzip2 compressed too, by content) or a directory of them; '-' reads standard input. Repeatable.", valueName: "file"), completion: .file())
     var read: [String] = []
 
-    @Option(name: [.customShort("i"), .customLong("interface")], help: ArgumentHelp("Capture live on an interface.", valueName: "iface"))
+    @Option(name: [.customShort("i"), .customLong("interface")], help: ArgumentHelp("Capture live on an interface.", valueName: "iface"), completion: .shellCommand("icy-sniff -D 2>/dev/null | sed -e 's/^[0-9]*[.]//' -e 's/ .*//'"))
     var interface: String?
 
     @Option(name: [.customShort("f"), .customLong("filter")], help: ArgumentHelp("BPF capture filter, for files and interfaces alike.", valueName: "bpf"))
@@ -136,7 +137,7 @@ struct InputOptions: ParsableArguments {
     @Flag(name: .customShort("n"), help: "Accepted for tcpdump's sake: icy-sniff never resolves addresses or ports to names.")
     var noNames = false
 
-    @Option(name: .customLong("keylog"), help: ArgumentHelp("Decrypt TLS with the secrets in this NSS key log (SSLKEYLOGFILE, as browsers, curl and OpenSSL write it). Repeatable; re-read when it grows.", valueName: "file"))
+    @Option(name: .customLong("keylog"), help: ArgumentHelp("Decrypt TLS with the secrets in this NSS key log (SSLKEYLOGFILE, as browsers, curl and OpenSSL write it). Repeatable; re-read when it grows.", valueName: "file"), completion: .file())
     var keylog: [String] = []
 
     @Flag(name: .customLong("promisc"), help: "Put the interface into promiscuous mode.")
@@ -145,10 +146,10 @@ struct InputOptions: ParsableArguments {
     @Option(name: [.customShort("c"), .customLong("count")], help: ArgumentHelp("Stop after this many packets.", valueName: "n"))
     var count: UInt64?
 
-    @Option(name: [.customShort("w"), .customLong("write")], help: ArgumentHelp("Also save the packets read (live, or with -r those that pass the filter) to this pcap file, as tcpdump does.", valueName: "file"))
+    @Option(name: [.customShort("w"), .customLong("write")], help: ArgumentHelp("Also save the packets read (live, or with -r those that pass the filter) to this pcap file, as tcpdump does.", valueName: "file"), completion: .file())
     var write: String?
 
-    @Option(name: [.customShort("Z"), .customLong("user")], help: ArgumentHelp("Live capture: drop root privileges to this user after opening the interface (output files are then created as that user).", valueName: "user"))
+    @Option(name: [.customShort("Z"), .customLong("user")], help: ArgumentHelp("Live capture: drop root privileges to this user after opening the interface (output files are then created as that user).", valueName: "user"), completion: .shellCommand("getent passwd | cut -d: -f1"))
     var user: String?
 
     @Flag(name: .customLong("no-join"), help: "Read every capture on its own: do not join the pieces of a rotated set (tcpdump -C/-G, dumpcap -b, editcap splits) or the files given one by one into one stream.")
@@ -204,10 +205,10 @@ struct OutputOptions: ParsableArguments {
     @Flag(name: .customLong("har"), help: "Write HAR 1.2 (same as --format har).")
     var har = false
 
-    @Option(name: .customLong("format"), help: ArgumentHelp("Output format: table, tsv, csv, ndjson or har. Default: table on a terminal, TSV otherwise.", valueName: "format"))
+    @Option(name: .customLong("format"), help: ArgumentHelp("Output format: table, tsv, csv, ndjson or har. Default: table on a terminal, TSV otherwise.", valueName: "format"), completion: .list(["table", "tsv", "csv", "ndjson", "har"]))
     var format: OutputFormat?
 
-    @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Write to a file (atomically: a temporary file, then renamed; a device or FIFO such as /dev/null is written directly).", valueName: "file"))
+    @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Write to a file (atomically: a temporary file, then renamed; a device or FIFO such as /dev/null is written directly).", valueName: "file"), completion: .file())
     var outputPath: String?
 
     @Flag(name: .customLong("connections"), help: "List TCP connections (endpoints, handshake RTT, bytes, gaps, anomalies) instead of transactions.")
@@ -225,10 +226,10 @@ struct OutputOptions: ParsableArguments {
     @Flag(name: [.customShort("q"), .customLong("quiet")], help: "Do not print the summary and warnings on standard error (errors are still printed).")
     var quiet = false
 
-    @Option(name: .customLong("fields"), help: ArgumentHelp("Columns of table/TSV/CSV output, comma-separated (see docs/OUTPUT.md): e.g. time,method,url,status,wait.", valueName: "list"))
+    @Option(name: .customLong("fields"), help: ArgumentHelp("Columns of table/TSV/CSV output, comma-separated (see docs/OUTPUT.md): e.g. time,method,url,status,wait.", valueName: "list"), completion: .list(Field.allCases.map(\.rawValue)))
     var fields: String?
 
-    @Option(name: .customLong("out-dir"), help: ArgumentHelp("Batch: write one output per capture into this directory, named after the capture (HAR unless --format says otherwise).", valueName: "dir"))
+    @Option(name: .customLong("out-dir"), help: ArgumentHelp("Batch: write one output per capture into this directory, named after the capture (HAR unless --format says otherwise).", valueName: "dir"), completion: .directory)
     var outDir: String?
 
     @Option(name: [.customShort("j"), .customLong("jobs")], help: ArgumentHelp("Batch: captures analysed in parallel (default: the number of cores).", valueName: "n"))
