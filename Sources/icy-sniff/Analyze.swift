@@ -66,6 +66,10 @@ struct Analyze: ParsableCommand {
             throw ValidationError("give the filter once: -f '\(input.filterOption!)' or as trailing words, not both (trailing: \(input.expression.joined(separator: " ")))")
         }
         // Combinations that would silently write something else than asked.
+        if output.har && (output.heads || output.format == .heads) { throw ValidationError("give one output format: --har or -V") }
+        if output.connections && (output.heads || output.format == .heads) {
+            throw ValidationError("--connections lists connections; -V shows transactions' heads: use one of them")
+        }
         if output.connections && (output.har || output.format == .har) {
             throw ValidationError("--connections lists connections as a table, TSV, CSV or NDJSON; a HAR has them in log._connections (use --har alone)")
         }
@@ -202,10 +206,13 @@ struct FilterOptions: ParsableArguments {
 }
 
 struct OutputOptions: ParsableArguments {
+    @Flag(name: .customShort("V"), help: "Show each transaction's request and response heads as sent, field by field (as tshark -V details a packet); same as --format heads.")
+    var heads = false
+
     @Flag(name: .customLong("har"), help: "Write HAR 1.2 (same as --format har).")
     var har = false
 
-    @Option(name: .customLong("format"), help: ArgumentHelp("Output format: table, tsv, csv, ndjson or har. Default: table on a terminal, TSV otherwise.", valueName: "format"), completion: .list(["table", "tsv", "csv", "ndjson", "har"]))
+    @Option(name: .customLong("format"), help: ArgumentHelp("Output format: table, tsv, csv, ndjson, har or heads (-V). Default: table on a terminal, TSV otherwise.", valueName: "format"), completion: .list(["table", "tsv", "csv", "ndjson", "har", "heads"]))
     var format: OutputFormat?
 
     @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Write to a file (atomically: a temporary file, then renamed; a device or FIFO such as /dev/null is written directly).", valueName: "file"), completion: .file())

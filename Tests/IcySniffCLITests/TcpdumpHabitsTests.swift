@@ -65,3 +65,30 @@ import Testing
         #expect(again.text == first.text)
     }
 }
+
+/// `-V`: each transaction's request and response heads as sent (issue 19, as tshark -V details
+/// a packet), secrets redacted unless --keep-secrets.
+@Suite struct HeadsViewTests {
+    @Test func headsOfEveryTransaction() throws {
+        let r = try CLI.run(["-r", CLI.capture("nginx-cache-demo.pcap.gz"), "-V", "-q"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(lines.filter { $0.hasPrefix("── ") }.count == 12)
+        #expect(lines.contains("GET /page.html HTTP/1.1") && lines.contains("Host: 127.0.0.1:18080"))
+        #expect(lines.contains("HTTP/1.1 304 Not Modified") && lines.contains("[body: 113 bytes, 1882 decoded]"))
+        #expect(lines.contains { $0.hasPrefix("── ") && $0.contains("cache: AVOIDABLE") })
+        // The same as --format heads; refused with --connections.
+        #expect(try CLI.run(["-r", CLI.capture("nginx-cache-demo.pcap.gz"), "--format", "heads", "-q"]).text == r.text)
+        #expect(try CLI.run(["-r", CLI.capture("nginx-cache-demo.pcap.gz"), "-V", "--connections"]).status == 64)
+    }
+
+    @Test func secretsAreRedactedUnlessKept() throws {
+        let capture = CLI.corpus("zeek/pipelined-requests.pcap")
+        let cookies = { (extra: [String]) in
+            try CLI.run(["-r", capture, "-V", "-q"] + extra).text.split(separator: "\n").filter { $0.hasPrefix("Cookie: ") }
+        }
+        let redacted = try cookies([]), kept = try cookies(["--keep-secrets"])
+        #expect(!redacted.isEmpty && redacted.count == kept.count)
+        #expect(redacted != kept, "cookie values are redacted by default")
+    }
+}

@@ -6,7 +6,8 @@ public final class ConnectionListWriter: OutputSink {
 
     public init(output: OutputFile, format: OutputFormat) {
         self.output = output
-        self.format = format
+        // -V shows transactions' heads; connections have none: the table it is.
+        self.format = format == .heads ? .table : format
     }
 
     public func consume(_ transaction: Transaction) {}
@@ -43,7 +44,7 @@ public final class ConnectionListWriter: OutputSink {
                 w.append(0x0A)
                 output.write(w.buffer)
             }
-        case .tsv, .csv, .table:
+        case .tsv, .csv, .table, .heads:
             let sep = format == .csv ? "," : (format == .tsv ? "\t" : "  ")
             // A missing value is an empty cell in TSV/CSV (analytics tools then type a column of
             // numbers as numbers), "-" in the terminal table.

@@ -1,6 +1,9 @@
 /// The output formats. A new format is one writer (a file of `Export/`) and one case here.
 public enum OutputFormat: String, CaseIterable, Sendable {
     case table, tsv, csv, ndjson, har
+    /// Each transaction's request and response heads as sent (`-V`, as tshark -V shows a
+    /// packet's details): for reading, not for tools.
+    case heads
 
     /// The file name extension of an output of this format (`--out-dir`).
     public var fileExtension: String {
@@ -9,6 +12,7 @@ public enum OutputFormat: String, CaseIterable, Sendable {
         case .ndjson: return "ndjson"
         case .csv: return "csv"
         case .tsv, .table: return "tsv"
+        case .heads: return "txt"
         }
     }
 }
@@ -89,7 +93,7 @@ public struct SinkFactory {
         switch format {
         case .har:
             return HAROutput(writer: HARWriter(options: options), output: output)
-        case .table, .tsv, .csv, .ndjson:
+        case .table, .tsv, .csv, .ndjson, .heads:
             let writer = TableWriter(format: TableFormat(format), output: output, options: options, fields: fields)
             writer.flushEachRow = flushEachRow
             writer.writesHeader = writesHeader
@@ -110,6 +114,7 @@ extension TableFormat {
         case .table: self = .table
         case .tsv: self = .tsv
         case .csv: self = .csv
+        case .heads: self = .heads
         case .ndjson, .har: self = .ndjson
         }
     }

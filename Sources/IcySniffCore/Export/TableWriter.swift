@@ -4,7 +4,7 @@ import Glibc
 
 /// The tabular formats.
 public enum TableFormat: Sendable {
-    case table, tsv, csv, ndjson
+    case table, tsv, csv, ndjson, heads
 }
 
 /// A column of the tabular outputs (`--fields`); names are stable and documented in docs/CLI.md.
@@ -98,6 +98,7 @@ public final class TableWriter {
         case .ndjson: writeJSON(t)
         case .tsv, .csv: writeDelimited(t)
         case .table: output.write(tableRow(fields.map { value($0, t) }, status: t.response?.status ?? 0) + "\n")
+        case .heads: writeHeads(t)
         }
     }
 
@@ -108,7 +109,7 @@ public final class TableWriter {
 
     public func writeHeader() {
         switch format {
-        case .ndjson: break
+        case .ndjson, .heads: break
         case .tsv: output.write(fields.map(\.rawValue).joined(separator: "\t") + "\n")
         case .csv: output.write(fields.map(\.rawValue).joined(separator: ",") + "\n")
         case .table:
@@ -394,6 +395,41 @@ public final class TableWriter {
         out.append("…")
         if keepEnd { out += take(width - Self.cells(String(String.UnicodeScalarView(out))), fromEnd: true) }
         return String(String.UnicodeScalarView(out))
+    }
+
+    // MARK: heads (-V)
+
+    /// One transaction as its heads: a line saying when, where, how long and what was odd, then
+    /// the request head and the response head as sent (control characters shown as "?",
+    /// secrets redacted unless --keep-secrets), each field on its line.
+    private func writeHeads(_ t: Transaction) {
+        var text = "── \(t.startTime.iso8601(fractionDigits: 3))  \(t.connection.label)  \(t.connection.client.description) → "
+            + "\(t.connection.server.description)  \(ms(t.timings.total)) ms"
+        if let cache = t.cache?.label { text += "  cache: \(cache)" }
+        let flags = t.allWeirds.filter { $0 != .midstreamPickup }
+        if !flags.isEmpty { text += "  flags: " + flags.map(\.rawValue).joined(separator: ",") }
+        text += "\n"
+        func head(_ m: HTTPMessage, startLine: String) {
+            text += Self.printable(startLine) + "\n"
+            for h in m.headers { text += Self.printable("\(h.name): \(EntryEncoder.redact(header: h, options: options))") + "\n" }
+            if m.bodyBytes > 0 || m.decodedBytes > 0 {
+                text += "[body: \(m.bodyBytes) bytes" + (m.decodedBytes != m.bodyBytes ? ", \(m.decodedBytes) decoded" : "") + "]\n"
+            }
+        }
+        if let r = t.request {
+            head(r, startLine: "\(r.method) \(EntryEncoder.redactURL(r.targetString, options: options)) \(r.versionText)")
+        } else {
+            text += "(request not captured)\n"
+        }
+        text += "\n"
+        for m in t.interimResponses { head(m, startLine: "\(m.versionText) \(m.status) \(m.reason)") }
+        if let r = t.response {
+            head(r, startLine: r.isHTTP09 ? "(HTTP/0.9 reply: no status line)" : "\(r.versionText) \(r.status) \(r.reason)")
+        } else {
+            text += "(no response)\n"
+        }
+        text += "\n"
+        output.write(text)
     }
 
     // MARK: NDJSON
