@@ -6,7 +6,8 @@ import Testing
 /// with --bodies; with nginx stopped, Chromium replays the page from the HAR alone
 /// (route_from_har, nothing from the network) and the screenshots must be identical, the style
 /// sheet served from the HAR, and a replay without its entry must lose the style
-/// (scripts/har-replay-check).
+/// (scripts/har-replay-check). The same for captures/nginx-cache-demo.pcap.gz against a live load
+/// of its page from nginx.
 @Suite struct BrowserReplayTests {
     static var hasBrowser: Bool {
         FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium")
@@ -27,5 +28,8 @@ import Testing
         #expect((figures["servedFromHAR"] as? [String])?.contains { $0.hasSuffix("/static/app.css") } == true)
         #expect(figures["replayColor"] as? String == figures["liveColor"] as? String)
         #expect(figures["colorWithoutCSS"] as? String != figures["liveColor"] as? String)
+        // The sample capture of captures/ (curl's traffic, recorded earlier), replayed from its HAR.
+        let sample = try #require(figures["sample"] as? [String: Any])
+        #expect(sample["screenshotsIdentical"] as? Bool == true && sample["replayStatus"] as? Int == 200)
     }
 }
