@@ -81,9 +81,13 @@ import Testing
         let ttfb = try #require(upload["ttfbMs"] as? [String: Double]), server = try #require(upload["serverMs"] as? [String: Double])
         #expect(ttfb["p50"]! > 50 && server["p50"]! < 5)
         #expect((time["revalidations"] as? [String: Any])?["count"] as? Int == 15)
+        // Long lists say where they come from: 12 of the 15 revalidations went to one host.
+        let byHost = try #require(reports[0]["notModifiedByHost"] as? [String: Int])
+        #expect(byHost["upload.wikimedia.org"] == 12 && byHost.values.reduce(0, +) == 15)
         // The text report says the same, with long URLs cut.
         let text = try CLI.run(["report", "-r", captures[0]])
         #expect(text.text.contains("Where the time goes") && text.text.contains("Slowest by server time:"))
+        #expect(text.text.contains("  by host: upload.wikimedia.org 12, "))
         #expect(text.text.split(separator: "\n").allSatisfy { $0.count < 260 })
     }
 }

@@ -16,14 +16,28 @@ public struct Report: Sendable {
         public var singleRequestConnections: Int
     }
 
-    /// A list of examples: how many there were in all, and the first `Report.examplesKept`.
+    /// A list of examples: how many there were in all, the first `Report.examplesKept`, and how
+    /// many came from each host (exact for the first `Report.hostsKept` hosts; the rest together
+    /// under "other hosts").
     public struct Lines: Sendable {
         public private(set) var count = 0
         public private(set) var lines: [Line] = []
+        public private(set) var byHost: [String: Int] = [:]
         public var isEmpty: Bool { count == 0 }
         mutating func append(_ line: Line) {
             count += 1
             if lines.count < Report.examplesKept { lines.append(line) }
+            let host = Self.host(of: line.url)
+            if byHost[host] != nil || byHost.count < Report.hostsKept { byHost[host, default: 0] += 1 } else { byHost["other hosts", default: 0] += 1 }
+        }
+        /// Hosts by count, most first.
+        public var hosts: [(host: String, count: Int)] {
+            byHost.map { ($0.key, $0.value) }.sorted { ($0.count, $1.host) > ($1.count, $0.host) }
+        }
+        static func host(of url: String) -> String {
+            guard let start = url.firstRange(of: "://")?.upperBound else { return url }
+            let rest = url[start...]
+            return String(rest[..<(rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex)]).lowercased()
         }
         public func prefix(_ n: Int) -> ArraySlice<Line> { lines.prefix(n) }
     }

@@ -25,6 +25,12 @@ public enum ReportWriter {
         func pair(_ p: Report.TimeBreakdown.Percentiles?) -> String { "\(num(p?.p50)) \(num(p?.p90))" }
         func list(_ title: String, _ items: Report.Lines, extra: String = "") {
             line("\(title): \(items.count)\(extra)")
+            // A long list: where they come from first, then examples.
+            if items.count > maxLines {
+                let hosts = items.hosts
+                let shown = hosts.prefix(5).map { "\($0.host) \($0.count)" }.joined(separator: ", ")
+                line("  by host: \(shown)\(hosts.count > 5 ? ", … (\(hosts.count) hosts)" : "")")
+            }
             for l in items.prefix(maxLines) {
                 let note = l.note.isEmpty ? "" : "  (\(l.note))"
                 line("  \(l.time.iso8601(fractionDigits: 3))  \(l.method) \(cut(l.url)) → \(l.status), \(bytes(l.bytes))\(note)")
@@ -148,6 +154,7 @@ public enum ReportWriter {
             w.key("shortConnectionHosts"); w.beginArray(); for h in r.shortConnectionHosts { w.string(h.host) }; w.endArray()
             func lines(_ name: String, _ items: Report.Lines) {
                 w.key(text: name + "Count"); w.int(items.count)
+                w.key(text: name + "ByHost"); w.beginObject(); for h in items.hosts { w.key(text: h.host); w.int(h.count) }; w.endObject()
                 w.key(text: name); w.beginArray()
                 for l in items.lines {
                     w.beginObject()
