@@ -137,7 +137,7 @@ final class TimeBreakdownCollector {
             var steps = chain?.steps ?? []
             guard steps.count < Self.maxChainSteps else { return finish(chain!, finalURL: url, complete: false, end: end) }
             steps.append(line)
-            let target = Self.resolve(location, against: url)
+            let target = URLText.resolve(location, against: url)
             pending.set("\(client) \(target)", (steps, chain?.start ?? t.timings.start))
             return
         }
@@ -153,23 +153,6 @@ final class TimeBreakdownCollector {
         guard b.redirectChains.count < Report.examplesKept else { return }
         b.redirectChains.append(.init(steps: chain.steps + (last.map { [$0] } ?? []), finalURL: finalURL, complete: complete,
                                       milliseconds: end.milliseconds(since: chain.start)))
-    }
-
-    /// A Location (RFC 9110 §10.2.2) as an absolute URL: absolute already, scheme-relative, or
-    /// a path on the request's origin.
-    static func resolve(_ location: String, against url: String) -> String {
-        let lower = location.lowercased()
-        if lower.hasPrefix("http://") || lower.hasPrefix("https://") { return location }
-        guard let schemeEnd = url.firstRange(of: "://") else { return location }
-        let scheme = url[..<schemeEnd.lowerBound]
-        if location.hasPrefix("//") { return "\(scheme):\(location)" }
-        let afterScheme = url[schemeEnd.upperBound...]
-        let origin = url[..<(afterScheme.firstIndex(of: "/") ?? url.endIndex)]
-        if location.hasPrefix("/") { return origin + location }
-        // Relative to the request's directory.
-        let path = url[(afterScheme.firstIndex(of: "/") ?? url.endIndex)...].split(separator: "?", maxSplits: 1).first ?? ""
-        let directory = path.lastIndex(of: "/").map { path[...$0] } ?? "/"
-        return origin + directory + location
     }
 
     func breakdown() -> Report.TimeBreakdown {

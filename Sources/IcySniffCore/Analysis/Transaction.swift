@@ -191,9 +191,26 @@ public final class Transaction {
     }
 }
 
-/// Makes request-targets into valid URI text: bytes outside the URI character set are
-/// percent-encoded (as a browser would before sending them).
+/// URL text: request-targets made into valid URI text (bytes outside the URI character set
+/// percent-encoded, as a browser would before sending them), and Locations resolved.
 enum URLText {
+    /// A Location (RFC 9110 §10.2.2) as an absolute URL: absolute already, scheme-relative, or
+    /// a path on the request's origin.
+    static func resolve(_ location: String, against url: String) -> String {
+        let lower = location.lowercased()
+        if lower.hasPrefix("http://") || lower.hasPrefix("https://") { return location }
+        guard let schemeEnd = url.firstRange(of: "://") else { return location }
+        let scheme = url[..<schemeEnd.lowerBound]
+        if location.hasPrefix("//") { return "\(scheme):\(location)" }
+        let afterScheme = url[schemeEnd.upperBound...]
+        let origin = url[..<(afterScheme.firstIndex(of: "/") ?? url.endIndex)]
+        if location.hasPrefix("/") { return origin + location }
+        // Relative to the request's directory.
+        let path = url[(afterScheme.firstIndex(of: "/") ?? url.endIndex)...].split(separator: "?", maxSplits: 1).first ?? ""
+        let directory = path.lastIndex(of: "/").map { path[...$0] } ?? "/"
+        return origin + directory + location
+    }
+
     static func sanitize(_ s: String) -> String {
         var needs = false
         for b in s.utf8 where !allowed(b) { needs = true; break }

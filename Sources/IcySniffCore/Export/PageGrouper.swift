@@ -60,7 +60,8 @@ struct PageGrouper {
             return attachToClient(t)
         }
         _ = byURL.set(url, page)
-        if navigation == .redirect, let location = t.response?.headers.first(.location), let next = Self.resolve(location, against: url) {
+        if navigation == .redirect, let location = t.response?.headers.first(.location), !location.isEmpty {
+            let next = URLText.resolve(location, against: url)
             _ = redirectTargets.set(next, page)
         }
         return pages[page].id
@@ -85,15 +86,6 @@ struct PageGrouper {
         return type.hasPrefix("text/html") || type.hasPrefix("application/xhtml") ? .document : nil
     }
 
-    /// A Location made absolute against the URL it answered (absolute, or absolute-path).
-    static func resolve(_ location: String, against url: String) -> String? {
-        if location.hasPrefix("http://") || location.hasPrefix("https://") { return location }
-        guard location.hasPrefix("/"), !location.hasPrefix("//"), let colon = url.firstIndex(of: ":") else { return nil }
-        let authorityStart = url.index(colon, offsetBy: 3, limitedBy: url.endIndex) ?? url.endIndex
-        let authority = url[authorityStart...]
-        let pathStart = authority.firstIndex(of: "/") ?? url.endIndex
-        return String(url[..<pathStart]) + location
-    }
 
     private mutating func startPage(_ t: Transaction, url: String) -> Int {
         let index = pages.count

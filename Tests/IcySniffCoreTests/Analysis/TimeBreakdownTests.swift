@@ -78,10 +78,10 @@ import Testing
 
     @Test func locationsResolveAgainstTheRequest() {
         let base = "http://h.test:8080/a/b?q=1"
-        #expect(TimeBreakdownCollector.resolve("https://x.test/y", against: base) == "https://x.test/y")
-        #expect(TimeBreakdownCollector.resolve("//cdn.test/z", against: base) == "http://cdn.test/z")
-        #expect(TimeBreakdownCollector.resolve("/x", against: base) == "http://h.test:8080/x")
-        #expect(TimeBreakdownCollector.resolve("y", against: base) == "http://h.test:8080/a/y")
+        #expect(URLText.resolve("https://x.test/y", against: base) == "https://x.test/y")
+        #expect(URLText.resolve("//cdn.test/z", against: base) == "http://cdn.test/z")
+        #expect(URLText.resolve("/x", against: base) == "http://h.test:8080/x")
+        #expect(URLText.resolve("y", against: base) == "http://h.test:8080/a/y")
     }
 
     @Test func apiAnswersAndBeaconsAreNotStaticAssets() {
