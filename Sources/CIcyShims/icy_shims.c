@@ -159,20 +159,20 @@ static ssize_t icy_step(icy_cookie *c, char *out, size_t size) {
         return (ssize_t)((char *)c->s.xz.next_out - out);
     }
     case ICY_BZIP2: {
-        if (!c->in_unit && c->s.bz.total_out_lo32 + c->s.bz.total_out_hi32 > 0) {
-            /* The next stream of a concatenation. */
-            BZ2_bzDecompressEnd(&c->s.bz);
-            memset(&c->s.bz, 0, sizeof c->s.bz);
-            if (BZ2_bzDecompressInit(&c->s.bz, 0, 0) != BZ_OK) { snprintf(c->error, sizeof c->error, "bzip2: out of memory"); return -1; }
-        }
         c->s.bz.next_in = (char *)in; c->s.bz.avail_in = (unsigned)(avail > (1u << 30) ? (1u << 30) : avail);
         c->s.bz.next_out = out; c->s.bz.avail_out = (unsigned)(size > (1u << 30) ? (1u << 30) : size);
         c->in_unit = 1;
         int rc = BZ2_bzDecompress(&c->s.bz);
         c->in_pos += (size_t)((unsigned char *)c->s.bz.next_in - in);
-        if (rc == BZ_STREAM_END) c->in_unit = 0;
-        else if (rc != BZ_OK) { snprintf(c->error, sizeof c->error, "bzip2 error %d (corrupt data)", rc); return -1; }
-        return (ssize_t)(c->s.bz.next_out - out);
+        ssize_t produced = (ssize_t)(c->s.bz.next_out - out);
+        if (rc == BZ_STREAM_END) {
+            /* Ready for the next stream of a concatenation (pbzip2 writes them). */
+            c->in_unit = 0;
+            BZ2_bzDecompressEnd(&c->s.bz);
+            memset(&c->s.bz, 0, sizeof c->s.bz);
+            if (BZ2_bzDecompressInit(&c->s.bz, 0, 0) != BZ_OK) { snprintf(c->error, sizeof c->error, "bzip2: out of memory"); return -1; }
+        } else if (rc != BZ_OK) { snprintf(c->error, sizeof c->error, "bzip2 error %d (corrupt data)", rc); return -1; }
+        return produced;
     }
     default: {
         size_t n = avail < size ? avail : size;
@@ -243,8 +243,6 @@ const char *icy_decompress_error(void *cookie) {
     if (!c) return NULL;
     return c->error[0] ? c->error : NULL;
 }
-
-const char *icy_compression_name(int kind) { return icy_kind_name(kind); }
 
 #include <sched.h>
 #include <unistd.h>

@@ -8,9 +8,6 @@ enum { ICY_PLAIN = 0, ICY_GZIP = 1, ICY_ZSTD = 2, ICY_LZ4 = 3, ICY_XZ = 4, ICY_B
 /// gzip, zstd, an LZ4 frame, xz or bzip2; ICY_PLAIN otherwise.
 int icy_compression_of(const unsigned char *b, size_t n);
 
-/// "gzip", "zstd", "lz4", "xz", "bzip2" ("input" for ICY_PLAIN).
-const char *icy_compression_name(int kind);
-
 /// Opens a FILE* that yields the decompressed bytes of `fd` in format `kind` (ICY_PLAIN: the
 /// bytes as they are), decompressed as they are read, never held whole in memory. Members,
 /// frames and streams one after another are one stream. `prefix` (at most 16 bytes) is what the

@@ -7,14 +7,8 @@ import Glibc
 /// compressed (gzip, zstd, LZ4, xz, bzip2 — the compressions tshark reads).
 public enum CaptureFile {
     public struct Kind: Sendable, Equatable {
-        /// pcapng (else pcap).
+        /// pcapng (else pcap), compressed or not.
         public var isPcapng: Bool
-        /// The compression (`ICY_GZIP`…, from CIcyShims); `ICY_PLAIN` when none.
-        public var compression: Int32
-        /// "gzip", "zstd", "lz4", "xz", "bzip2"; nil when not compressed.
-        public var compressionName: String? {
-            compression == Int32(ICY_PLAIN) ? nil : String(cString: icy_compression_name(compression))
-        }
     }
 
     /// Bytes read to recognise a compression (xz's magic is the longest).
@@ -36,7 +30,7 @@ public enum CaptureFile {
         let compression = compression(of: Array(magic.prefix(n)))
         if compression == Int32(ICY_PLAIN) {
             close(fd)
-            return classify(Array(magic.prefix(4))).map { Kind(isPcapng: $0, compression: compression) }
+            return classify(Array(magic.prefix(4))).map { Kind(isPcapng: $0) }
         }
         // The first four decompressed bytes (the descriptor owns `fd` from here).
         guard let file = magic.withUnsafeBufferPointer({ icy_decompress_fdopen(fd, compression, $0.baseAddress, n, nil) }) else {
@@ -46,11 +40,11 @@ public enum CaptureFile {
         defer { fclose(file) }
         var inner = [UInt8](repeating: 0, count: 4)
         guard fread(&inner, 1, 4, file) == 4 else { return nil }
-        return classify(inner).map { Kind(isPcapng: $0, compression: compression) }
+        return classify(inner).map { Kind(isPcapng: $0) }
     }
 
     /// pcap (false) or pcapng (true) by the first four bytes; nil: neither.
-    private static func classify(_ m: [UInt8]) -> Bool? {
+    static func classify(_ m: [UInt8]) -> Bool? {
         guard m.count == 4 else { return nil }
         let be = UInt32(m[0]) << 24 | UInt32(m[1]) << 16 | UInt32(m[2]) << 8 | UInt32(m[3])
         switch be {

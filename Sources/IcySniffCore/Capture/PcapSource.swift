@@ -198,7 +198,7 @@ public final class PcapSource {
         let compression = CaptureFile.compression(of: Array(magic.prefix(magicCount)))
         let compressed = compression != Int32(ICY_PLAIN)
         let pcapng = isRegular && (compressed ? CaptureFile.kind(of: path)?.isPcapng == true
-                                              : magicCount >= 4 && magic.prefix(4) == [0x0A, 0x0D, 0x0D, 0x0A])
+                                              : CaptureFile.classify(Array(magic.prefix(min(4, magicCount)))) == true)
         var cookie: UnsafeMutableRawPointer? = nil
         let file: UnsafeMutablePointer<FILE>?
         var fileBuffer: UnsafeMutableRawPointer? = nil
