@@ -34,10 +34,12 @@ public final class TableWriter {
     /// False for the parts of a merged batch output after the first.
     public var writesHeader = true
     private let color: Bool
-    /// The terminal table's display cells per line, and each column's width (nil: shares what
-    /// is left; the URL, path and host).
+    /// The terminal table's display cells per line, and each column's width in cells (the URL,
+    /// path and host share what the others leave), decided once.
     private let width: Int
-    private var widths: [Int?] = []
+    private var widths: [Int] = []
+    /// Whether the table's time shows milliseconds (the column was not narrowed).
+    private var clockMillis = true
     private let json = JSONWriter(indent: 0, capacity: 4096)
     private let row = ByteBuffer(capacity: 4096)
 
@@ -54,8 +56,18 @@ public final class TableWriter {
         if format == .table {
             let layout = Self.tableLayout(fields, width: self.width, adaptive: fields == Field.defaultColumns)
             self.fields = layout.map(\.field)
-            widths = layout.map(\.width)
+            let share = max(16, Self.sharedWidth(layout.map(\.width), of: self.width) ?? 0)
+            widths = layout.map { $0.width ?? share }
+            clockMillis = layout.first { $0.field == .time }.map { ($0.width ?? 12) >= 12 } ?? true
         }
+    }
+
+    /// What each flexible column (nil width) gets of a line of `width` cells once the others and
+    /// the spaces between columns are placed; nil when there is none.
+    static func sharedWidth(_ widths: [Int?], of width: Int) -> Int? {
+        let shares = widths.filter { $0 == nil }.count
+        guard shares > 0 else { return nil }
+        return (width - widths.compactMap { $0 }.reduce(0, +) - (widths.count - 1)) / shares
     }
 
     /// The table's width in display cells: the terminal's, else `COLUMNS` (as `ls` and `ps` read
@@ -76,14 +88,9 @@ public final class TableWriter {
     /// the flags go, and the time drops its milliseconds. Columns named with `--fields` all stay.
     static func tableLayout(_ fields: [Field], width: Int, adaptive: Bool) -> [(field: Field, width: Int?)] {
         var layout: [(field: Field, width: Int?)] = fields.map { ($0, baseWidth($0)) }
-        func flexible() -> Int {
-            let fixed = layout.compactMap(\.width).reduce(0, +) + layout.count - 1
-            let shares = layout.filter { $0.width == nil }.count
-            return shares == 0 ? Int.max : (width - fixed) / shares
-        }
         guard adaptive else { return layout }
         let steps: [(Field, Int?)] = [(.client, nil), (.proto, nil), (.flags, 12), (.contentType, nil), (.cache, 12), (.flags, nil), (.time, 8)]
-        for (field, narrowed) in steps where flexible() < urlTarget(width) {
+        for (field, narrowed) in steps where (sharedWidth(layout.map(\.width), of: width) ?? .max) < urlTarget(width) {
             guard let i = layout.firstIndex(where: { $0.field == field }) else { continue }
             if let narrowed { layout[i].width = narrowed } else { layout.remove(at: i) }
         }
@@ -183,7 +190,7 @@ public final class TableWriter {
         guard localtime_r(&seconds, &parts) != nil else { return "-" }
         func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
         let text = "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))"
-        if let i = fields.firstIndex(of: .time), let w = widths[i], w < 12 { return text }
+        if !clockMillis { return text }
         let millis = Int((t.nanoseconds % 1_000_000_000 + 1_000_000_000) % 1_000_000_000 / 1_000_000)
         return text + "." + String(repeating: "0", count: millis < 10 ? 2 : millis < 100 ? 1 : 0) + String(millis)
     }
@@ -320,12 +327,9 @@ public final class TableWriter {
     }
 
     private func tableRow(_ values: [String], status: Int) -> String {
-        let fixed = widths.compactMap { $0 }.reduce(0, +) + fields.count - 1
-        let flexible = widths.filter { $0 == nil }.count
-        let flexWidth = flexible > 0 ? max(16, (width - fixed) / flexible) : 0
         var cells: [String] = []
         for (i, (f, v)) in zip(fields, values).enumerated() {
-            let w = widths[i] ?? flexWidth
+            let w = widths[i]
             var cell = fit(v, w, keepEnd: f == .url || f == .path || f == .host)
             let pad = String(repeating: " ", count: max(0, w - Self.cells(cell)))
             let numeric = [.size, .encodedSize, .requestSize, .duration, .connect, .send, .wait, .receive].contains(f)
@@ -354,13 +358,15 @@ public final class TableWriter {
         default: break
         }
         if (0x1160...0x11FF).contains(v) || v == 0x200B { return 0 }
-        let wide: [ClosedRange<UInt32>] = [
-            0x1100...0x115F, 0x2329...0x232A, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF,
-            0xA000...0xA4CF, 0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE10...0xFE19, 0xFE30...0xFE6F, 0xFF00...0xFF60,
-            0xFFE0...0xFFE6, 0x1F300...0x1F64F, 0x1F900...0x1F9FF, 0x20000...0x2FFFD, 0x30000...0x3FFFD,
-        ]
-        return wide.contains { $0.contains(v) } ? 2 : 1
+        return wideRanges.contains { $0.contains(v) } ? 2 : 1
     }
+
+    /// East Asian wide and fullwidth characters, and emoji: two cells.
+    private static let wideRanges: [ClosedRange<UInt32>] = [
+        0x1100...0x115F, 0x2329...0x232A, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF,
+        0xA000...0xA4CF, 0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE10...0xFE19, 0xFE30...0xFE6F, 0xFF00...0xFF60,
+        0xFFE0...0xFFE6, 0x1F300...0x1F64F, 0x1F900...0x1F9FF, 0x20000...0x2FFFD, 0x30000...0x3FFFD,
+    ]
 
     static func cells(_ s: String) -> Int { s.unicodeScalars.reduce(0) { $0 + cells($1) } }
 
@@ -406,8 +412,8 @@ public final class TableWriter {
         var text = "── \(t.startTime.iso8601(fractionDigits: 3))  \(t.connection.label)  \(t.connection.client.description) → "
             + "\(t.connection.server.description)  \(ms(t.timings.total)) ms"
         if let cache = t.cache?.label { text += "  cache: \(cache)" }
-        let flags = t.allWeirds.filter { $0 != .midstreamPickup }
-        if !flags.isEmpty { text += "  flags: " + flags.map(\.rawValue).joined(separator: ",") }
+        let flags = value(.flags, t)
+        if !flags.isEmpty { text += "  flags: " + flags }
         text += "\n"
         func head(_ m: HTTPMessage, startLine: String) {
             text += Self.printable(startLine) + "\n"
