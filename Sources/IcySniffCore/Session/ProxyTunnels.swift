@@ -93,45 +93,45 @@ enum SOCKSHandshake {
         return b.count < 9 || (b.count < 8 + 256 && !b[8...].contains(0))
     }
 
-    /// The next client message of a SOCKS5 handshake, or of a SOCKS4 one.
-    static func clientMessage(_ b: [UInt8], version: UInt8) -> SOCKSMessage {
+    /// SOCKS4's request: VN(4) CD DSTPORT DSTIP USERID NUL, and SOCKS4a's host name after it.
+    static func request4(_ b: [UInt8]) -> SOCKSMessage {
         guard let first = b.first else { return .incomplete }
-        if version == 4 {
-            guard first == 4 else { return .invalid }
-            guard b.count >= 9 else { return .incomplete }
-            let port = UInt16(b[2]) << 8 | UInt16(b[3])
-            guard let userEnd = b[8...].prefix(256).firstIndex(of: 0) else { return b.count - 8 >= 256 ? .invalid : .incomplete }
-            // SOCKS4a: the address 0.0.0.x (x ≠ 0) says a host name follows the user id.
-            if b[4] == 0 && b[5] == 0 && b[6] == 0 && b[7] != 0 {
-                guard let hostEnd = b[(userEnd + 1)...].prefix(256).firstIndex(of: 0) else {
-                    return b.count - userEnd - 1 >= 256 ? .invalid : .incomplete
-                }
-                let host = String(decoding: b[(userEnd + 1)..<hostEnd], as: UTF8.self)
-                return .message(length: hostEnd + 1, .request(command: b[1], target: "\(host):\(port)", kind: .socks4a))
+        guard first == 4 else { return .invalid }
+        guard b.count >= 9 else { return .incomplete }
+        let port = UInt16(b[2]) << 8 | UInt16(b[3])
+        guard let userEnd = b[8...].prefix(256).firstIndex(of: 0) else { return b.count - 8 >= 256 ? .invalid : .incomplete }
+        // SOCKS4a: the address 0.0.0.x (x ≠ 0) says a host name follows the user id.
+        if b[4] == 0 && b[5] == 0 && b[6] == 0 && b[7] != 0 {
+            guard let hostEnd = b[(userEnd + 1)...].prefix(256).firstIndex(of: 0) else {
+                return b.count - userEnd - 1 >= 256 ? .invalid : .incomplete
             }
-            return .message(length: userEnd + 1, .request(command: b[1], target: "\(b[4]).\(b[5]).\(b[6]).\(b[7]):\(port)", kind: .socks4))
+            let host = String(decoding: b[(userEnd + 1)..<hostEnd], as: UTF8.self)
+            return .message(length: hostEnd + 1, .request(command: b[1], target: "\(host):\(port)", kind: .socks4a))
         }
-        switch first {
-        case 5:
-            guard b.count >= 2 else { return .incomplete }
-            // Method selection: VER NMETHODS METHODS; a request: VER CMD RSV ATYP ADDR PORT.
-            // Their second bytes overlap (1–3 can be either), so the session says which it
-            // expects by asking `request` instead.
-            return b.count >= 2 + Int(b[1]) ? .message(length: 2 + Int(b[1]), .methods) : .incomplete
-        case 1:
-            // RFC 1929: VER ULEN UNAME PLEN PASSWD.
-            guard b.count >= 2 else { return .incomplete }
-            let ulen = Int(b[1])
-            guard b.count >= 3 + ulen else { return .incomplete }
-            let plen = Int(b[2 + ulen])
-            return b.count >= 3 + ulen + plen ? .message(length: 3 + ulen + plen, .userPassword) : .incomplete
-        default:
-            return .invalid
-        }
+        return .message(length: userEnd + 1, .request(command: b[1], target: "\(b[4]).\(b[5]).\(b[6]).\(b[7]):\(port)", kind: .socks4))
+    }
+
+    /// SOCKS5 method selection: VER(5) NMETHODS METHODS.
+    static func methods5(_ b: [UInt8]) -> SOCKSMessage {
+        guard let first = b.first else { return .incomplete }
+        guard first == 5 else { return .invalid }
+        guard b.count >= 2, b.count >= 2 + Int(b[1]) else { return .incomplete }
+        return .message(length: 2 + Int(b[1]), .methods)
+    }
+
+    /// RFC 1929's sub-negotiation: VER(1) ULEN UNAME PLEN PASSWD (read past, never kept).
+    static func userPassword(_ b: [UInt8]) -> SOCKSMessage {
+        guard let first = b.first else { return .incomplete }
+        guard first == 1 else { return .invalid }
+        guard b.count >= 2 else { return .incomplete }
+        let ulen = Int(b[1])
+        guard b.count >= 3 + ulen else { return .incomplete }
+        let plen = Int(b[2 + ulen])
+        return b.count >= 3 + ulen + plen ? .message(length: 3 + ulen + plen, .userPassword) : .incomplete
     }
 
     /// A SOCKS5 request (client) or reply (server): VER CMD/REP RSV ATYP ADDR PORT.
-    static func request(_ b: [UInt8], fromServer: Bool) -> SOCKSMessage {
+    static func request5(_ b: [UInt8], fromServer: Bool) -> SOCKSMessage {
         guard b.count >= 5 else { return b.isEmpty || b[0] == 5 ? .incomplete : .invalid }
         guard b[0] == 5, b[2] == 0 else { return .invalid }
         let addressLength: Int
@@ -167,11 +167,16 @@ enum SOCKSHandshake {
         return .message(length: 8, .reply(code: b[1], granted: b[1] == 90))
     }
 
-    /// A SOCKS5 method choice (VER METHOD) or, after user/password, its status (VER STATUS).
-    static func choice(_ b: [UInt8], version: UInt8) -> SOCKSMessage {
+    /// The SOCKS5 server's method choice: VER(5) METHOD.
+    static func methodChoice(_ b: [UInt8]) -> SOCKSMessage { twoBytes(b, version: 5, SOCKSMessage.Content.methodChosen) }
+
+    /// RFC 1929's status: VER(1) STATUS.
+    static func authStatus(_ b: [UInt8]) -> SOCKSMessage { twoBytes(b, version: 1, SOCKSMessage.Content.authStatus) }
+
+    /// A two-byte server message whose first byte is `version`, its second byte the content.
+    private static func twoBytes(_ b: [UInt8], version: UInt8, _ content: (UInt8) -> SOCKSMessage.Content) -> SOCKSMessage {
         guard b.count >= 2 else { return b.isEmpty || b[0] == version ? .incomplete : .invalid }
-        guard b[0] == version else { return .invalid }
-        return .message(length: 2, version == 5 ? .methodChosen(b[1]) : .authStatus(b[1]))
+        return b[0] == version ? .message(length: 2, content(b[1])) : .invalid
     }
 }
 
@@ -188,7 +193,8 @@ final class SOCKSSession: ConnectionSession {
 
     private enum Stage { case handshake, tunnel, over }
     private var stage = Stage.handshake
-    /// Each direction's handshake bytes not yet read, and how far its dialogue has come.
+    /// Each direction's handshake bytes not yet read, and how far its dialogue has come (SOCKS5:
+    /// 0 before the first message, 1 after the methods/choice, 2 after the sub-negotiation).
     private var pending: [[UInt8]] = [[], []]
     private var clientStep = 0
     private var serverStep = 0
@@ -235,12 +241,10 @@ final class SOCKSSession: ConnectionSession {
 
     func finished(_ connection: Connection, at timestamp: Timestamp) {
         if stage == .handshake {
-            give(up: request.map { "\(Self.name($0.kind)) request for \($0.target) never answered" } ?? "the SOCKS handshake never completed")
+            give(up: request.map { "\($0.kind.rawValue) request for \($0.target) never answered" } ?? "the SOCKS handshake never completed")
         }
         relay?.finished(at: timestamp)
     }
-
-    private static func name(_ kind: ProxyTunnel.Kind) -> String { kind.rawValue }
 
     private func hold(_ bytes: [UInt8], at ts: Timestamp) {
         guard !bytes.isEmpty else { return }
@@ -249,24 +253,29 @@ final class SOCKSSession: ConnectionSession {
         early.append((bytes, ts))
     }
 
+    /// The message a direction's bytes should start with at this point of the dialogue. SOCKS5:
+    /// the client's method selection, then (when the server chose user/password) RFC 1929's
+    /// sub-negotiation, then its request; the server's choice, then the sub-negotiation's
+    /// status, then its reply. The sub-negotiation is told from the request by its version byte
+    /// (1, not 5).
+    private func nextMessage(_ bytes: [UInt8], from direction: Direction) -> SOCKSMessage {
+        switch (direction, version) {
+        case (.fromClient, 4): return SOCKSHandshake.request4(bytes)
+        case (.fromServer, 4): return SOCKSHandshake.reply4(bytes)
+        case (.fromClient, _):
+            if clientStep == 0 { return SOCKSHandshake.methods5(bytes) }
+            return clientStep == 1 && bytes.first == 1 ? SOCKSHandshake.userPassword(bytes) : SOCKSHandshake.request5(bytes, fromServer: false)
+        case (.fromServer, _):
+            if serverStep == 0 { return SOCKSHandshake.methodChoice(bytes) }
+            return serverStep == 1 && bytes.first == 1 ? SOCKSHandshake.authStatus(bytes) : SOCKSHandshake.request5(bytes, fromServer: true)
+        }
+    }
+
     /// Reads what the direction's bytes hold, message by message.
     private func read(_ direction: Direction, at ts: Timestamp) {
         while stage == .handshake {
             let bytes = pending[direction.index]
-            let message: SOCKSMessage
-            if direction == .fromClient {
-                message = version == 4 || clientStep == 2 || (clientStep == 1 && bytes.first == 5)
-                    ? (version == 4 ? SOCKSHandshake.clientMessage(bytes, version: 4) : SOCKSHandshake.request(bytes, fromServer: false))
-                    : SOCKSHandshake.clientMessage(bytes, version: 5)
-            } else if version == 4 {
-                message = SOCKSHandshake.reply4(bytes)
-            } else if serverStep == 0 {
-                message = SOCKSHandshake.choice(bytes, version: 5)
-            } else if serverStep == 1 && bytes.first == 1 {
-                message = SOCKSHandshake.choice(bytes, version: 1)
-            } else {
-                message = SOCKSHandshake.request(bytes, fromServer: true)
-            }
+            let message = nextMessage(bytes, from: direction)
             switch message {
             case .incomplete:
                 if bytes.count > 1024 { give(up: "not a SOCKS handshake after all") }
@@ -280,7 +289,6 @@ final class SOCKSSession: ConnectionSession {
                 if direction == .fromClient, request != nil {
                     pending[0] = []
                     hold(rest, at: ts)
-                    if stage == .handshake && !pending[1].isEmpty { read(.fromServer, at: ts) }
                     return
                 }
                 if stage == .tunnel {
@@ -298,7 +306,6 @@ final class SOCKSSession: ConnectionSession {
         case .methods: clientStep = 1
         case .userPassword: clientStep = 2
         case .request(let command, let target, let kind):
-            clientStep = 3
             request = (command, target, kind)
         case .methodChosen(let method):
             serverStep = 1
