@@ -172,6 +172,17 @@ public struct Report: Sendable {
     }
 }
 
+extension Array {
+    /// A top-N list: keeps the `kept` largest elements by `key`, largest first; equal keys keep
+    /// their order of arrival (a stable insertion).
+    mutating func keepLargest(_ item: Element, kept: Int, by key: (Element) -> Double) {
+        let k = key(item)
+        guard count < kept || k > key(self[count - 1]) else { return }
+        insert(item, at: firstIndex { key($0) < k } ?? count)
+        if count > kept { removeLast() }
+    }
+}
+
 /// Builds the report of one capture as its transactions complete (each with its cache verdict:
 /// put it behind a `CacheJudgingSink`). It keeps aggregates, bounded example lists and top-N
 /// lists, never the transactions: memory does not grow with the capture.
@@ -263,13 +274,7 @@ public final class ReportCollector: TransactionSink {
             r.uncompressedTextBytes += resp.bodyBytes
         }
         if resp.status >= 400 { errors[t.host.lowercased(), default: [:]][resp.status, default: 0] += 1 }
-        let wait = t.timings.wait
-        if slowest.count < slowestKept || wait > slowest[slowest.count - 1].wait {
-            // Slowest first; equal waits keep completion order (a stable insertion).
-            let at = slowest.firstIndex { $0.wait < wait } ?? slowest.count
-            slowest.insert((line, wait), at: at)
-            if slowest.count > slowestKept { slowest.removeLast() }
-        }
+        slowest.keepLargest((line, t.timings.wait), kept: slowestKept) { $0.wait }
     }
 
     public func connectionFinished(_ connection: Connection) {

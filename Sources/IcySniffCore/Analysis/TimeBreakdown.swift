@@ -68,6 +68,7 @@ final class TimeBreakdownCollector {
     private var hosts = BoundedLRU<String, Samples>(capacity: 10_000)
     private let samplesKept = 4096
     private var b = Report.TimeBreakdown()
+    /// Entries of the top-N lists (slowest, largest).
     private let kept = 10
     /// Redirects whose next request has not come yet, by client and target URL.
     private var pending = BoundedLRU<String, (steps: [Report.Line], start: Timestamp)>(capacity: 10_000)
@@ -82,12 +83,12 @@ final class TimeBreakdownCollector {
         let roundTrip = Self.roundTrip(t.connection)
         follow(t, line, end: end)
         guard let response = t.response else { return }
-        let kept = samplesKept
+        let samples = samplesKept
         let server = roundTrip.map { max(0, timings.wait - $0) }
         hosts.update(t.host.lowercased()) { entry in
             var s = entry ?? Samples()
             s.requests += 1
-            func add(_ v: Double?, to list: inout [Double]) { if let v, v >= 0, list.count < kept { list.append(v) } }
+            func add(_ v: Double?, to list: inout [Double]) { if let v, v >= 0, list.count < samples { list.append(v) } }
             add(roundTrip, to: &s.roundTrip)
             add(timings.connect >= 0 ? timings.connect : nil, to: &s.connect)
             add(timings.wait, to: &s.ttfb)
@@ -96,11 +97,11 @@ final class TimeBreakdownCollector {
             entry = s
         }
         let slow = Report.TimeBreakdown.Slow(line: line, ttfb: timings.wait, roundTrip: roundTrip)
-        insert(slow, into: &b.slowest, by: { $0.server ?? $0.ttfb })
+        b.slowest.keepLargest(slow, kept: kept) { $0.server ?? $0.ttfb }
         var big = line
         big.bytes = response.decodedBytes
         big.note = (response.headers.first(.contentType) ?? "").split(separator: ";").first.map(String.init) ?? ""
-        if big.bytes > 0 { insert(big, into: &b.largest, by: { Double($0.bytes) }) }
+        if big.bytes > 0 { b.largest.keepLargest(big, kept: kept) { Double($0.bytes) } }
         if response.status == 304 {
             b.revalidations += 1
             b.revalidationMilliseconds += max(0, timings.total)
@@ -108,20 +109,10 @@ final class TimeBreakdownCollector {
         }
     }
 
-    /// Keeps the `kept` largest by `key`, largest first; equal keys keep completion order.
-    private func insert<T>(_ item: T, into list: inout [T], by key: (T) -> Double) {
-        let k = key(item)
-        guard list.count < kept || k > key(list[list.count - 1]) else { return }
-        let at = list.firstIndex { key($0) < k } ?? list.count
-        list.insert(item, at: at)
-        if list.count > kept { list.removeLast() }
-    }
-
-    /// The connection's TCP round trip as the capture saw it: SYN to the handshake's ACK (at
-    /// either end of the path, the two legs add up to one round trip).
+    /// The connection's TCP round trip as the capture saw it: its handshake, SYN to the ACK (at
+    /// either end of the path, the two legs add up to one round trip); never negative.
     static func roundTrip(_ c: ConnectionSnapshot) -> Double? {
-        guard let syn = c.synTime, let ack = c.handshakeAckTime, ack >= syn else { return nil }
-        return ack.milliseconds(since: syn)
+        Connection.handshakeRoundTrip(syn: c.synTime, ack: c.handshakeAckTime).flatMap { $0 >= 0 ? $0 : nil }
     }
 
     /// Redirect chains: a request for the Location of an earlier redirect to the same client
@@ -141,10 +132,7 @@ final class TimeBreakdownCollector {
             pending.set("\(client) \(target)", (steps, chain?.start ?? t.timings.start))
             return
         }
-        if let c = chain {
-            chain = nil
-            finish(c, finalURL: url, complete: true, end: end, last: line)
-        }
+        if let c = chain { finish(c, finalURL: url, complete: true, end: end, last: line) }
     }
 
     private func finish(_ chain: (steps: [Report.Line], start: Timestamp), finalURL: String, complete: Bool, end: Timestamp,

@@ -105,8 +105,11 @@ public final class Connection {
     public var serverHalf: HalfStream { half(1 - (clientSide ?? 0)) }
 
     /// Handshake round trip: SYN to the client's ACK of the SYN-ACK.
-    public var connectDuration: Double? {
-        guard let syn = synTime, let ack = handshakeAckTime else { return nil }
+    public var connectDuration: Double? { Self.handshakeRoundTrip(syn: synTime, ack: handshakeAckTime) }
+
+    /// Milliseconds from a SYN to the ACK that completes the handshake (nil: either not seen).
+    static func handshakeRoundTrip(syn: Timestamp?, ack: Timestamp?) -> Double? {
+        guard let syn, let ack else { return nil }
         return ack.milliseconds(since: syn)
     }
 
