@@ -119,20 +119,17 @@ extension HTTPStreamParser {
         case .response:
             let context = requestBeingAnswered()
             if let parsed = StatusLine(line) {
-                _ = begin { m in
+                _ = begin(answering: context) { m in
                     m.version = parsed.version
                     m.status = parsed.status
                     m.reason = parsed.reason
                     m.startLineParsed = true
-                    // An HTTP/0.9 request gets no status line back; a server that sends one
-                    // speaks another version than its client (a smuggling vector).
-                    if context.isHTTP09 { m.note(.http09AnsweredWithStatusLine) }
                 }
                 return true
             }
             // HTTP/0.9: no status line, the whole rest of the stream is the body.
             if let form = replyForm(context, line) {
-                let m = beginHTTP09Reply(headersEnd: headTime)
+                let m = beginHTTP09Reply(headersEnd: headTime, answering: context)
                 if form == .statusLineMissing { m.note(.statusLineMissing) }
                 transition(to: .untilClose)
                 bodyFromBuffer()
@@ -163,13 +160,15 @@ extension HTTPStreamParser {
     }
 
     /// Starts a message; `configure` fills in what its start line said before the delegate
-    /// hears of it (the session judges the connection by it).
-    func begin(_ configure: (HTTPMessage) -> Void) -> HTTPMessage {
+    /// hears of it (the session judges the connection by it). A response's `context` is the
+    /// request it answers, when the caller has asked for it already (nil: asked here).
+    func begin(answering context: RequestContext? = nil, _ configure: (HTTPMessage) -> Void) -> HTTPMessage {
         let m = HTTPMessage(kind: role)
         m.startOffset = headOffset
         m.firstByte = headTime
         m.lastByte = headTime
-        if role == .response { m.requestMethod = requestBeingAnswered().method }
+        let answered = role == .response ? (context ?? requestBeingAnswered()) : nil
+        if let answered { m.requestMethod = answered.method }
         if skippedSinceLastMessage > 0 && messagesBegun > 0 {
             // Bytes that were not HTTP came between the previous message and this one. (At the
             // start of a direction picked up mid-stream they are the end of an unseen message,
@@ -179,6 +178,9 @@ extension HTTPStreamParser {
         skippedSinceLastMessage = 0
         messagesBegun += 1
         configure(m)
+        // An HTTP/0.9 request gets no status line back; a server that sends one speaks another
+        // version than its client (a smuggling vector).
+        if let answered, answered.isHTTP09, !m.isHTTP09 { m.note(.http09AnsweredWithStatusLine) }
         setMessage(m)
         callout { delegate.parserBegan(m) }
         return m
@@ -186,8 +188,8 @@ extension HTTPStreamParser {
 
     /// A reply to an HTTP/0.9 request: no status line, no header section, the rest of the stream
     /// is its body. `headersEnd`: when the head "ended" (unknown for a reply cut short).
-    func beginHTTP09Reply(headersEnd: Timestamp?) -> HTTPMessage {
-        let m = begin { m in
+    func beginHTTP09Reply(headersEnd: Timestamp?, answering context: RequestContext) -> HTTPMessage {
+        let m = begin(answering: context) { m in
             m.isHTTP09 = true
             m.startLineParsed = true
         }
@@ -321,9 +323,9 @@ extension HTTPStreamParser {
                 }
             }
         }
-        if message == nil, role == .response, !buffer.isEmpty, let form = replyForm(requestBeingAnswered(), buffer[...]) {
+        if message == nil, role == .response, !buffer.isEmpty, case let context = requestBeingAnswered(), let form = replyForm(context, buffer[...]) {
             // An HTTP/0.9 reply shorter than one line.
-            let m = beginHTTP09Reply(headersEnd: nil)
+            let m = beginHTTP09Reply(headersEnd: nil, answering: context)
             if form == .statusLineMissing { m.note(.statusLineMissing) }
             bodyFromBuffer()
             lineStart = 0

@@ -163,7 +163,6 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
         }
     }
 
-
     private func decideHTTP() {
         verdict = .http
         firstClientBytes = []
