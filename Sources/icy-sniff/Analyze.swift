@@ -6,6 +6,17 @@ import Glibc
 
 extension OutputFormat: ExpressibleByArgument {}
 
+/// The names of the system's users (the password database, NSS included), for completing -Z.
+/// Asked of the binary by the shell scripts rather than written into them as a command: a
+/// command with a colon (`cut -d:`) breaks zsh's `_arguments` specification.
+@Sendable func userNames() -> [String] {
+    var names: [String] = []
+    setpwent()
+    while let entry = getpwent() { names.append(String(cString: entry.pointee.pw_name)) }
+    endpwent()
+    return names
+}
+
 struct Analyze: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "analyze",
@@ -153,7 +164,7 @@ struct InputOptions: ParsableArguments {
     @Option(name: [.customShort("w"), .customLong("write")], help: ArgumentHelp("Also save the packets read (live, or with -r those that pass the filter) to this pcap file, as tcpdump does.", valueName: "file"), completion: .file())
     var write: String?
 
-    @Option(name: [.customShort("Z"), .customLong("user")], help: ArgumentHelp("Live capture: drop root privileges to this user after opening the interface (output files are then created as that user).", valueName: "user"), completion: .shellCommand("getent passwd | cut -d: -f1"))
+    @Option(name: [.customShort("Z"), .customLong("user")], help: ArgumentHelp("Live capture: drop root privileges to this user after opening the interface (output files are then created as that user).", valueName: "user"), completion: .custom { _, _, _ in userNames() })
     var user: String?
 
     @Flag(name: .customLong("no-join"), help: "Read every capture on its own: do not join the pieces of a rotated set (tcpdump -C/-G, dumpcap -b, editcap splits) or the files given one by one into one stream.")
