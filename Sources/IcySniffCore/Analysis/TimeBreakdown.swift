@@ -36,6 +36,21 @@ extension Report {
             public var complete: Bool
             public var milliseconds: Double
         }
+        /// A page as the HAR groups them (`PageGrouper`): a browser's document and what it
+        /// loads, or one client's requests outside any document page.
+        public struct Page: Sendable {
+            /// The document's URL, or the earliest URL of a client's other requests.
+            public var title: String
+            /// Whether a browser's document started it (else: a client's requests outside any).
+            public var document: Bool
+            public var requests: Int
+            /// Bytes on the wire of its requests and responses (heads and bodies).
+            public var wireBytes: UInt64
+            /// From its first request to its last response byte.
+            public var first: Timestamp
+            public var last: Timestamp
+            public var spanMilliseconds: Double { last.milliseconds(since: first) }
+        }
         public var first: Timestamp? = nil
         public var last: Timestamp? = nil
         public var spanMilliseconds: Double? {
@@ -45,6 +60,9 @@ extension Report {
         public var hosts: [Host] = []
         public var slowest: [Slow] = []
         public var largest: [Line] = []
+        public var pageCount = 0
+        /// The pages with the longest spans, longest first.
+        public var longestPages: [Page] = []
         public var redirectChainCount = 0
         public var redirectChains: [Chain] = []
         public var revalidations = 0
@@ -73,6 +91,10 @@ final class TimeBreakdownCollector {
     /// Redirects whose next request has not come yet, by client and target URL.
     private var pending = BoundedLRU<String, (steps: [Report.Line], start: Timestamp)>(capacity: 10_000)
     private static let maxChainSteps = 20
+    /// The HAR's grouping, and each page's figures by its index. Both grow by one small record per
+    /// page (a browser's navigations, or a client), not per transaction.
+    private var grouper = PageGrouper()
+    private var pages: [Report.TimeBreakdown.Page] = []
 
     func add(_ t: Transaction, _ line: Report.Line) {
         let timings = t.timings
@@ -82,6 +104,7 @@ final class TimeBreakdownCollector {
         if b.last.map({ end > $0 }) ?? true { b.last = end }
         let roundTrip = Self.roundTrip(t.connection)
         follow(t, line, end: end)
+        addToPage(t, start: start, end: end)
         guard let response = t.response else { return }
         let samples = samplesKept
         let server = roundTrip.map { max(0, timings.wait - $0) }
@@ -107,6 +130,21 @@ final class TimeBreakdownCollector {
             b.revalidationMilliseconds += max(0, timings.total)
             b.revalidationWireBytes += UInt64(max(0, t.request?.headersSize ?? 0)) + UInt64(max(0, response.headersSize))
         }
+    }
+
+    private func addToPage(_ t: Transaction, start: Timestamp, end: Timestamp) {
+        let index = grouper.page(of: t)
+        let wire = UInt64(max(0, t.request?.headersSize ?? 0)) + (t.request?.bodyWireBytes ?? 0)
+            + UInt64(max(0, t.response?.headersSize ?? 0)) + (t.response?.bodyWireBytes ?? 0)
+        if index == pages.count {
+            let page = grouper.pages[index]
+            pages.append(.init(title: page.title, document: page.comment == nil, requests: 0, wireBytes: 0, first: start, last: end))
+        }
+        pages[index].title = grouper.pages[index].title
+        pages[index].requests += t.request != nil ? 1 : 0
+        pages[index].wireBytes += wire
+        if start < pages[index].first { pages[index].first = start }
+        if end > pages[index].last { pages[index].last = end }
     }
 
     /// The connection's TCP round trip as the capture saw it: its handshake, SYN to the ACK (at
@@ -167,6 +205,8 @@ final class TimeBreakdownCollector {
             list.append(.init(host: host, requests: s.requests, roundTrip: percentiles(s.roundTrip)?.p50, connect: percentiles(s.connect),
                               ttfb: percentiles(s.ttfb), server: percentiles(s.server), receive: percentiles(s.receive)))
         }
+        out.pageCount = pages.count
+        for page in pages { out.longestPages.keepLargest(page, kept: kept) { $0.spanMilliseconds } }
         out.hosts = Array(list.sorted { ($0.requests, $1.host) > ($1.requests, $0.host) }.prefix(Report.hostsKept))
         return out
     }

@@ -54,6 +54,17 @@ public enum ReportWriter {
         if let span = t.spanMilliseconds, let first = t.first, let last = t.last {
             line("Where the time goes (all in ms; server = TTFB minus the connection's round trip, the network's share):")
             line("  span \(num(span, 0)) ms from the first request \(first.iso8601(fractionDigits: 3)) to the last response byte \(last.iso8601(fractionDigits: 3))")
+            if t.pageCount > 0 {
+                line("Pages as the HAR groups them: \(t.pageCount)\(t.pageCount > t.longestPages.count ? ", the \(t.longestPages.count) longest" : "")"
+                     + " (span = first request to last response byte)")
+                line("     span  requests       wire  page")
+                for p in t.longestPages {
+                    let size = bytes(p.wireBytes)
+                    let what = p.document ? "" : "  (requests outside any browser page)"
+                    line("  \(num(p.spanMilliseconds))  \(String(repeating: " ", count: max(0, 8 - String(p.requests).count)))\(p.requests)"
+                         + "  \(String(repeating: " ", count: max(0, 9 - size.count)))\(size)  \(cut(p.title))  \(p.first.iso8601(fractionDigits: 3))\(what)")
+                }
+            }
             line("  host                              requests      RTT   connect p50/p90      TTFB p50/p90    server p50/p90   receive p50/p90")
             for h in t.hosts.prefix(maxLines) {
                 let name = cut(h.host, 32)
@@ -259,6 +270,14 @@ public enum ReportWriter {
         }
         w.endArray()
         w.int("redirectChainCount", t.redirectChainCount)
+        w.int("pageCount", t.pageCount)
+        w.key("longestPages"); w.beginArray()
+        for p in t.longestPages {
+            w.beginObject(); w.string("title", p.title); w.bool("document", p.document); w.int("requests", p.requests)
+            w.int("wireBytes", p.wireBytes); w.string("first", p.first.iso8601(fractionDigits: 6))
+            w.string("last", p.last.iso8601(fractionDigits: 6)); w.number("spanMs", p.spanMilliseconds); w.endObject()
+        }
+        w.endArray()
         w.key("redirectChains"); w.beginArray()
         for c in t.redirectChains {
             w.beginObject()

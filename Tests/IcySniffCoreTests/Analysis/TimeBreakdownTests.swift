@@ -33,6 +33,25 @@ import Testing
         #expect(try #require(t.spanMilliseconds) > 300)
     }
 
+    @Test func pagesAreGroupedAsTheHARGroupsThem() throws {
+        // A browser reloading Wikipedia: one page, its document a 304, all 15 requests in it,
+        // spanning the whole capture.
+        let wiki = try report(Paths.captures.appendingPathComponent("wikipedia.pcap").path)
+        let t = wiki.time
+        #expect(t.pageCount == 1)
+        let page = try #require(t.longestPages.first)
+        #expect(page.title == "http://www.wikipedia.org/" && page.document && page.requests == 15)
+        #expect(page.wireBytes == wiki.wireBytes, "every request and response is on the page")
+        #expect(abs(page.spanMilliseconds - (t.spanMilliseconds ?? 0)) < 0.001)
+        // curl fetching a page and its parts: no browser document, one page of the client's
+        // other requests, titled with its earliest URL.
+        let curl = try report(Paths.captures.appendingPathComponent("nginx-cache-demo.pcap.gz").path)
+        #expect(curl.time.pageCount == 1)
+        let other = try #require(curl.time.longestPages.first)
+        #expect(!other.document && other.requests == curl.requests)
+        #expect(other.first == curl.time.first && other.last == curl.time.last)
+    }
+
     @Test func redirectChainsFollowTheLocation() {
         let transactions = Transcript("""
         >>>

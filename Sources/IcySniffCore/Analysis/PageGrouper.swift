@@ -15,7 +15,8 @@
 ///   within `pageWindow` of that page's document; everything else goes to one page per client,
 ///   whose comment says so (its title is its earliest URL: readers such as har2tree take a
 ///   page's title for its root URL).
-/// Pages are written in the order they started, as browsers write them.
+/// Pages are written in the order they started, as browsers write them. The HAR writer names
+/// each entry's page with it; the report measures each page's span with the same grouping.
 struct PageGrouper {
     struct Page {
         var id: String
@@ -36,7 +37,11 @@ struct PageGrouper {
     /// How long after a document started an untied request of the same client joins its page.
     static let pageWindow: Int64 = 10_000_000_000
 
-    mutating func assign(_ t: Transaction) -> String? {
+    /// The id of the page `t` belongs to (`pageref`).
+    mutating func assign(_ t: Transaction) -> String { pages[page(of: t)].id }
+
+    /// The index in `pages` of the page `t` belongs to, starting one when `t` does.
+    mutating func page(of t: Transaction) -> Int {
         guard let request = t.request else { return attachToClient(t) }
         let url = t.url
         let headers = request.headers
@@ -64,7 +69,7 @@ struct PageGrouper {
             let next = URLText.resolve(location, against: url)
             _ = redirectTargets.set(next, page)
         }
-        return pages[page].id
+        return page
     }
 
     enum Navigation { case document, redirect }
@@ -96,12 +101,12 @@ struct PageGrouper {
 
     /// The client's latest page when the entry started soon after it, else the client's page of
     /// other requests.
-    private mutating func attachToClient(_ t: Transaction) -> String {
+    private mutating func attachToClient(_ t: Transaction) -> Int {
         let client = t.connection.client.address
         if let latest = latestPage[client], t.startTime.nanoseconds >= latest.started.nanoseconds,
            t.startTime.nanoseconds - latest.started.nanoseconds <= Self.pageWindow {
             if t.request != nil { _ = byURL.set(t.url, latest.index) }
-            return pages[latest.index].id
+            return latest.index
         }
         // Titled with its earliest entry's URL: readers take a page's title for its root URL.
         if let index = otherRequests[client] {
@@ -109,12 +114,12 @@ struct PageGrouper {
                 pages[index].started = t.startTime
                 pages[index].title = t.request != nil ? t.url : pages[index].title
             }
-            return pages[index].id
+            return index
         }
         let index = pages.count
         pages.append(Page(id: "page_\(index + 1)", title: t.request != nil ? t.url : "", started: t.startTime,
                           comment: "requests of \(client.description) outside any page (no browser document ties them to one)"))
         otherRequests[client] = index
-        return pages[index].id
+        return index
     }
 }

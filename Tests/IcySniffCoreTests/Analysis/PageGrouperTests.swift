@@ -22,7 +22,7 @@ import Testing
     static func pages(_ exchanges: [String]) -> (ids: [String], grouper: PageGrouper) {
         var grouper = PageGrouper()
         let transactions = Transcript(exchanges.joined()).run()
-        return (transactions.map { grouper.assign($0) ?? "none" }, grouper)
+        return (transactions.map { grouper.assign($0) }, grouper)
     }
 
     @Test func curlLikeRequestsShareOneClientPage() {
