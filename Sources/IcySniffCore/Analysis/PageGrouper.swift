@@ -65,10 +65,7 @@ struct PageGrouper {
             return attachToClient(t)
         }
         _ = byURL.set(url, page)
-        if navigation == .redirect, let location = t.response?.headers.first(.location), !location.isEmpty {
-            let next = URLText.resolve(location, against: url)
-            _ = redirectTargets.set(next, page)
-        }
+        if navigation == .redirect, let next = t.redirectTarget { _ = redirectTargets.set(next, page) }
         return page
     }
 
@@ -84,7 +81,7 @@ struct PageGrouper {
         let fromBrowser = dest == "document" || (headers.first("accept") ?? "").lowercased().contains("text/html")
             || (headers.first(.userAgent) ?? "").hasPrefix("Mozilla/")
         guard fromBrowser else { return nil }
-        if (300..<400).contains(status) && status != 304 { return response.headers.contains(.location) ? .redirect : nil }
+        if (300..<400).contains(status) && status != 304 { return t.redirectTarget != nil ? .redirect : nil }
         guard (200..<300).contains(status) || status == 304 else { return nil }
         if status == 304 { return .document }
         let type = (response.headers.first(.contentType) ?? "").lowercased()

@@ -161,12 +161,10 @@ final class TimeBreakdownCollector {
         let url = t.url
         var chain: (steps: [Report.Line], start: Timestamp)? = nil
         pending.update("\(client) \(url)") { entry in chain = entry; entry = nil }
-        if let status = t.response?.status, [301, 302, 303, 307, 308].contains(status),
-           let location = t.response?.headers.first(.location), !location.isEmpty {
+        if let target = t.redirectTarget {
             var steps = chain?.steps ?? []
             guard steps.count < Self.maxChainSteps else { return finish(chain!, finalURL: url, complete: false, end: end) }
             steps.append(line)
-            let target = URLText.resolve(location, against: url)
             pending.set("\(client) \(target)", (steps, chain?.start ?? t.timings.start))
             return
         }

@@ -191,6 +191,17 @@ public final class Transaction {
     }
 }
 
+extension Transaction {
+    /// Where this response redirects the client: the Location of a 301, 302, 303, 307 or 308
+    /// (the redirects Fetch follows; 300, 305 and 306 are not followed), resolved against the
+    /// request's URL. The one rule for pages and for the report's redirect chains.
+    var redirectTarget: String? {
+        guard request != nil, let response, [301, 302, 303, 307, 308].contains(response.status),
+              let location = response.headers.first(.location), !location.isEmpty else { return nil }
+        return URLText.resolve(location, against: url)
+    }
+}
+
 /// URL text: request-targets made into valid URI text (bytes outside the URI character set
 /// percent-encoded, as a browser would before sending them), and Locations resolved.
 enum URLText {
