@@ -5,6 +5,8 @@ public struct Report: Sendable {
         public var time: Timestamp
         public var method: String
         public var url: String
+        /// The transaction's host (`Transaction.host`, lowercased), as every host figure counts it.
+        public var host: String
         public var status: Int
         public var bytes: UInt64
         public var note: String
@@ -27,17 +29,12 @@ public struct Report: Sendable {
         mutating func append(_ line: Line) {
             count += 1
             if lines.count < Report.examplesKept { lines.append(line) }
-            let host = Self.host(of: line.url)
+            let host = line.host
             if byHost[host] != nil || byHost.count < Report.hostsKept { byHost[host, default: 0] += 1 } else { byHost["other hosts", default: 0] += 1 }
         }
         /// Hosts by count, most first.
         public var hosts: [(host: String, count: Int)] {
             byHost.map { ($0.key, $0.value) }.sorted { ($0.count, $1.host) > ($1.count, $0.host) }
-        }
-        static func host(of url: String) -> String {
-            guard let start = url.firstRange(of: "://")?.upperBound else { return url }
-            let rest = url[start...]
-            return String(rest[..<(rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex)]).lowercased()
         }
         public func prefix(_ n: Int) -> ArraySlice<Line> { lines.prefix(n) }
     }
@@ -222,7 +219,8 @@ public final class ReportCollector: TransactionSink {
     public init() {}
 
     public func consume(_ t: Transaction) {
-        let line = Report.Line(time: t.startTime, method: t.request?.method ?? "", url: t.url, status: t.response?.status ?? 0,
+        let line = Report.Line(time: t.startTime, method: t.request?.method ?? "", url: t.url, host: t.host.lowercased(),
+                               status: t.response?.status ?? 0,
                                bytes: t.response?.bodyBytes ?? 0, note: "")
         time.add(t, line)
         if let req = t.request {
