@@ -124,7 +124,7 @@ struct Analyze: ParsableCommand {
             return
         }
         var frontend = Frontend(input: input, output: output, filter: try filters.makeFilter())
-        frontend.keyLog = try Diagnostics.loadKeyLog(input.keylog)
+        frontend.keyLog = try Diagnostics.loadKeyLog(input.keylog, growing: input.interface != nil)
         let code = frontend.run()
         if code != 0 { throw ExitCode(code) }
     }

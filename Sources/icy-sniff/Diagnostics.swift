@@ -27,11 +27,17 @@ enum Diagnostics {
         }
     }
 
-    /// `--keylog` files, read once for the whole run: an unreadable one is the user's error
-    /// (one line, exit 2). Nil when none was given.
-    static func loadKeyLog(_ paths: [String]) throws -> KeyLog? {
+    /// `--keylog` files, read once for the whole run and on as they grow: an unreadable one is
+    /// the user's error (one line, exit 2). Nil when none was given. `growing`: a live capture,
+    /// whose clients write the key log as they connect.
+    static func loadKeyLog(_ paths: [String], growing: Bool = false) throws -> KeyLog? {
         guard !paths.isEmpty else { return nil }
-        do { return try KeyLog(paths: paths) } catch {
+        if growing {
+            for path in paths where access(path, F_OK) != 0 {
+                warning("key log '\(path)' does not exist yet: it is read as a client writes it")
+            }
+        }
+        do { return try KeyLog(paths: paths, growing: growing) } catch {
             Self.error(error.message)
             throw ExitCode(ExitStatus.badInput.rawValue)
         }

@@ -60,6 +60,38 @@ import Testing
         #expect(replay.text.split(separator: "\n").count == 7)
     }
 
+    /// HTTPS live, with the key log curl writes as it connects (scripts/live-tls-check): each
+    /// connection's secrets are logged only after its ServerHello reached curl, about when
+    /// icy-sniff sees it. Every request is decrypted: HTTP/2 over TLS 1.3, HTTP/1.1 over 1.2 and 1.3.
+    @Test(.enabled(if: getuid() == 0, "needs root for network namespaces"), .timeLimit(.minutes(10)))
+    func httpsWithAKeyLogWrittenAsTheCaptureRuns() throws {
+        let (dir, r) = try Self.check("live-tls-check")
+        #expect(r.status == 0, "\(r.stderr)")
+        func read(_ name: String) throws -> String { try String(contentsOf: dir.appendingPathComponent(name), encoding: .utf8) }
+        let rows = try read("live.ndjson").split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
+        }
+        let expected = try read("requests.txt").split(separator: "\n").map(String.init)
+        let seen = rows.map { row in
+            "\(row["method"]!) \(URL(string: row["url"] as! String)!.path) \(row["status"]!) \(row["protocol"]!) \(row["tls_version"]!)"
+        }
+        #expect(seen == expected)
+        #expect(rows.allSatisfy { ($0["flags"] as? [String] ?? []).isEmpty }, "\(rows.map { $0["flags"] ?? "" })")
+        let stderr = try read("stderr.txt")
+        #expect(stderr.contains("3 TLS connections (3 decrypted)") && stderr.contains("exit 0"), "\(stderr)")
+        #expect(!stderr.contains("tls_keys_not_found"))
+        #expect(stderr.contains("does not exist yet"), "started before the key log was written: said so, not refused")
+        // Key material never appears in any output.
+        let secrets = try read("keys").split(separator: "\n").compactMap { $0.split(separator: " ").last.map(String.init) }
+        #expect(secrets.count >= 9)
+        let outputs = try read("live.ndjson") + stderr
+        #expect(!secrets.contains { outputs.lowercased().contains($0.lowercased()) })
+        // Read back from -w with the same key log: the same transactions.
+        let replay = try CLI.run(["-r", dir.appendingPathComponent("live.pcap").path, "--keylog", dir.appendingPathComponent("keys").path,
+                                  "--format", "ndjson", "--quiet"])
+        #expect(replay.text.split(separator: "\n").count == expected.count)
+    }
+
     /// A capture run as a service (scripts/live-rotation-check): -G 2 on the transactions and on
     /// -w, SIGHUP after logrotate moved the file away and once without, --stats, -B.
     @Test(.enabled(if: getuid() == 0, "needs root for network namespaces"), .timeLimit(.minutes(10)))

@@ -33,35 +33,50 @@ public struct TLSSecrets: Sendable {
 /// has them has the connection's `CLIENT_RANDOM` too.
 ///
 /// Shared by every pipeline of a run (batch workers): look-ups take a lock. A file that is still
-/// being written (a live capture, a browser connecting) is read again when a connection's
-/// secrets are not found, at most once a second.
+/// being written (a live capture, a browser connecting) is read on from where it was last read
+/// when a connection's secrets are not found, its size checked at most every `recheckInterval`:
+/// clients log a connection's secrets just after its ServerHello reaches them, about when the
+/// capture sees it (`growing`: the TLS sessions of a live capture wait for them).
 public final class KeyLog: @unchecked Sendable {
     private var secrets: [[UInt8]: TLSSecrets] = [:]
     private let paths: [String]
-    private var sizes: [String: Int] = [:]
-    private var lastReload: Double = 0
+    /// Bytes of each file read so far, up to the end of its last complete line.
+    private var consumed: [String: Int] = [:]
+    private var lastCheck: Double = 0
     private var mutex = pthread_mutex_t()
     /// Lines that were not `LABEL hex hex` (counted, never shown: they may hold secrets).
     public private(set) var malformedLines = 0
+    /// The files are being written as the capture runs (live capture): a connection whose
+    /// secrets are not there yet waits for them (see `TLSSession`).
+    public let growing: Bool
+    /// How often at most a growing file's size is looked at again (a `stat` per file).
+    static let recheckInterval = 0.005
 
-    /// Reads the files now; an unreadable file is the user's error.
-    public init(paths: [String]) throws(KeyLogError) {
+    /// Reads the files now; an unreadable file is the user's error. `growing`: a live capture,
+    /// whose key log a client writes as it connects (a file that does not exist yet is read once
+    /// it does; a last line without its line end is a line being written, read once it is whole).
+    public init(paths: [String], growing: Bool = false) throws(KeyLogError) {
         self.paths = paths
+        self.growing = growing
         pthread_mutex_init(&mutex, nil)
         for path in paths {
-            guard let text = Self.read(path) else {
+            guard let text = Self.read(path, from: 0) else {
+                // Live, the client that will write it may not have started yet.
+                if growing && errno == ENOENT { consumed[path] = 0; continue }
                 throw KeyLogError(message: "cannot read key log '\(path)': \(String(cString: strerror(errno)))")
             }
-            parse(text)
-            sizes[path] = text.count
+            let whole = growing ? (text.lastIndex(of: 0x0A).map { $0 + 1 } ?? 0) : text.count
+            parse(text[..<whole])
+            consumed[path] = whole
         }
     }
 
     /// A key log from text (tests, pcapng Decryption Secrets Blocks).
     public init(text: String) {
         self.paths = []
+        self.growing = false
         pthread_mutex_init(&mutex, nil)
-        parse(Array(text.utf8))
+        parse(Array(text.utf8)[...])
     }
 
     deinit { pthread_mutex_destroy(&mutex) }
@@ -77,48 +92,61 @@ public final class KeyLog: @unchecked Sendable {
     public func add(text: String) {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
-        parse(Array(text.utf8))
+        parse(Array(text.utf8)[...])
     }
 
-    /// The secrets logged for the connection whose ClientHello carried `clientRandom`.
-    public func secrets(forClientRandom clientRandom: [UInt8]) -> TLSSecrets? {
+    /// The secrets logged for the connection whose ClientHello carried `clientRandom`. `wanting`:
+    /// read on when those found lack it (a connection waiting for more of its secrets); `now`:
+    /// look at the files however recently they were looked at (a connection's last chance).
+    public func secrets(forClientRandom clientRandom: [UInt8], wanting: ((TLSSecrets) -> Bool)? = nil,
+                        now: Bool = false) -> TLSSecrets? {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
-        if let s = secrets[clientRandom] { return s }
-        reloadGrownFiles()
+        if let s = secrets[clientRandom], !(wanting?(s) ?? false) { return s }
+        reloadGrownFiles(now: now)
         return secrets[clientRandom]
     }
 
-    private func reloadGrownFiles() {
+    /// Reads what was appended to the files since they were last read (a file that shrank was
+    /// replaced: read again from its start).
+    private func reloadGrownFiles(now force: Bool) {
         guard !paths.isEmpty else { return }
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         let seconds = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-        guard seconds - lastReload >= 1 else { return }
-        lastReload = seconds
+        guard force || seconds - lastCheck >= Self.recheckInterval else { return }
+        lastCheck = seconds
         for path in paths {
             var st = stat()
-            guard stat(path, &st) == 0, Int(st.st_size) != sizes[path], let text = Self.read(path) else { continue }
-            parse(text)
-            sizes[path] = text.count
+            guard stat(path, &st) == 0 else { continue }
+            var start = consumed[path] ?? 0
+            let size = Int(st.st_size)
+            if size < start { start = 0 }
+            guard size > start, let text = Self.read(path, from: start) else { continue }
+            // Whole lines only: the writer may be in the middle of one.
+            guard let end = text.lastIndex(of: 0x0A) else { continue }
+            parse(text[...end])
+            consumed[path] = start + end + 1
         }
     }
 
-    private static func read(_ path: String) -> [UInt8]? {
+    private static func read(_ path: String, from offset: Int) -> [UInt8]? {
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var out: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var at = off_t(offset)
         while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, at) }
             if n < 0 { return nil }
             if n == 0 { return out }
             out.append(contentsOf: buffer[0..<n])
+            at += off_t(n)
         }
     }
 
-    private func parse(_ text: [UInt8]) {
+    private func parse(_ text: ArraySlice<UInt8>) {
         for raw in text.split(separator: 0x0A, omittingEmptySubsequences: true) {
             var line = raw[...]
             while let last = line.last, last == 0x0D || last == 0x20 || last == 0x09 { line = line.dropLast() }

@@ -12,6 +12,13 @@
 /// completed it, so the transactions are timed like cleartext ones (their URLs are `https`). A
 /// record that does not authenticate is flagged and nothing after it in that direction is passed
 /// on; a record partly lost is a gap in the plaintext.
+///
+/// Live (`KeyLog.growing`), a client logs a connection's secrets only once the ServerHello has
+/// reached it, about when the capture sees that ServerHello: the connection then waits for them.
+/// What comes after the ServerHello is held in arrival order (records and ends, at most
+/// `maxHeldForKeys` bytes), the key log read again as each chunk comes, and everything held is
+/// handled as it came once the secrets are there, or without them (flagged tls_keys_not_found)
+/// past the budget or at the connection's end.
 final class TLSSession: ConnectionSession {
     let scheme = "https"
     private unowned let connection: Connection
@@ -36,6 +43,17 @@ final class TLSSession: ConnectionSession {
     private var earlyDataDropped = false
     /// 0-RTT data held at most (servers accept 16 KiB to a few hundred; more is not 0-RTT).
     static let maxEarlyDataHeld = 1 << 20
+    /// Live: waiting for the key log to name this connection's secrets, and what came since.
+    private var awaitingKeys = false
+    private enum Held {
+        case record(TLSRecordReader.Record, Direction)
+        case ended(Direction, CloseReason, Timestamp)
+    }
+    private var heldForKeys: [Held] = []
+    private var heldForKeysBytes = 0
+    /// What a connection holds at most while it waits for its secrets (a browser's page is well
+    /// under it; a client that never logs its secrets costs no more than this).
+    static let maxHeldForKeys = 1 << 20
     /// TLS 1.3 current traffic secrets (for KeyUpdate).
     private var clientSecret: [UInt8]? = nil
     private var serverSecret: [UInt8]? = nil
@@ -91,6 +109,7 @@ final class TLSSession: ConnectionSession {
     private func keeps(_ type: UInt8, _ direction: Direction) -> Bool {
         let encrypted = direction == .fromClient ? clientEncrypted : serverEncrypted
         if type == 22 && !encrypted { return true }
+        if awaitingKeys { return (20...23).contains(type) }
         guard secrets != nil, !decryptionFailed[direction.index], (21...23).contains(type) else { return false }
         return true
     }
@@ -100,6 +119,7 @@ final class TLSSession: ConnectionSession {
     // MARK: StreamHandler
 
     func received(_ chunk: StreamChunk, from direction: Direction, on connection: Connection) {
+        if awaitingKeys { lookForKeys(final: false) }
         // Whether a record's body is kept is decided when its header arrives, by the state the
         // records before it (in the same chunk too) left.
         if direction == .fromClient {
@@ -111,6 +131,7 @@ final class TLSSession: ConnectionSession {
     }
 
     func missed(_ gap: StreamGap, from direction: Direction, on connection: Connection) {
+        if awaitingKeys { lookForKeys(final: false) }
         let reader = direction == .fromClient ? clientRecords : serverRecords
         let wasBroken = reader.broken
         reader.gap(gap.length, at: gap.timestamp) { direction == .fromClient ? clientRecord($0) : serverRecord($0) }
@@ -122,10 +143,12 @@ final class TLSSession: ConnectionSession {
     }
 
     func ended(_ direction: Direction, reason: CloseReason, at timestamp: Timestamp, on connection: Connection) {
+        if awaitingKeys { heldForKeys.append(.ended(direction, reason, timestamp)); return }
         inner?.ended(direction, reason: reason, at: timestamp, on: connection)
     }
 
     func finished(_ connection: Connection, at timestamp: Timestamp) {
+        if awaitingKeys { lookForKeys(final: true) }
         if info.handshakeEnd == nil || clientHandshake.overflowed || serverHandshake.overflowed { info.incomplete = true }
         if info.version != 0 && !isTLS13 { info.earlyDataAccepted = false }
         if !heldEarly.isEmpty { settleEarlyData(accepted: info.earlyDataAccepted ?? false) }
@@ -139,6 +162,7 @@ final class TLSSession: ConnectionSession {
     // MARK: Records
 
     private func clientRecord(_ r: TLSRecordReader.Record) {
+        if awaitingKeys { return hold(r, from: .fromClient) }
         switch r.type {
         case 22 where !clientEncrypted:
             if let body = r.body {
@@ -179,6 +203,7 @@ final class TLSSession: ConnectionSession {
     }
 
     private func serverRecord(_ r: TLSRecordReader.Record) {
+        if awaitingKeys { return hold(r, from: .fromServer) }
         switch r.type {
         case 22 where !serverEncrypted:
             guard let body = r.body else { return }
@@ -354,10 +379,32 @@ final class TLSSession: ConnectionSession {
         return session
     }
 
-    /// After the ServerHello: the keys of both directions, from the key log.
+    // MARK: Keys
+
+    /// After the ServerHello: the keys of both directions, from the key log. Live, a connection
+    /// whose secrets are not all logged yet waits for them.
     private func setUpKeys() {
-        guard let keyLog, keyLog.count > 0 else { return }
-        guard let found = secrets ?? keyLog.secrets(forClientRandom: clientRandom), !found.isEmpty else {
+        guard let keyLog, keyLog.count > 0 || keyLog.growing else { return }
+        let found = keyLog.secrets(forClientRandom: clientRandom, wanting: keyLog.growing ? { !self.hasAllSecrets($0) } : nil)
+        if keyLog.growing && cipher != nil && !hasAllSecrets(found) {
+            awaitingKeys = true
+            return
+        }
+        useKeys(found)
+    }
+
+    /// Whether `found` holds every secret this connection's version decrypts with.
+    private func hasAllSecrets(_ found: TLSSecrets?) -> Bool {
+        guard let found else { return false }
+        guard isTLS13 else { return found.masterSecret != nil }
+        return found.clientHandshake != nil && found.serverHandshake != nil && found.clientTraffic0 != nil
+            && found.serverTraffic0 != nil && (!info.earlyDataOffered || found.clientEarly != nil)
+    }
+
+    /// Sets up the record protections with the secrets found (nil or none: flagged).
+    private func useKeys(_ found: TLSSecrets?) {
+        guard let found, !found.isEmpty else {
+            secrets = nil
             connection.note(.tlsKeysNotFound)
             return
         }
@@ -386,6 +433,37 @@ final class TLSSession: ConnectionSession {
         }
     }
 
+    /// A record that came while the connection waits for its secrets.
+    private func hold(_ r: TLSRecordReader.Record, from direction: Direction) {
+        heldForKeys.append(.record(r, direction))
+        heldForKeysBytes += r.body?.count ?? 0
+        if heldForKeysBytes > Self.maxHeldForKeys { stopWaiting(with: nil) }
+    }
+
+    /// Reads the key log again; once every secret is there (or `final`: the connection ended,
+    /// with what there is), handles what was held.
+    private func lookForKeys(final: Bool) {
+        let found = keyLog?.secrets(forClientRandom: clientRandom, wanting: { !self.hasAllSecrets($0) }, now: final)
+        if hasAllSecrets(found) || final { stopWaiting(with: found) }
+    }
+
+    /// Sets up the keys found (none: flagged), then handles everything held, in arrival order,
+    /// as if it came now.
+    private func stopWaiting(with found: TLSSecrets?) {
+        awaitingKeys = false
+        useKeys(found)
+        let held = heldForKeys
+        heldForKeys = []
+        heldForKeysBytes = 0
+        for item in held {
+            switch item {
+            case .record(let r, .fromClient): clientRecord(r)
+            case .record(let r, .fromServer): serverRecord(r)
+            case .ended(let direction, let reason, let timestamp): inner?.ended(direction, reason: reason, at: timestamp, on: connection)
+            }
+        }
+    }
+
     // MARK: Handshake messages
 
     /// RFC 8446 §4.1.2 (and RFC 5246 §7.4.1.2): the client's offer.
@@ -399,7 +477,8 @@ final class TLSSession: ConnectionSession {
         clientHellos += 1
         guard clientHellos == 1 else { return }
         clientRandom = Array(random)
-        // Looked up now: 0-RTT records follow the ClientHello before the ServerHello.
+        // Looked up now: 0-RTT records follow the ClientHello before the ServerHello (looked up
+        // again there, for what was logged since).
         if let keyLog, let found = keyLog.secrets(forClientRandom: clientRandom), !found.isEmpty { secrets = found }
         guard let block = r.vector(2) else { return }
         for (type, data) in TLSReader.extensions(block) {

@@ -1,0 +1,144 @@
+import Foundation
+import Testing
+@testable import IcySniffCore
+
+/// Live capture with a key log that is written as the capture runs (issue 15): a client logs a
+/// connection's secrets only once the ServerHello has reached it, about when the capture sees
+/// that ServerHello, and its application traffic secrets later still. The capture here is
+/// replayed packet by packet while the key log is written at those moments; the transactions
+/// must be those a complete key log gives.
+@Suite struct GrowingKeyLogTests {
+    static let capture = Paths.packageRoot.appendingPathComponent("Tests/Fixtures/tls/nginx-curl-live.pcap").path
+    static let keys = Paths.packageRoot.appendingPathComponent("Tests/Fixtures/tls/nginx-curl-live.keys").path
+
+    /// The key log's lines by client random (hex), in file order.
+    static func keyLines() throws -> [String: [String]] {
+        var out: [String: [String]] = [:]
+        for line in try String(contentsOfFile: keys, encoding: .utf8).split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            guard parts.count == 3 else { continue }
+            out[String(parts[1]).lowercased(), default: []].append(String(line))
+        }
+        return out
+    }
+
+    enum Schedule {
+        /// Handshake secrets after the packet with the ServerHello, application traffic secrets
+        /// (and TLS 1.2's master secret) after the client's next packet with data: that packet
+        /// finds the secrets half written.
+        case asClientsWriteThem
+        /// Never: the client wrote no key log for these connections.
+        case never
+    }
+
+    /// Replays the capture with a growing key log written on `schedule`; `pause`: wait out the
+    /// key log's recheck interval after each write, so the waiting connection reads it on
+    /// the next packet (else it does at its end).
+    static func replay(_ schedule: Schedule, pause: Bool) throws -> CollectingSink {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("icy-growing-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let logPath = dir.appendingPathComponent("keys").path
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = try KeyLog(paths: [logPath], growing: true)
+        let handle = try #require(FileHandle(forWritingAtPath: logPath))
+        defer { try? handle.close() }
+        func write(_ lines: [String]) throws {
+            guard !lines.isEmpty else { return }
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data((lines.joined(separator: "\n") + "\n").utf8))
+            if pause { Thread.sleep(forTimeInterval: KeyLog.recheckInterval * 2) }
+        }
+        let lines = try keyLines()
+        var options = PipelineOptions()
+        options.keyLog = log
+        let sink = CollectingSink()
+        let pipeline = Pipeline(sink: sink, options: options)
+        let source = try PcapSource.open(path: capture)
+        var decoder = PacketDecoder(linkType: source.linkType)
+        var inspector = PacketDecoder(linkType: source.linkType)
+        var randomByClientPort: [UInt16: String] = [:]
+        var trafficDueFromClientPort: [UInt16: [String]] = [:]
+        while case .packet(let packet) = source.next() {
+            pipeline.process(packet, decoder: &decoder)
+            guard schedule == .asClientsWriteThem, case .tcp(let segment) = inspector.decode(packet) else { continue }
+            let p = segment.payload
+            if !p.isEmpty, let due = trafficDueFromClientPort.removeValue(forKey: segment.source.port) {
+                try write(due)
+            }
+            guard p.count > 43, p[0] == 22, p[1] == 3 else { continue }
+            if p[5] == 1 {
+                randomByClientPort[segment.source.port] = p[11..<43].map { String(format: "%02x", $0) }.joined()
+            } else if p[5] == 2, let random = randomByClientPort[segment.destination.port] {
+                let all = lines[random] ?? []
+                let handshake = all.filter { $0.contains("HANDSHAKE_TRAFFIC_SECRET") }
+                try write(handshake)
+                trafficDueFromClientPort[segment.destination.port] = all.filter { !handshake.contains($0) }
+            }
+        }
+        pipeline.finish()
+        return sink
+    }
+
+    static func summary(_ sink: CollectingSink) -> [String] {
+        sink.transactions.map { t in
+            "\(t.request?.method ?? "-") \(t.url) \(t.response?.status ?? 0) \(t.protocolName) \(t.timings.send) \(t.timings.wait) \(t.timings.receive)"
+        }
+    }
+
+    @Test(arguments: [false, true])
+    func secretsLoggedAfterTheServerHelloAreWaitedFor(pause: Bool) throws {
+        var options = PipelineOptions()
+        options.keyLog = try KeyLog(paths: [Self.keys])
+        let (complete, _, _) = try analyse(Self.capture, options: options)
+        let expected = Self.summary(complete)
+        try #require(expected.count == 5, "\(expected)")
+        #expect(expected.filter { $0.contains(" h2 ") }.count == 2)
+
+        let growing = try Self.replay(.asClientsWriteThem, pause: pause)
+        #expect(Self.summary(growing) == expected)
+        #expect(growing.connections.allSatisfy { $0.tls?.decrypted == true })
+        #expect(!growing.connections.contains { $0.weirds.contains { $0.0 == .tlsKeysNotFound } })
+    }
+
+    @Test func secretsNeverLoggedAreFlaggedAndTheHandshakeStillShown() throws {
+        let sink = try Self.replay(.never, pause: false)
+        #expect(sink.transactions.isEmpty)
+        #expect(sink.connections.count == 3)
+        for c in sink.connections {
+            #expect(c.weirds.contains { $0.0 == .tlsKeysNotFound }, "\(c)")
+            #expect(c.tls?.sni == "tls.icy.test" && c.tls?.decrypted == false)
+            #expect((c.tls?.applicationBytesFromServer ?? 0) > 0, "the records held were still counted")
+        }
+    }
+
+    @Test func aGrowingKeyLogIsReadOnFromWhereItWasAndWholeLinesOnly() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("icy-keylog-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("keys").path
+        let a = String(repeating: "a1", count: 32), b = String(repeating: "b2", count: 32)
+        let secret = String(repeating: "c3", count: 48)
+        // Live, a key log that does not exist yet is not an error: read once it is written.
+        let later = dir.appendingPathComponent("later").path
+        let waiting = try KeyLog(paths: [later], growing: true)
+        #expect(throws: KeyLogError.self) { _ = try KeyLog(paths: [later]) }
+        try "CLIENT_RANDOM \(b) \(secret)\n".write(toFile: later, atomically: false, encoding: .utf8)
+        #expect(waiting.secrets(forClientRandom: TLSDecryptionTests.bytes(b), now: true)?.masterSecret != nil)
+        // A line being written when the capture starts: not read until it is whole.
+        try "# keys\nCLIENT_RANDOM \(a) \(secret.prefix(40))".write(toFile: path, atomically: false, encoding: .utf8)
+        let log = try KeyLog(paths: [path], growing: true)
+        #expect(log.secrets(forClientRandom: TLSDecryptionTests.bytes(a), now: true) == nil)
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data("\(secret.dropFirst(40))\n".utf8))
+        try handle.close()
+        let found = log.secrets(forClientRandom: TLSDecryptionTests.bytes(a), now: true)
+        #expect(found?.masterSecret == TLSDecryptionTests.bytes(secret))
+        #expect(log.malformedLines == 0, "the half line was not taken for a line")
+        // Replaced by a shorter file (a new session): read from its start.
+        try "CLIENT_RANDOM \(b) \(secret)\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(log.secrets(forClientRandom: TLSDecryptionTests.bytes(b), now: true)?.masterSecret != nil)
+        #expect(log.secrets(forClientRandom: TLSDecryptionTests.bytes(a))?.masterSecret != nil, "what was read stays")
+    }
+}
