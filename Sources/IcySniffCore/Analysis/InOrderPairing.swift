@@ -15,6 +15,9 @@ final class InOrderPairing {
     private unowned let connection: Connection
     private unowned let emitter: TransactionEmitter
     private let scheme: String
+    /// The messages' offsets are the TCP stream's: emitted transactions are tied to bytes that
+    /// reassembly finds contradicted by a later copy (`Connection.contradicted`).
+    private let onTCPStream: Bool
     private var queue: [Transaction] = []
     private var head = 0
     private var depth = 0
@@ -25,16 +28,17 @@ final class InOrderPairing {
     private var holding = true
     private var discarded = false
 
-    init(connection: Connection, emitter: TransactionEmitter, scheme: String) {
+    init(connection: Connection, emitter: TransactionEmitter, scheme: String, onTCPStream: Bool = false) {
         self.connection = connection
         self.emitter = emitter
         self.scheme = scheme
+        self.onTCPStream = onTCPStream
     }
 
     /// The connection is HTTP: what waited is emitted, in order, and nothing waits any more.
     func release() {
         holding = false
-        for t in held { emitter.emit(t) }
+        for t in held { send(t) }
         held.removeAll()
     }
 
@@ -161,6 +165,25 @@ final class InOrderPairing {
     private func emit(_ t: Transaction) {
         guard !discarded else { return }
         t.connection = ConnectionSnapshot(connection, scheme: scheme)
-        if holding { held.append(t) } else { emitter.emit(t) }
+        if holding { held.append(t) } else { send(t) }
+    }
+
+    /// To the emitter. On the TCP stream: flagged when it holds bytes a later copy contradicted
+    /// already, and remembered with where its messages lay for a copy still to come.
+    private func send(_ t: Transaction) {
+        guard onTCPStream else { emitter.emit(t); return }
+        var ranges = Connection.EmittedRanges(sequence: 0, fromClient: Self.span(t.request, after: nil),
+                                              fromServer: Self.span(t.response, after: t.interimResponses.first))
+        if connection.holdsContradictedBytes(ranges) { t.note(.injectionSuspected) }
+        ranges.sequence = emitter.emit(t)
+        connection.emitted(ranges)
+    }
+
+    /// The stream bytes of a message (from an interim response's start, when there was one).
+    private static func span(_ m: HTTPMessage?, after interim: HTTPMessage?) -> Range<UInt64>? {
+        guard let m else { return nil }
+        let start = min(interim?.startOffset ?? m.startOffset, m.startOffset)
+        let end = m.startOffset + UInt64(max(0, m.headersSize)) + m.bodyWireBytes
+        return start..<max(end, start + 1)
     }
 }

@@ -63,6 +63,9 @@ public struct Report: Sendable {
     public var staticWithoutValidator = Lines()
     public var uncompressedText = Lines()
     public var uncompressedTextBytes: UInt64 = 0
+    /// Transactions whose bytes a later copy with the same sequence numbers contradicted
+    /// (`injection_suspected`: a forged response racing the real one, or a broken middlebox).
+    public var injectionSuspected = Lines()
     public var slowestByWait: [(line: Line, wait: Double)] = []
     public var errorsByHost: [(host: String, status: Int, count: Int)] = []
     /// TLS connections (from their cleartext handshakes); nil when there were none.
@@ -185,6 +188,9 @@ extension Array {
 /// lists, never the transactions: memory does not grow with the capture.
 public final class ReportCollector: TransactionSink {
     private var r = Report()
+    /// The latest transactions' lines by sequence, for those found contradicted after they
+    /// were emitted (a forged response is answered by the real one within seconds).
+    private var recentLines = BoundedLRU<UInt64, Report.Line>(capacity: 4096)
     /// Requests per open connection; folded into the per-host figures when it finishes.
     private var open: [UInt64: (host: String, count: Int)] = [:]
     private var http2Summary = Report.HTTP2Summary()
@@ -223,6 +229,8 @@ public final class ReportCollector: TransactionSink {
                                status: t.response?.status ?? 0,
                                bytes: t.response?.bodyBytes ?? 0, note: "")
         time.add(t, line)
+        if t.allWeirds.contains(.injectionSuspected) { r.injectionSuspected.append(line) }
+        else { _ = recentLines.set(t.sequence, line) }
         if let req = t.request {
             r.requests += 1
             r.wireBytes += UInt64(max(0, req.headersSize)) + req.bodyWireBytes
@@ -276,6 +284,13 @@ public final class ReportCollector: TransactionSink {
     }
 
     public func connectionFinished(_ connection: Connection) {
+        // Transactions whose bytes were contradicted after they were emitted.
+        for sequence in connection.contradictedTransactions {
+            if let line = recentLines.value(for: sequence) {
+                r.injectionSuspected.append(line)
+                _ = recentLines.update(sequence) { $0 = nil }
+            }
+        }
         if let tls = connection.tls { tlsFinished(tls, connection) }
         if let h2 = connection.http2, h2.streams > 0 {
             http2Summary.connections += 1

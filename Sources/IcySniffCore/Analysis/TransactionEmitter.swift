@@ -18,7 +18,10 @@ public final class TransactionEmitter {
         self.dns = dns
     }
 
-    func emit(_ t: Transaction) {
+    /// Answers the transaction's `sequence` (once handed to the sink, the transaction is the
+    /// sink's: it may be on another thread).
+    @discardableResult
+    func emit(_ t: Transaction) -> UInt64 {
         sequence += 1
         t.sequence = sequence
         t.captureName = captureName
@@ -28,7 +31,9 @@ public final class TransactionEmitter {
         }
         t.timings = TransactionTimings.compute(for: t, dns: lookup)
         emitted += 1
+        let number = sequence
         sink.consume(t)
+        return number
     }
 }
 

@@ -35,6 +35,7 @@ enum EntryEncoder {
         if t.pushed { w.bool("_pushed", true) }
         let flags = t.allWeirds
         w.key("_flags"); w.beginArray(); for f in flags { w.string(f.rawValue) }; w.endArray()
+        if flags.contains(.injectionSuspected) { w.bool(HARWriter.injectionKey, true) }
         if let tunnel = t.tunnel {
             w.key("_tunnel"); w.beginObject()
             w.int("bytesFromClient", tunnel.bytesFromClient)

@@ -61,7 +61,13 @@ public final class HARWriter: TransactionSink {
         index.append(IndexEntry(start: transaction.startTime, sequence: transaction.sequence, offset: offset, length: entry.count))
     }
 
+    /// Entries found, after they were written, to hold bytes a later copy contradicted
+    /// (`Connection.contradictedTransactions`): they get `_injection_suspected` at the end.
+    private var contradicted = Set<UInt64>()
+    static let injectionKey: StaticString = "_injection_suspected"
+
     public func connectionFinished(_ connection: Connection) {
+        contradicted.formUnion(connection.contradictedTransactions)
         // Connections that carried a transaction, and every TLS connection (its transactions
         // may be encrypted).
         guard connection.clientHalf.bytes > 0 || connection.serverHalf.bytes > 0,
@@ -103,7 +109,8 @@ public final class HARWriter: TransactionSink {
         w.key("entries")
         w.beginArray()
         out.write(w.buffer)
-        let entriesWritten = writeSpilled(index.lazy.map { ($0.offset, $0.length) }, from: spill, to: out)
+        let entriesWritten = writeSpilled(index.lazy.map { ($0.offset, $0.length, self.contradicted.contains($0.sequence)) },
+                                          from: spill, to: out)
         if entriesWritten == 0 {
             out.write(options.pretty ? Array("],\n    \"_connections\": ".utf8) : Array("],\"_connections\":".utf8))
         } else {
@@ -111,7 +118,7 @@ public final class HARWriter: TransactionSink {
         }
         connectionIndex.sort { $0.id < $1.id }
         out.write(Array("[".utf8))
-        let connectionsWritten = writeSpilled(connectionIndex.lazy.map { ($0.offset, $0.length) }, from: connectionSpill, to: out)
+        let connectionsWritten = writeSpilled(connectionIndex.lazy.map { ($0.offset, $0.length, false) }, from: connectionSpill, to: out)
         out.write(Array((options.pretty && connectionsWritten > 0 ? "\n    ]" : "]").utf8))
         if let comment {
             let cw = JSONWriter()
@@ -134,18 +141,37 @@ extension HARWriter {
     /// The items of a top-level array (entries, connections), copied from where they were
     /// spilled, one per line when pretty.
     /// Answers how many were written (a record that cannot be read back is left out).
-    private func writeSpilled(_ records: some Sequence<(offset: Int, length: Int)>, from store: SpillStore, to out: OutputFile) -> Int {
+    /// `flagged`: the record is an entry that gets `_injection_suspected` (written before the
+    /// object's closing brace: the entry was encoded before its bytes were contradicted).
+    private func writeSpilled(_ records: some Sequence<(offset: Int, length: Int, flagged: Bool)>, from store: SpillStore,
+                              to out: OutputFile) -> Int {
         let first = Array((options.pretty ? "\n      " : "").utf8)
         let separator = Array((options.pretty ? ",\n      " : ",").utf8)
+        let flag = Array((options.pretty ? ",\n        \"\(Self.injectionKey)\": true" : ",\"\(Self.injectionKey)\":true").utf8)
         var written = 0
         for r in records {
             let ok = store.withBytes(offset: r.offset, length: r.length) { bytes in
                 out.write(written == 0 ? first : separator)
-                out.write(bytes)
+                // Already flagged when encoded (the copy came before the entry was written).
+                guard r.flagged, let close = bytes.lastIndex(of: UInt8(ascii: "}")),
+                      !Self.contains(bytes, Array("\"\(Self.injectionKey)\"".utf8)) else { return out.write(bytes) }
+                var end = close
+                while end > 0, [0x20, 0x0A].contains(bytes[end - 1]) { end -= 1 }
+                out.write(UnsafeBufferPointer(rebasing: bytes[..<end]))
+                out.write(flag)
+                out.write(UnsafeBufferPointer(rebasing: bytes[end...]))
             }
             if ok { written += 1 }
         }
         return written
+    }
+
+    private static func contains(_ bytes: UnsafeBufferPointer<UInt8>, _ needle: [UInt8]) -> Bool {
+        guard bytes.count >= needle.count else { return false }
+        for i in 0...(bytes.count - needle.count) where bytes[i] == needle[0] {
+            if needle.indices.allSatisfy({ bytes[i + $0] == needle[$0] }) { return true }
+        }
+        return false
     }
 }
 

@@ -98,6 +98,10 @@ public enum ReportWriter {
         list("Static assets without a freshness lifetime", r.staticWithoutLifetime)
         list("Static assets without a validator (ETag, Last-Modified)", r.staticWithoutValidator)
         list("Text responses sent uncompressed (≥ 1 kB)", r.uncompressedText, extra: r.uncompressedText.isEmpty ? "" : ", \(bytes(r.uncompressedTextBytes))")
+        if !r.injectionSuspected.isEmpty {
+            list("Contradicted by a later copy of the same bytes (injection suspected: a forged response racing the real one, or a broken middlebox)",
+                 r.injectionSuspected)
+        }
         line()
         line(r.errorsByHost.isEmpty ? "Errors by host: none" : "Errors by host:")
         for e in r.errorsByHost.prefix(maxLines) { line("  \(e.host): \(e.count) × \(e.status)") }
@@ -184,6 +188,7 @@ public enum ReportWriter {
             lines("staticWithoutLifetime", r.staticWithoutLifetime)
             lines("staticWithoutValidator", r.staticWithoutValidator)
             lines("uncompressedText", r.uncompressedText)
+            lines("injectionSuspected", r.injectionSuspected)
             w.int("uncompressedTextBytes", r.uncompressedTextBytes)
             w.key("slowestByWait"); w.beginArray()
             for (l, wait) in r.slowestByWait {

@@ -18,6 +18,51 @@ public final class HalfStream {
     public internal(set) var gaps = 0
     public internal(set) var segments: UInt64 = 0
     public internal(set) var retransmittedSegments: UInt64 = 0
+    /// The last `historyLength` bytes delivered, in a ring indexed by stream offset (allocated
+    /// with the first delivery): a later copy of them that differs is seen (`contradiction`).
+    /// The bytes from `historyStart` to `nextOffset` are in it; a gap starts it again.
+    private var history: UnsafeMutablePointer<UInt8>? = nil
+    private var historyStart: UInt64 = 0
+    /// Long enough to hold the end of a forged response that races the real one (a redirect
+    /// or a block page is a few hundred bytes); one copy of at most this much per delivery. A
+    /// power of two: positions in the ring are offsets masked.
+    @inline(__always) static var historyLength: Int { 128 }
+
+    deinit { history?.deallocate() }
+
+    /// Keeps the end of `bytes`, delivered at `nextOffset` (before it advances).
+    @inline(__always) func remember(_ bytes: UnsafeRawBufferPointer) {
+        let length = Self.historyLength, mask = length - 1
+        let h: UnsafeMutablePointer<UInt8>
+        if let existing = history { h = existing } else {
+            h = UnsafeMutablePointer<UInt8>.allocate(capacity: length)
+            history = h
+        }
+        let n = bytes.count
+        let take = min(n, length)
+        let at = Int(truncatingIfNeeded: nextOffset &+ UInt64(n - take)) & mask
+        let first = min(take, length - at)
+        let source = bytes.baseAddress! + (n - take)
+        UnsafeMutableRawPointer(h + at).copyMemory(from: source, byteCount: first)
+        if take > first { UnsafeMutableRawPointer(h).copyMemory(from: source + first, byteCount: take - first) }
+        let end = nextOffset &+ UInt64(n)
+        if end >= UInt64(length) && end - UInt64(length) > historyStart { historyStart = end - UInt64(length) }
+    }
+
+    /// After a gap: nothing before `nextOffset` is known any more.
+    func forgetHistory() { historyStart = nextOffset }
+
+    /// The first offset at which `payload`, a copy of bytes from `start` on that were delivered
+    /// already, differs from what was delivered (as far as the history reaches); nil when it
+    /// agrees.
+    func contradiction(_ payload: UnsafeRawBufferPointer, at start: Int64) -> UInt64? {
+        guard let h = history else { return nil }
+        let lo = max(start, Int64(historyStart)), hi = min(start + Int64(payload.count), Int64(nextOffset))
+        guard lo < hi else { return nil }
+        let mask = Self.historyLength - 1
+        for o in lo..<hi where payload[Int(o - start)] != h[Int(truncatingIfNeeded: o) & mask] { return UInt64(o) }
+        return nil
+    }
 
     /// The stream offset of sequence number `seq`, relative to the next expected byte, so it stays
     /// right across the 2^32 wrap and beyond 4 GiB.
@@ -114,6 +159,55 @@ public final class Connection {
     }
 
     public func note(_ weird: Weird) { weirds[weird, default: 0] += 1 }
+
+    // MARK: Injection
+
+    /// A transaction emitted on this connection (cleartext HTTP/1.x on the TCP stream itself):
+    /// where its messages lay in each direction's stream. The last `recentKept` are kept.
+    struct EmittedRanges {
+        var sequence: UInt64
+        var fromClient: Range<UInt64>?
+        var fromServer: Range<UInt64>?
+        func covers(_ offset: UInt64, from direction: Direction) -> Bool {
+            (direction == .fromClient ? fromClient : fromServer)?.contains(offset) ?? false
+        }
+    }
+    private var recentlyEmitted: [EmittedRanges] = []
+    private static let recentKept = 16
+    /// Offsets where delivered bytes were contradicted that no emitted transaction holds yet
+    /// (at most `recentKept`): the transaction emitted later that holds one is flagged.
+    private(set) var contradictedOffsets: [(direction: Direction, offset: UInt64)] = []
+    /// Transactions found, after they were emitted, to hold bytes that a later copy contradicted
+    /// (by `Transaction.sequence`): the HAR and the report flag them `injection_suspected` at the
+    /// connection's end; streaming outputs had written them already (the connection's
+    /// `retransmission_inconsistency` says so).
+    public private(set) var contradictedTransactions: [UInt64] = []
+
+    /// Delivered bytes of `direction` at `offset` were contradicted by a later copy.
+    func contradicted(at offset: UInt64, from direction: Direction) {
+        note(.retransmissionInconsistency)
+        if let e = recentlyEmitted.last(where: { $0.covers(offset, from: direction) }) {
+            if !contradictedTransactions.contains(e.sequence) { contradictedTransactions.append(e.sequence) }
+        } else if contradictedOffsets.count < Self.recentKept,
+                  !contradictedOffsets.contains(where: { $0.direction == direction && $0.offset == offset }) {
+            contradictedOffsets.append((direction, offset))
+        }
+    }
+
+    /// Before a transaction is emitted: whether its messages hold contradicted bytes (they are
+    /// then no longer waiting for one).
+    func holdsContradictedBytes(_ ranges: EmittedRanges) -> Bool {
+        guard !contradictedOffsets.isEmpty else { return false }
+        let before = contradictedOffsets.count
+        contradictedOffsets.removeAll { ranges.covers($0.offset, from: $0.direction) }
+        return contradictedOffsets.count < before
+    }
+
+    /// After a transaction was emitted: where its messages lay.
+    func emitted(_ ranges: EmittedRanges) {
+        if recentlyEmitted.count == Self.recentKept { recentlyEmitted.removeFirst() }
+        recentlyEmitted.append(ranges)
+    }
     func forget(_ weird: Weird) { weirds[weird] = nil }
 
     /// Adds a history letter once (Zeek records each event kind once per direction).

@@ -234,14 +234,24 @@ public final class ConnectionTable<Handler: StreamHandler> {
     @inline(__always)
     private func receive(seq: UInt32, payload: UnsafeRawBufferPointer, missing: Int, side: Int, half: HalfStream,
                          flow: Flow, timestamp: Timestamp) {
-        if half.closed {
-            if payload.count > 0 && half.offset(of: seq) >= Int64(half.nextOffset) { flow.connection.note(.dataAfterClose) }
-            return
-        }
         let start = half.offset(of: seq)
         let count = Int64(payload.count)
         let end = start + count
         let next = Int64(half.nextOffset)
+        if start < next && count > 0 {
+            // A copy of bytes already delivered: it must agree with them, also once the
+            // direction closed (an injector ends what it forged with a FIN or a RST, and the real
+            // answer comes after). A keep-alive probe, one byte just below the next, carries any
+            // byte: it is no copy.
+            let probe = count == 1 && end == next
+            if !probe, let offset = half.contradiction(payload, at: start) {
+                flow.connection.contradicted(at: offset, from: direction(of: side, flow.connection))
+            }
+        }
+        if half.closed {
+            if payload.count > 0 && start >= next { flow.connection.note(.dataAfterClose) }
+            return
+        }
         if end <= next {
             if count > 0 { half.retransmittedSegments &+= 1 }
             if missing == 0 || end + Int64(missing) <= next { return }
@@ -288,6 +298,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
     private func deliver(_ bytes: UnsafeRawBufferPointer, half: HalfStream, side: Int, flow: Flow, timestamp: Timestamp) {
         guard bytes.count > 0 else { return }
         let chunk = StreamChunk(offset: half.nextOffset, bytes: bytes, timestamp: timestamp)
+        half.remember(bytes)
         half.nextOffset &+= UInt64(bytes.count)
         half.nextSequence = half.nextSequence &+ UInt32(truncatingIfNeeded: bytes.count)
         half.bytes &+= UInt64(bytes.count)
@@ -326,6 +337,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
         guard length > 0 else { return }
         let gap = StreamGap(offset: half.nextOffset, length: length, timestamp: timestamp)
         half.nextOffset &+= length
+        half.forgetHistory()
         half.nextSequence = half.nextSequence &+ UInt32(truncatingIfNeeded: length)
         half.gapBytes &+= length
         half.gaps += 1
@@ -345,6 +357,11 @@ public final class ConnectionTable<Handler: StreamHandler> {
         while let first = half.pending.minimum, first.offset <= half.nextOffset {
             _ = half.pending.popMinimum()
             half.pendingBytes -= first.data.count
+            if previous == nil, first.offset < half.nextOffset,
+               let offset = first.data.withUnsafeBytes({ half.contradiction($0, at: Int64(first.offset)) }) {
+                // A buffered copy of bytes delivered before it: it must agree with them.
+                flow.connection.contradicted(at: offset, from: direction(of: side, flow.connection))
+            }
             if let p = previous, first.offset < p.end {
                 let lo = max(first.offset, p.offset), hi = min(first.end, p.end)
                 if lo < hi {

@@ -59,7 +59,8 @@ public struct StandardSessionFactory: SessionFactory {
         if let firstBytes, direction == .fromClient, !connection.clientHalf.midstream, SOCKSHandshake.isGreeting(firstBytes) {
             return SOCKSSession(connection: connection, emitter: emitter, version: firstBytes[0], tunnels: insideTunnel)
         }
-        return HTTP1Session(connection: connection, emitter: emitter, options: options, scheme: "http", tunnels: insideTunnel)
+        return HTTP1Session(connection: connection, emitter: emitter, options: options, scheme: "http", tunnels: insideTunnel,
+                            onTCPStream: tunnelDepth == 0)
     }
 
     /// Whether a connection starts as HTTP/2 in clear, and if so whether the client's preface is

@@ -37,14 +37,16 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
     /// After a CONNECT answered 2xx: where the tunnel's bytes go.
     private var tunnelRelay: TunnelRelay? = nil
 
+    /// `onTCPStream`: its stream offsets are the TCP connection's own (not inside TLS or a
+    /// proxy tunnel), so bytes that reassembly finds contradicted can be tied to its transactions.
     init(connection: Connection, emitter: TransactionEmitter, options: HTTPParserOptions, scheme: String,
-         tunnels: StandardSessionFactory? = nil) {
+         tunnels: StandardSessionFactory? = nil, onTCPStream: Bool = false) {
         self.tunnels = tunnels
         self.scheme = scheme
         self.connection = connection
         self.emitter = emitter
         self.options = options
-        self.pairing = InOrderPairing(connection: connection, emitter: emitter, scheme: scheme)
+        self.pairing = InOrderPairing(connection: connection, emitter: emitter, scheme: scheme, onTCPStream: onTCPStream)
         requestParser = HTTPStreamParser(role: .request, options: options, delegate: self)
         responseParser = HTTPStreamParser(role: .response, options: options, delegate: self)
         unretainedParsers = (Unmanaged.passUnretained(requestParser), Unmanaged.passUnretained(responseParser))

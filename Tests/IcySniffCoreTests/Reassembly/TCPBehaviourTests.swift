@@ -5,23 +5,13 @@ import Testing
 /// after the end, data in a SYN, simultaneous open, data in a RST, a body cut by a RST, and
 /// keep-alive probes.
 @Suite struct TCPBehaviourTests {
-    final class Wire {
-        let sink = CollectingSink()
-        let pipeline: Pipeline
-        let client = Endpoint(address: IPAddress(ipv4: 0x0A00_0002), port: 40000)
-        let server = Endpoint(address: IPAddress(ipv4: 0x0A00_0001), port: 80)
-        var t: Int64 = 1_700_000_000_000_000_000
+    final class Wire: TCPWire {
+        let sink: CollectingSink
 
-        init() { pipeline = Pipeline(sink: sink) }
-
-        func send(fromClient: Bool, _ flags: TCPFlags, seq: UInt32, ack: UInt32 = 0, _ text: String = "", after ms: Int64 = 1) {
-            t += ms * 1_000_000
-            let bytes = Array(text.utf8)
-            bytes.withUnsafeBytes { raw in
-                pipeline.ingest(TCPSegment(source: fromClient ? client : server, destination: fromClient ? server : client,
-                                           sequence: seq, acknowledgement: ack, flags: flags, payload: raw,
-                                           timestamp: Timestamp(nanoseconds: t)))
-            }
+        init() {
+            let sink = CollectingSink()
+            self.sink = sink
+            super.init(sink: sink)
         }
 
         /// SYN 1000, SYN/ACK 5000, then `request` and `response`: where each side's sequence

@@ -23,6 +23,26 @@ final class CollectingSink: TransactionSink {
     func connectionFinished(_ connection: Connection) { connections.append(ConnectionSummary(connection)) }
 }
 
+/// One TCP connection written segment by segment into a pipeline (client 10.0.0.2:40000,
+/// server 10.0.0.1:80), each a millisecond after the one before unless told otherwise.
+class TCPWire {
+    let pipeline: Pipeline
+    let client = Endpoint(address: IPAddress(ipv4: 0x0A00_0002), port: 40000)
+    let server = Endpoint(address: IPAddress(ipv4: 0x0A00_0001), port: 80)
+    var t: Int64 = 1_700_000_000_000_000_000
+
+    init(sink: TransactionSink) { pipeline = Pipeline(sink: sink) }
+
+    func send(fromClient: Bool, _ flags: TCPFlags = [.ack, .psh], seq: UInt32, ack: UInt32 = 0, _ text: String = "", after ms: Int64 = 1) {
+        t += ms * 1_000_000
+        Array(text.utf8).withUnsafeBytes { raw in
+            pipeline.ingest(TCPSegment(source: fromClient ? client : server, destination: fromClient ? server : client,
+                                       sequence: seq, acknowledgement: ack, flags: flags, payload: raw,
+                                       timestamp: Timestamp(nanoseconds: t)))
+        }
+    }
+}
+
 /// Runs the whole pipeline over a capture file.
 func analyse(_ path: String, options: PipelineOptions = PipelineOptions()) throws -> (CollectingSink, SourceOutcome, RunStats) {
     let sink = CollectingSink()
