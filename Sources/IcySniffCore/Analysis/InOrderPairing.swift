@@ -63,8 +63,21 @@ final class InOrderPairing {
     }
 
     func responseBegan(_ message: HTTPMessage) {
-        if let t = firstUnanswered {
-            t.response = message
+        defer {
+            lastResponseStart = message.startOffset
+            serverLosses.removeAll()
+        }
+        if let first = queue[head...].firstIndex(where: { $0.response == nil }) {
+            let answered = laterRequest(answeredBy: message, after: first) ?? first
+            for k in first..<answered where queue[k].request != nil {
+                // Its response was in bytes the capture missed: it will not come.
+                queue[k].note(.responseLostInGap)
+            }
+            if answered > first {
+                // Sent after the lost response was received, as its ACK shows: not pipelined.
+                for k in (first + 1)...answered { queue[k].weirds.removeAll { $0 == .pipelined } }
+            }
+            queue[answered].response = message
         } else {
             depth += 1
             let t = Transaction(connection: ConnectionSnapshot(connection, scheme: scheme), depth: depth, scheme: scheme, tunnel: connection.tunnel)
@@ -141,14 +154,51 @@ final class InOrderPairing {
         head = 0
     }
 
-    private var firstUnanswered: Transaction? { queue[head...].first(where: { $0.response == nil }) }
+    private var firstUnanswered: Transaction? { queue[head...].first(where: { $0.response == nil && !$0.lostResponse }) }
+
+    // MARK: Lost heads
+
+    /// Stretches of the server's stream the capture missed since the latest response began
+    /// (at most `lossesKept`), and where that response began.
+    private var serverLosses: [Range<UInt64>] = []
+    private static let lossesKept = 16
+    private var lastResponseStart: UInt64 = 0
+
+    /// Bytes of `direction` the capture missed (a gap).
+    func lost(_ range: Range<UInt64>, from direction: Direction) {
+        if direction == .fromServer && serverLosses.count < Self.lossesKept { serverLosses.append(range) }
+    }
+
+    /// When a gap swallowed a response's head, the next response is not the first unanswered
+    /// request's: TCP's acknowledgements say so. A client that waits for each response sends
+    /// its next request having received it: the response to request k lies between what the
+    /// client had received when it sent k and when it sent k+1 (their ACKs), and when the
+    /// capture lost bytes there, that is where it went. The response seen answers the latest
+    /// request whose predecessors all have such a loss, that was sent before the response
+    /// began (its ACK at or before the response's start), and that the server had received
+    /// (the response's ACK past the request's start). Nil: no such evidence — the first
+    /// unanswered request, as pipelining wants.
+    private func laterRequest(answeredBy message: HTTPMessage, after first: Int) -> Int? {
+        guard !serverLosses.isEmpty, first + 1 < queue.count else { return nil }
+        var chosen: Int? = nil
+        var from = max(lastResponseStart, queue[first].request?.peerAck ?? 0)
+        for j in (first + 1)..<queue.count {
+            guard let request = queue[j].request, queue[j].response == nil, let acked = request.peerAck,
+                  message.startOffset >= acked,
+                  serverLosses.contains(where: { $0.lowerBound < acked && $0.upperBound > from }) else { break }
+            if let serverAcked = message.peerAck, serverAcked <= request.startOffset { break }
+            chosen = j
+            from = acked
+        }
+        return chosen
+    }
 
     /// Emits, in order, the transactions at the head of the queue whose messages have both ended.
     private func emitReady() {
         while head < queue.count {
             let t = queue[head]
-            guard let response = t.response, response.ended, t !== tunnelTransaction else { return }
             if let request = t.request, !request.ended { return }
+            guard t.lostResponse || (t.response?.ended ?? false), t !== tunnelTransaction else { return }
             emit(t)
             head += 1
         }

@@ -110,6 +110,9 @@ public final class Transaction {
 
     func note(_ weird: Weird) { if !weirds.contains(weird) { weirds.append(weird) } }
 
+    /// Its response was in bytes the capture missed (`response_lost_in_gap`): none will come.
+    var lostResponse: Bool { response == nil && weirds.contains(.responseLostInGap) }
+
     /// Bytes of bodies its messages keep in memory (`--bodies`; 0 otherwise).
     public var keptBodyBytes: Int {
         var n = (request?.body?.count ?? 0) + (response?.body?.count ?? 0)

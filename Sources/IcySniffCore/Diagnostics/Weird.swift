@@ -43,6 +43,7 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
     // HTTP (transaction scope).
     case requestMissing = "response_without_request"
     case responseMissing = "request_without_response"
+    case responseLostInGap = "response_lost_in_gap"
     case requestIncomplete = "request_incomplete"
     case responseIncomplete = "response_incomplete"
     case bodyGap = "body_content_gap"
@@ -160,6 +161,7 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
         case .connectionEvicted: return "the connection table was full or the connection idle too long: it was flushed early (its transactions are still output)"
         case .requestMissing: return "a response whose request was not seen"
         case .responseMissing: return "a request that got no response in the capture"
+        case .responseLostInGap: return "the response to this request was in bytes the capture missed (its head lost in a gap): the TCP acknowledgements show that the next response seen answers a later request, so the pairing goes on from there instead of shifting every later response by one"
         case .requestIncomplete: return "the request was cut short (gap, close or end of capture)"
         case .responseIncomplete: return "the response was cut short (gap, close or end of capture)"
         case .bodyGap: return "part of a body was not captured; sizes count the missing bytes"

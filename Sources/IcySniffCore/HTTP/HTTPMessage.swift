@@ -73,6 +73,9 @@ public final class HTTPMessage {
 
     // Times and place.
     public var startOffset: UInt64 = 0
+    /// What its sender had received of the other direction when it sent the message's first
+    /// byte (the ACK of that segment, as a stream offset; nil: not known).
+    public var peerAck: UInt64? = nil
     public var firstByte: Timestamp = .zero
     public var headersEnd: Timestamp = .zero
     public var lastByte: Timestamp = .zero

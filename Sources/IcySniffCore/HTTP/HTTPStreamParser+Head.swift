@@ -165,6 +165,7 @@ extension HTTPStreamParser {
     func begin(answering context: RequestContext? = nil, _ configure: (HTTPMessage) -> Void) -> HTTPMessage {
         let m = HTTPMessage(kind: role)
         m.startOffset = headOffset
+        m.peerAck = headPeerAck
         m.firstByte = headTime
         m.lastByte = headTime
         let answered = role == .response ? (context ?? requestBeingAnswered()) : nil

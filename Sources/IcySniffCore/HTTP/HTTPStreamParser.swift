@@ -99,6 +99,8 @@ public final class HTTPStreamParser {
     var buffer: [UInt8] = []
     var lineStart = 0
     var headOffset: UInt64 = 0
+    /// The peer offset acknowledged by the segment that carried the head's first byte.
+    var headPeerAck: UInt64? = nil
     var headTime: Timestamp = .zero
     var lastTime: Timestamp = .zero
     /// The time the line of an HTTP/0.9 candidate request ended.
@@ -198,11 +200,19 @@ public final class HTTPStreamParser {
                 let c = bytes[i]
                 if c == 0x0D || c == 0x0A { i += 1; continue }
                 headOffset = chunk.offset + UInt64(i)
+                headPeerAck = chunk.peerAck
                 headTime = ts
                 buffer.removeAll(keepingCapacity: buffer.capacity <= 64 * 1024)
                 lineStart = 0
                 transition(to: .head)
             case .head:
+                if i == 0 && lineStart == 0 && !buffer.isEmpty && message == nil && dropsHeldGarbage(before: bytes) {
+                    // What was held of a first line cannot start a message, and this segment
+                    // starts one: the message starts here.
+                    headOffset = chunk.offset
+                    headPeerAck = chunk.peerAck
+                    headTime = ts
+                }
                 i = consumeHead(bytes, from: i, at: ts)
             case .http09Candidate:
                 // More bytes from the client after a versionless request line: an HTTP/1.x
@@ -254,7 +264,7 @@ public final class HTTPStreamParser {
                 callout { delegate.parserTunnelData(rest, at: ts, from: role) }
                 i = n
             case .resync:
-                i = consumeResync(bytes, from: i, offset: chunk.offset, at: ts)
+                i = consumeResync(bytes, from: i, offset: chunk.offset, peerAck: chunk.peerAck, at: ts)
             }
         }
     }

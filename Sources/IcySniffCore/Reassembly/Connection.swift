@@ -76,6 +76,8 @@ struct PendingSegment {
     var offset: UInt64
     var data: [UInt8]
     var arrival: UInt64 = 0
+    /// The peer offset its segment acknowledged (`StreamChunk.peerAck`).
+    var peerAck: UInt64? = nil
     var end: UInt64 { offset + UInt64(data.count) }
 }
 

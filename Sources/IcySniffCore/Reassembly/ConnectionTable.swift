@@ -201,7 +201,14 @@ public final class ConnectionTable<Handler: StreamHandler> {
         } else if half.started && (payloadCount > 0 || segment.missingPayload > 0) {
             // Data in a SYN (TCP Fast Open) starts after the SYN's own sequence number.
             let seq = flags.contains(.syn) ? segment.sequence &+ 1 : segment.sequence
-            receive(seq: seq, payload: segment.payload, missing: segment.missingPayload, side: side, half: half, flow: flow, timestamp: ts)
+            // What the sender had received of the peer's bytes (a stream offset), when it says.
+            var peerAck: UInt64? = nil
+            if flags.contains(.ack), other.started {
+                let acked = other.offset(of: segment.acknowledgement)
+                if acked >= 0 { peerAck = UInt64(acked) }
+            }
+            receive(seq: seq, payload: segment.payload, missing: segment.missingPayload, side: side, half: half, flow: flow, timestamp: ts,
+                    peerAck: peerAck)
         }
 
         // The peer acknowledged bytes beyond a hole we hold data after: the hole was never captured.
@@ -233,7 +240,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
     /// Handles the payload of one segment at `seq`.
     @inline(__always)
     private func receive(seq: UInt32, payload: UnsafeRawBufferPointer, missing: Int, side: Int, half: HalfStream,
-                         flow: Flow, timestamp: Timestamp) {
+                         flow: Flow, timestamp: Timestamp, peerAck: UInt64?) {
         let start = half.offset(of: seq)
         let count = Int64(payload.count)
         let end = start + count
@@ -259,7 +266,8 @@ public final class ConnectionTable<Handler: StreamHandler> {
         if start <= next {
             if end > next {
                 let skip = Int(next - start)
-                deliver(UnsafeRawBufferPointer(rebasing: payload[skip...]), half: half, side: side, flow: flow, timestamp: timestamp)
+                deliver(UnsafeRawBufferPointer(rebasing: payload[skip...]), half: half, side: side, flow: flow, timestamp: timestamp,
+                        peerAck: peerAck)
             }
             if missing > 0 {
                 // The snaplen cut this packet: the rest of its payload is a gap of known length.
@@ -279,7 +287,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
             flow.connection.note(.segmentOutsideWindow)
             return
         }
-        store(half, offset: UInt64(start), payload: payload, connection: flow.connection)
+        store(half, offset: UInt64(start), payload: payload, peerAck: peerAck)
         if missing > 0 {
             flow.connection.note(.snaplenTruncated)
         }
@@ -289,15 +297,16 @@ public final class ConnectionTable<Handler: StreamHandler> {
         }
     }
 
-    private func store(_ half: HalfStream, offset: UInt64, payload: UnsafeRawBufferPointer, connection: Connection) {
-        half.pending.push(offset: offset, data: Array(payload))
+    private func store(_ half: HalfStream, offset: UInt64, payload: UnsafeRawBufferPointer, peerAck: UInt64?) {
+        half.pending.push(offset: offset, data: Array(payload), peerAck: peerAck)
         half.pendingBytes += payload.count
     }
 
     @inline(__always)
-    private func deliver(_ bytes: UnsafeRawBufferPointer, half: HalfStream, side: Int, flow: Flow, timestamp: Timestamp) {
+    private func deliver(_ bytes: UnsafeRawBufferPointer, half: HalfStream, side: Int, flow: Flow, timestamp: Timestamp,
+                         peerAck: UInt64?) {
         guard bytes.count > 0 else { return }
-        let chunk = StreamChunk(offset: half.nextOffset, bytes: bytes, timestamp: timestamp)
+        let chunk = StreamChunk(offset: half.nextOffset, bytes: bytes, timestamp: timestamp, peerAck: peerAck)
         half.remember(bytes)
         half.nextOffset &+= UInt64(bytes.count)
         half.nextSequence = half.nextSequence &+ UInt32(truncatingIfNeeded: bytes.count)
@@ -373,7 +382,8 @@ public final class ConnectionTable<Handler: StreamHandler> {
             if first.end > half.nextOffset {
                 let skip = Int(half.nextOffset - first.offset)
                 first.data.withUnsafeBytes { raw in
-                    deliver(UnsafeRawBufferPointer(rebasing: raw[skip...]), half: half, side: side, flow: flow, timestamp: timestamp)
+                    deliver(UnsafeRawBufferPointer(rebasing: raw[skip...]), half: half, side: side, flow: flow, timestamp: timestamp,
+                            peerAck: first.peerAck)
                 }
                 previous = first
             } else {

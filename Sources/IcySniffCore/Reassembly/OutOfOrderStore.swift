@@ -14,9 +14,9 @@ struct OutOfOrderStore {
         a.offset != b.offset ? a.offset < b.offset : a.arrival < b.arrival
     }
 
-    mutating func push(offset: UInt64, data: [UInt8]) {
+    mutating func push(offset: UInt64, data: [UInt8], peerAck: UInt64? = nil) {
         arrivals &+= 1
-        heap.append(PendingSegment(offset: offset, data: data, arrival: arrivals))
+        heap.append(PendingSegment(offset: offset, data: data, arrival: arrivals, peerAck: peerAck))
         var i = heap.count - 1
         while i > 0 {
             let parent = (i - 1) / 2

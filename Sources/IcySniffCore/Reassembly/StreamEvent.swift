@@ -8,11 +8,16 @@ public struct StreamChunk {
     public var offset: UInt64
     public var bytes: UnsafeRawBufferPointer
     public var timestamp: Timestamp
+    /// The other direction's stream offset that the segment carrying these bytes acknowledged:
+    /// what the sender had received of the peer's bytes when it sent them (nil: no ACK, or not
+    /// known). Tells which request a response can answer.
+    public var peerAck: UInt64?
 
-    public init(offset: UInt64, bytes: UnsafeRawBufferPointer, timestamp: Timestamp) {
+    public init(offset: UInt64, bytes: UnsafeRawBufferPointer, timestamp: Timestamp, peerAck: UInt64? = nil) {
         self.offset = offset
         self.bytes = bytes
         self.timestamp = timestamp
+        self.peerAck = peerAck
     }
 }
 

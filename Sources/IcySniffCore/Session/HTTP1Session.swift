@@ -82,6 +82,7 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
         if verdict == .notHTTP { return }
         let parser = parser(for: direction)
         let inTunnel = parser.isTunnel
+        if !inTunnel { pairing.lost(gap.offset..<(gap.offset + gap.length), from: direction) }
         parser.gap(gap)
         if inTunnel { tunnelRelay?.missed(gap.length, at: gap.timestamp, from: direction) }
     }

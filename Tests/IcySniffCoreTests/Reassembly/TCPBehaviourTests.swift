@@ -5,15 +5,7 @@ import Testing
 /// after the end, data in a SYN, simultaneous open, data in a RST, a body cut by a RST, and
 /// keep-alive probes.
 @Suite struct TCPBehaviourTests {
-    final class Wire: TCPWire {
-        let sink: CollectingSink
-
-        init() {
-            let sink = CollectingSink()
-            self.sink = sink
-            super.init(sink: sink)
-        }
-
+    final class Wire: CollectingWire {
         /// SYN 1000, SYN/ACK 5000, then `request` and `response`: where each side's sequence
         /// numbers stand after them.
         @discardableResult

@@ -43,6 +43,16 @@ class TCPWire {
     }
 }
 
+/// A `TCPWire` whose pipeline's transactions and connections are collected.
+class CollectingWire: TCPWire {
+    let sink: CollectingSink
+    init() {
+        let sink = CollectingSink()
+        self.sink = sink
+        super.init(sink: sink)
+    }
+}
+
 /// Runs the whole pipeline over a capture file.
 func analyse(_ path: String, options: PipelineOptions = PipelineOptions()) throws -> (CollectingSink, SourceOutcome, RunStats) {
     let sink = CollectingSink()
