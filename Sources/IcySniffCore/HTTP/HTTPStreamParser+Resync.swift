@@ -28,6 +28,8 @@ extension HTTPStreamParser {
                 return n
             }
             let lf = i + (UnsafeRawPointer(found) - UnsafeRawPointer(base))
+            // The line began `heldBefore` bytes before this chunk's part of it (held from earlier chunks).
+            let heldBefore = buffer.count
             let lineStartInChunk = i
             if buffer.count < 8192 { buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[i...lf])) }
             i = lf + 1
@@ -39,7 +41,7 @@ extension HTTPStreamParser {
                 // Restart a head with this line (its start may have been in an earlier chunk).
                 let held = buffer
                 buffer.removeAll(keepingCapacity: true)
-                headOffset = offset + UInt64(lineStartInChunk)
+                headOffset = offset + UInt64(lineStartInChunk) - UInt64(min(heldBefore, Int(offset) + lineStartInChunk))
                 headPeerAck = peerAck
                 headTime = ts
                 lineStart = 0

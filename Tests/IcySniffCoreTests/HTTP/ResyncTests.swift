@@ -30,4 +30,16 @@ import Testing
         #expect(rows == ["POST /form HTTP/1.1 body=1 -> 204 body=0/0 []"], "\(rows)")
         #expect(w.sink.connections.first?.weirds.contains { $0.0 == .unexpectedClientData } == true)
     }
+
+    @Test func aStartLineFoundAcrossSegmentsStartsWhereItBegan() throws {
+        let w = CollectingWire()
+        w.send(fromClient: true, seq: 2000, ack: 9000, "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        // Picked up mid-stream: a line of garbage, then a status line cut between two segments.
+        w.send(fromClient: false, seq: 9000, ack: 2035, "garbage\r\nHTTP/1.1 2")
+        w.send(fromClient: false, seq: 9019, ack: 2035, "00 OK\r\nContent-Length: 0\r\n\r\n")
+        w.pipeline.finish()
+        let response = try #require(w.sink.transactions.first?.response)
+        #expect(response.status == 200)
+        #expect(response.startOffset == 9, "the status line begins after \"garbage\\r\\n\", in the first segment")
+    }
 }

@@ -39,7 +39,7 @@ import Testing
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let logPath = dir.appendingPathComponent("keys").path
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = try KeyLog(paths: [logPath], growing: true)
         let handle = try #require(FileHandle(forWritingAtPath: logPath))
         defer { try? handle.close() }
