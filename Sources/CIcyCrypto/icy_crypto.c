@@ -3,6 +3,7 @@
 #include <openssl/kdf.h>
 #include <openssl/core_names.h>
 #include <openssl/params.h>
+#include <openssl/crypto.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,4 +128,134 @@ long icy_aead_seal(void *ctx, const uint8_t *nonce, const uint8_t *aad, size_t a
     if (EVP_EncryptFinal_ex(a->enc, out + len, &fin) != 1) return -1;
     if (EVP_CIPHER_CTX_ctrl(a->enc, EVP_CTRL_AEAD_GET_TAG, 16, out + in_len) != 1) return -1;
     return (long)in_len + 16;
+}
+
+typedef struct {
+    EVP_CIPHER_CTX *cipher_ctx;
+    const EVP_CIPHER *cipher;
+    uint8_t key[32];
+    EVP_MAC *mac;
+    const char *digest;
+    size_t mac_len;
+    uint8_t mac_key[48];
+    size_t mac_key_len;
+} icy_cbc;
+
+void *icy_cbc_new(const uint8_t *key, size_t key_len, int mac_kind, const uint8_t *mac_key, size_t mac_key_len) {
+    const EVP_CIPHER *cipher = key_len == 16 ? EVP_aes_128_cbc() : key_len == 32 ? EVP_aes_256_cbc() : NULL;
+    const char *digest = mac_kind == ICY_MAC_SHA1 ? "SHA1" : mac_kind == ICY_MAC_SHA256 ? "SHA256"
+                       : mac_kind == ICY_MAC_SHA384 ? "SHA384" : NULL;
+    size_t mac_len = mac_kind == ICY_MAC_SHA1 ? 20 : mac_kind == ICY_MAC_SHA256 ? 32 : 48;
+    if (!cipher || !digest || mac_key_len > 48) return NULL;
+    icy_cbc *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->cipher_ctx = EVP_CIPHER_CTX_new();
+    c->mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    if (!c->cipher_ctx || !c->mac) { icy_cbc_free(c); return NULL; }
+    c->cipher = cipher;
+    memcpy(c->key, key, key_len);
+    c->digest = digest;
+    c->mac_len = mac_len;
+    memcpy(c->mac_key, mac_key, mac_key_len);
+    c->mac_key_len = mac_key_len;
+    return c;
+}
+
+void icy_cbc_free(void *ctx) {
+    icy_cbc *c = ctx;
+    if (!c) return;
+    EVP_CIPHER_CTX_free(c->cipher_ctx);
+    EVP_MAC_free(c->mac);
+    OPENSSL_cleanse(c->key, sizeof c->key);
+    OPENSSL_cleanse(c->mac_key, sizeof c->mac_key);
+    free(c);
+}
+
+// HMAC(mac_key, seq || type || version || length || data) (RFC 5246 §6.2.3.1).
+static int cbc_mac(icy_cbc *c, uint64_t seq, uint8_t type, uint16_t version, const uint8_t *data, size_t len, uint8_t *out) {
+    uint8_t header[13];
+    for (int k = 0; k < 8; k++) header[k] = (uint8_t)(seq >> (56 - 8 * k));
+    header[8] = type;
+    header[9] = (uint8_t)(version >> 8); header[10] = (uint8_t)version;
+    header[11] = (uint8_t)(len >> 8); header[12] = (uint8_t)len;
+    EVP_MAC_CTX *m = EVP_MAC_CTX_new(c->mac);
+    if (!m) return 0;
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)c->digest, 0),
+        OSSL_PARAM_construct_end(),
+    };
+    size_t out_len = 0;
+    int ok = EVP_MAC_init(m, c->mac_key, c->mac_key_len, params) == 1
+          && EVP_MAC_update(m, header, sizeof header) == 1
+          && (len == 0 || EVP_MAC_update(m, data, len) == 1)
+          && EVP_MAC_final(m, out, &out_len, 48) == 1 && out_len == c->mac_len;
+    EVP_MAC_CTX_free(m);
+    return ok;
+}
+
+// AES-CBC without padding removal: `len` bytes (a multiple of 16) after the 16-byte IV.
+static int cbc_crypt(icy_cbc *c, int encrypt, const uint8_t *iv, const uint8_t *in, size_t len, uint8_t *out) {
+    int n = 0, fin = 0;
+    if (len > 0x7FFFFFFF) return 0;
+    return EVP_CipherInit_ex(c->cipher_ctx, c->cipher, NULL, c->key, iv, encrypt) == 1
+        && EVP_CIPHER_CTX_set_padding(c->cipher_ctx, 0) == 1
+        && EVP_CipherUpdate(c->cipher_ctx, out, &n, in, (int)len) == 1
+        && EVP_CipherFinal_ex(c->cipher_ctx, out + n, &fin) == 1
+        && (size_t)(n + fin) == len;
+}
+
+long icy_cbc_open(void *ctx, uint64_t seq, uint8_t type, uint16_t version, int etm,
+                  const uint8_t *in, size_t in_len, uint8_t *out) {
+    icy_cbc *c = ctx;
+    if (!c) return -1;
+    size_t mac_len = c->mac_len;
+    uint8_t mac[48];
+    size_t sealed_len = etm ? (in_len >= mac_len ? in_len - mac_len : 0) : in_len;
+    if (sealed_len < 32 || (sealed_len - 16) % 16 != 0) return -1;
+    size_t text_len = sealed_len - 16;
+    if (etm) {
+        // RFC 7366: the MAC covers the IV and the ciphertext.
+        if (!cbc_mac(c, seq, type, version, in, sealed_len, mac)) return -1;
+        if (CRYPTO_memcmp(mac, in + sealed_len, mac_len) != 0) return -1;
+    }
+    if (!cbc_crypt(c, 0, in, in + 16, text_len, out)) return -1;
+    size_t pad = out[text_len - 1];
+    if (pad + 1 > text_len) return -1;
+    for (size_t k = 0; k <= pad; k++) if (out[text_len - 1 - k] != pad) return -1;
+    size_t plain_len = text_len - pad - 1;
+    if (!etm) {
+        if (plain_len < mac_len) return -1;
+        plain_len -= mac_len;
+        if (!cbc_mac(c, seq, type, version, out, plain_len, mac)) return -1;
+        if (CRYPTO_memcmp(mac, out + plain_len, mac_len) != 0) return -1;
+    }
+    return (long)plain_len;
+}
+
+long icy_cbc_seal(void *ctx, uint64_t seq, uint8_t type, uint16_t version, int etm, const uint8_t *iv,
+                  const uint8_t *in, size_t in_len, uint8_t *out) {
+    icy_cbc *c = ctx;
+    if (!c || in_len > 0xFFFF) return -1;
+    size_t mac_len = c->mac_len;
+    uint8_t *plain = malloc(in_len + mac_len + 16);
+    if (!plain) return -1;
+    memcpy(plain, in, in_len);
+    size_t n = in_len;
+    if (!etm) {
+        if (!cbc_mac(c, seq, type, version, in, in_len, plain + n)) { free(plain); return -1; }
+        n += mac_len;
+    }
+    size_t pad = 15 - (n % 16);
+    for (size_t k = 0; k <= pad; k++) plain[n + k] = (uint8_t)pad;
+    n += pad + 1;
+    memcpy(out, iv, 16);
+    int ok = cbc_crypt(c, 1, iv, plain, n, out + 16);
+    free(plain);
+    if (!ok) return -1;
+    size_t total = 16 + n;
+    if (etm) {
+        if (!cbc_mac(c, seq, type, version, out, total, out + total)) return -1;
+        total += mac_len;
+    }
+    return (long)total;
 }

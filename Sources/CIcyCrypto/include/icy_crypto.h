@@ -31,3 +31,17 @@ long icy_aead_open(void *ctx, const uint8_t *nonce, const uint8_t *aad, size_t a
 // Encrypts (tests build records with it). Writes in_len + 16 bytes. Returns that or -1.
 long icy_aead_seal(void *ctx, const uint8_t *nonce, const uint8_t *aad, size_t aad_len,
                    const uint8_t *in, size_t in_len, uint8_t *out);
+
+// TLS 1.2 CBC suites (RFC 5246 §6.2.3.2): AES-CBC with an explicit IV per record and an HMAC,
+// MAC-then-encrypt, or encrypt-then-MAC when the extension was negotiated (RFC 7366).
+enum icy_mac_kind { ICY_MAC_SHA1 = 1, ICY_MAC_SHA256 = 2, ICY_MAC_SHA384 = 3 };
+void *icy_cbc_new(const uint8_t *key, size_t key_len, int mac_kind, const uint8_t *mac_key, size_t mac_key_len);
+void icy_cbc_free(void *ctx);
+// Opens one record body (IV, ciphertext, and the MAC after it with etm): the plaintext into out
+// (at least in_len bytes); its length, or -1 when the padding or the MAC does not check out.
+long icy_cbc_open(void *ctx, uint64_t seq, uint8_t type, uint16_t version, int etm,
+                  const uint8_t *in, size_t in_len, uint8_t *out);
+// Seals one record body with the given IV (tests build records with it): into out (at least
+// in_len + 16 + 48 + 16 bytes); its length.
+long icy_cbc_seal(void *ctx, uint64_t seq, uint8_t type, uint16_t version, int etm, const uint8_t *iv,
+                  const uint8_t *in, size_t in_len, uint8_t *out);

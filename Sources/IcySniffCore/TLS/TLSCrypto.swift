@@ -1,11 +1,26 @@
 import CIcyCrypto
 
-/// What decryption needs to know of a cipher suite (the AEAD suites of TLS 1.2 and 1.3).
+/// What decryption needs to know of a cipher suite: the AEAD suites of TLS 1.2 and 1.3, and
+/// TLS 1.2's AES-CBC suites with an HMAC (`cbcMAC` set; `aead` then only says the key length).
 struct TLSCipherParameters {
     enum AEAD { case aes128gcm, aes256gcm, chacha20poly1305 }
+    /// The HMAC of a CBC suite: its hash and length (RFC 5246 §6.2.3.2).
+    enum MAC {
+        case sha1, sha256, sha384
+        var length: Int { self == .sha1 ? 20 : self == .sha256 ? 32 : 48 }
+        var kind: Int32 {
+            switch self {
+            case .sha1: return Int32(ICY_MAC_SHA1.rawValue)
+            case .sha256: return Int32(ICY_MAC_SHA256.rawValue)
+            case .sha384: return Int32(ICY_MAC_SHA384.rawValue)
+            }
+        }
+    }
     var aead: AEAD
     /// The hash of the suite's PRF / HKDF: SHA-384 or SHA-256.
     var sha384: Bool
+    /// A CBC suite's MAC (nil: an AEAD suite).
+    var cbcMAC: MAC? = nil
 
     var keyLength: Int { aead == .aes128gcm ? 16 : 32 }
     var hashLength: Int { sha384 ? 48 : 32 }
@@ -21,6 +36,12 @@ struct TLSCipherParameters {
         case 0xC02B, 0xC02F, 0x009C, 0x009E: self.init(aead: .aes128gcm, sha384: false)
         case 0xC02C, 0xC030, 0x009D, 0x009F: self.init(aead: .aes256gcm, sha384: true)
         case 0xCCA8, 0xCCA9, 0xCCAA: self.init(aead: .chacha20poly1305, sha384: false)
+        // AES-CBC with HMAC (TLS 1.2; RSA, ECDHE_RSA and ECDHE_ECDSA key exchange).
+        case 0x002F, 0xC009, 0xC013: self.init(aead: .aes128gcm, sha384: false); cbcMAC = .sha1
+        case 0x0035, 0xC00A, 0xC014: self.init(aead: .aes256gcm, sha384: false); cbcMAC = .sha1
+        case 0x003C, 0xC023, 0xC027: self.init(aead: .aes128gcm, sha384: false); cbcMAC = .sha256
+        case 0x003D: self.init(aead: .aes256gcm, sha384: false); cbcMAC = .sha256
+        case 0xC024, 0xC028: self.init(aead: .aes256gcm, sha384: true); cbcMAC = .sha384
         default: return nil
         }
     }
@@ -66,12 +87,29 @@ enum TLSKeys {
     }
 }
 
-/// One direction's record protection: an AEAD key, its IV and the record sequence number.
+/// One direction's record protection: an AEAD key and its IV, or a CBC suite's keys, and the
+/// record sequence number.
 final class RecordProtection {
     private let context: OpaquePointer
     private let iv: [UInt8]
     private let tls13: Bool
+    /// A CBC suite (its context is libcrypto's CBC+HMAC, not an AEAD), and whether the peers
+    /// negotiated encrypt-then-MAC (RFC 7366).
+    private let cbc: Bool
+    private let encryptThenMAC: Bool
     private(set) var sequence: UInt64 = 0
+
+    /// TLS 1.2 CBC suites: the write key and the MAC key.
+    init?(cbcKey key: [UInt8], macKey: [UInt8], mac: TLSCipherParameters.MAC, encryptThenMAC: Bool) {
+        guard let ctx = key.withUnsafeBufferPointer({ k in
+            macKey.withUnsafeBufferPointer { m in icy_cbc_new(k.baseAddress, k.count, mac.kind, m.baseAddress, m.count) }
+        }) else { return nil }
+        self.context = OpaquePointer(ctx)
+        self.iv = []
+        self.tls13 = false
+        self.cbc = true
+        self.encryptThenMAC = encryptThenMAC
+    }
 
     /// TLS 1.3: key and IV from a traffic secret (RFC 8446 §7.3).
     convenience init?(tls13Secret secret: [UInt8], cipher: TLSCipherParameters) {
@@ -85,9 +123,13 @@ final class RecordProtection {
         self.context = OpaquePointer(ctx)
         self.iv = iv
         self.tls13 = tls13
+        self.cbc = false
+        self.encryptThenMAC = false
     }
 
-    deinit { icy_aead_free(UnsafeMutableRawPointer(context)) }
+    deinit {
+        if cbc { icy_cbc_free(UnsafeMutableRawPointer(context)) } else { icy_aead_free(UnsafeMutableRawPointer(context)) }
+    }
 
     /// The per-record nonce: the IV xor-ed with the sequence number (TLS 1.3, and TLS 1.2
     /// ChaCha20), or the implicit IV followed by the record's explicit nonce (TLS 1.2 GCM).
@@ -125,6 +167,14 @@ final class RecordProtection {
     /// plaintext is `out[0..<n]`. No allocation per record.
     func open(type: UInt8, version: UInt16, body: [UInt8], into out: UnsafeMutableRawBufferPointer) -> Int? {
         defer { sequence &+= 1 }
+        if cbc {
+            guard out.count >= body.count, let outBase = out.baseAddress else { return nil }
+            let n = body.withUnsafeBufferPointer { b in
+                icy_cbc_open(UnsafeMutableRawPointer(context), sequence, type, version, encryptThenMAC ? 1 : 0,
+                             b.baseAddress, b.count, outBase.assumingMemoryBound(to: UInt8.self))
+            }
+            return n >= 0 ? n : nil
+        }
         var explicit: ArraySlice<UInt8>? = nil
         var start = 0
         if !tls13 && iv.count == 4 {
@@ -148,9 +198,23 @@ final class RecordProtection {
         return result >= 0 ? ciphertextCount - 16 : nil
     }
 
-    /// Seals a record body (tests build captures with it): the inverse of `open`.
+    /// Seals a record body (tests build captures with it): the inverse of `open`. CBC: the
+    /// explicit nonce is the record's IV (16 bytes).
     func seal(type: UInt8, version: UInt16, plaintext: [UInt8], explicitNonce: [UInt8]? = nil) -> [UInt8]? {
         defer { sequence &+= 1 }
+        if cbc {
+            let iv = explicitNonce ?? [UInt8](repeating: 0x5A, count: 16)
+            var out = [UInt8](repeating: 0, count: plaintext.count + 16 + 48 + 16)
+            let n = iv.withUnsafeBufferPointer { ivp in
+                plaintext.withUnsafeBufferPointer { p in
+                    out.withUnsafeMutableBufferPointer { o in
+                        icy_cbc_seal(UnsafeMutableRawPointer(context), sequence, type, version, encryptThenMAC ? 1 : 0,
+                                     ivp.baseAddress, p.baseAddress, p.count, o.baseAddress)
+                    }
+                }
+            }
+            return n >= 0 ? Array(out[0..<n]) : nil
+        }
         let overhead = (explicitNonce?.count ?? 0) + 16
         let aad = additionalData(type: type, version: version, recordLength: plaintext.count + overhead, plaintextLength: plaintext.count)
         let n = nonce(explicit: explicitNonce.map { $0[...] })

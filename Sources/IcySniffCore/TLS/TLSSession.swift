@@ -84,6 +84,8 @@ final class TLSSession: ConnectionSession {
     private var serverHandshake = TLSHandshakeBuffer()
     private var clientHellos = 0
     private var ticketOffered = false
+    /// TLS 1.2 CBC suites: the server agreed to encrypt-then-MAC (RFC 7366).
+    private var encryptThenMAC = false
     /// The ServerHello (not a HelloRetryRequest) has been read.
     private var sawServerHello = false
     /// TLS 1.2: the server's Certificate came (a full handshake).
@@ -251,7 +253,8 @@ final class TLSSession: ConnectionSession {
             p.skip()
             connection.note(.tlsRecordLost)
             if r.type == 23 || isTLS13 {
-                let estimate = UInt64(max(0, r.length - 16 - (isTLS13 ? 1 : (cipher?.tls12ImplicitIVLength == 4 ? 8 : 0))))
+                let overhead = cipher?.cbcMAC.map { 16 + $0.length + 1 } ?? 16 + (isTLS13 ? 1 : (cipher?.tls12ImplicitIVLength == 4 ? 8 : 0))
+                let estimate = UInt64(max(0, r.length - overhead))
                 deliverGap(estimate, at: r.lastByte, from: direction)
             }
             return
@@ -409,7 +412,7 @@ final class TLSSession: ConnectionSession {
             return
         }
         guard let c = cipher else {
-            // A suite icy-sniff cannot decrypt (CBC, CCM): the handshake only.
+            // A suite icy-sniff cannot decrypt (CCM, Camellia, 3DES): the handshake only.
             secrets = nil
             return
         }
@@ -418,6 +421,16 @@ final class TLSSession: ConnectionSession {
             serverProtection = protection(for: found.serverHandshake)
             clientProtection = protection(for: found.clientHandshake)
             if serverProtection == nil && clientProtection == nil { secrets = nil; connection.note(.tlsKeysNotFound) }
+        } else if let master = found.masterSecret, let mac = c.cbcMAC {
+            // CBC suites: the key block starts with the two MAC keys, then the two write keys
+            // (RFC 5246 §6.3; the IVs after them are not used, each record carries its own).
+            let m = mac.length, k = c.keyLength
+            guard let block = TLSKeys.prf(master, "key expansion", seed: serverRandom + clientRandom, length: 2 * m + 2 * k,
+                                          sha384: c.sha384) else { return }
+            clientPending = RecordProtection(cbcKey: Array(block[(2 * m)..<(2 * m + k)]), macKey: Array(block[0..<m]), mac: mac,
+                                             encryptThenMAC: encryptThenMAC)
+            serverPending = RecordProtection(cbcKey: Array(block[(2 * m + k)..<(2 * m + 2 * k)]), macKey: Array(block[m..<(2 * m)]),
+                                             mac: mac, encryptThenMAC: encryptThenMAC)
         } else if let master = found.masterSecret {
             // RFC 5246 §6.3: key_block = PRF(master, "key expansion", server_random + client_random).
             let ivLength = c.tls12ImplicitIVLength
@@ -528,6 +541,7 @@ final class TLSSession: ConnectionSession {
                 case 43: if let v = e.u16() { version = v }            // supported_versions
                 case 51: group = e.u16()                               // key_share (HRR: the group asked for)
                 case 41: psk = true                                    // pre_shared_key
+                case 22: encryptThenMAC = true                         // encrypt_then_mac (RFC 7366)
                 case 16:                                                // ALPN (TLS 1.2 only in clear)
                     if let list = e.vector(2) { alpn = TLSReader.protocolNames(list).first }
                 default: break
