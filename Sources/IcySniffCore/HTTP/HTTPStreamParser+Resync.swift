@@ -14,8 +14,8 @@ extension HTTPStreamParser {
         var i = start
         let n = bytes.count
         if start == 0, !buffer.isEmpty, startsMessage(bytes) {
-            // The chunk starts a message: what was held of the line before it is garbage.
-            skipped(role == .request ? .unexpectedClientData : .unexpectedServerData, bytes: buffer.count)
+            // The chunk starts a message: what was held of the line before it is garbage (and
+            // was counted as skipped when it was held).
             buffer.removeAll(keepingCapacity: true)
         }
         while i < n {
