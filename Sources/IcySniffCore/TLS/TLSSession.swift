@@ -15,10 +15,11 @@
 ///
 /// Live (`KeyLog.growing`), a client logs a connection's secrets only once the ServerHello has
 /// reached it, about when the capture sees that ServerHello: the connection then waits for them.
-/// What comes after the ServerHello is held in arrival order (records and ends, at most
-/// `maxHeldForKeys` bytes), the key log read again as each chunk comes, and everything held is
-/// handled as it came once the secrets are there, or without them (flagged tls_keys_not_found)
-/// past the budget or at the connection's end.
+/// What comes after the ServerHello is held in arrival order (records and ends), the key log
+/// read again as each chunk comes, and everything held is handled as it came once the secrets
+/// are there — or without them (flagged tls_keys_not_found) after `maxWaitForKeys` of capture
+/// time or `maxHeldForKeys` bytes, or at the connection's end. A client that logs its keys does
+/// so within milliseconds; most apps on a hotspot never do, and must cost little.
 final class TLSSession: ConnectionSession {
     let scheme = "https"
     private unowned let connection: Connection
@@ -51,9 +52,11 @@ final class TLSSession: ConnectionSession {
     }
     private var heldForKeys: [Held] = []
     private var heldForKeysBytes = 0
-    /// What a connection holds at most while it waits for its secrets (a browser's page is well
-    /// under it; a client that never logs its secrets costs no more than this).
-    static let maxHeldForKeys = 1 << 20
+    /// What a connection holds at most while it waits for its secrets, and for how long (capture
+    /// time): a client that never logs its secrets costs no more than this.
+    static let maxHeldForKeys = 256 << 10
+    static let maxWaitForKeys: Int64 = 1_000_000_000
+    private var awaitingSince: Timestamp = .zero
     /// TLS 1.3 current traffic secrets (for KeyUpdate).
     private var clientSecret: [UInt8]? = nil
     private var serverSecret: [UInt8]? = nil
@@ -391,6 +394,7 @@ final class TLSSession: ConnectionSession {
         let found = keyLog.secrets(forClientRandom: clientRandom, wanting: keyLog.growing ? { !self.hasAllSecrets($0) } : nil)
         if keyLog.growing && cipher != nil && !hasAllSecrets(found) {
             awaitingKeys = true
+            awaitingSince = connection.lastSeen
             return
         }
         useKeys(found)
@@ -450,13 +454,16 @@ final class TLSSession: ConnectionSession {
     private func hold(_ r: TLSRecordReader.Record, from direction: Direction) {
         heldForKeys.append(.record(r, direction))
         heldForKeysBytes += r.body?.count ?? 0
-        if heldForKeysBytes > Self.maxHeldForKeys { stopWaiting(with: nil) }
+        if heldForKeysBytes > Self.maxHeldForKeys || r.lastByte.nanoseconds - awaitingSince.nanoseconds > Self.maxWaitForKeys {
+            lookForKeys(final: true)
+        }
     }
 
-    /// Reads the key log again; once every secret is there (or `final`: the connection ended,
-    /// with what there is), handles what was held.
+    /// Reads the key log again (however recently it was: only waiting connections ask, and each
+    /// for at most `maxWaitForKeys`); once every secret is there (or `final`: waited long
+    /// enough, or the connection ended; with what there is), handles what was held.
     private func lookForKeys(final: Bool) {
-        let found = keyLog?.secrets(forClientRandom: clientRandom, wanting: { !self.hasAllSecrets($0) }, now: final)
+        let found = keyLog?.secrets(forClientRandom: clientRandom, wanting: { !self.hasAllSecrets($0) }, now: true)
         if hasAllSecrets(found) || final { stopWaiting(with: found) }
     }
 

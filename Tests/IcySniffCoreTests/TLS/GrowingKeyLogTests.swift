@@ -22,19 +22,22 @@ import Testing
         return out
     }
 
-    enum Schedule {
+    enum Schedule: Equatable {
         /// Handshake secrets after the packet with the ServerHello, application traffic secrets
         /// (and TLS 1.2's master secret) after the client's next packet with data: that packet
         /// finds the secrets half written.
         case asClientsWriteThem
         /// Never: the client wrote no key log for these connections.
         case never
+        /// All of a connection's secrets, this many packets after its ServerHello.
+        case packetsAfterServerHello(Int)
     }
 
     /// Replays the capture with a growing key log written on `schedule`; `pause`: wait out the
     /// key log's recheck interval after each write, so the waiting connection reads it on
     /// the next packet (else it does at its end).
-    static func replay(_ schedule: Schedule, pause: Bool) throws -> CollectingSink {
+    /// `step`: packet i is stamped i × step seconds after the first (nil: as captured).
+    static func replay(_ schedule: Schedule, pause: Bool, step: Double? = nil) throws -> CollectingSink {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("icy-growing-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -59,10 +62,28 @@ import Testing
         var inspector = PacketDecoder(linkType: source.linkType)
         var randomByClientPort: [UInt16: String] = [:]
         var trafficDueFromClientPort: [UInt16: [String]] = [:]
-        while case .packet(let packet) = source.next() {
+        var dueAfter: [(packets: Int, lines: [String])] = []
+        var index = 0
+        var first: Int64? = nil
+        while case .packet(var packet) = source.next() {
+            first = first ?? packet.timestamp.nanoseconds
+            if let step { packet.timestamp = Timestamp(nanoseconds: first! + Int64(Double(index) * step * 1e9)) }
+            index += 1
             pipeline.process(packet, decoder: &decoder)
-            guard schedule == .asClientsWriteThem, case .tcp(let segment) = inspector.decode(packet) else { continue }
+            for k in dueAfter.indices { dueAfter[k].packets -= 1 }
+            for due in dueAfter where due.packets == 0 { try write(due.lines) }
+            dueAfter.removeAll { $0.packets <= 0 }
+            guard case .tcp(let segment) = inspector.decode(packet) else { continue }
             let p = segment.payload
+            if case .packetsAfterServerHello(let n) = schedule {
+                if p.count > 43, p[0] == 22, p[5] == 1 {
+                    randomByClientPort[segment.source.port] = p[11..<43].map { String(format: "%02x", $0) }.joined()
+                } else if p.count > 43, p[0] == 22, p[5] == 2, let random = randomByClientPort[segment.destination.port] {
+                    dueAfter.append((n, lines[random] ?? []))
+                }
+                continue
+            }
+            guard schedule == .asClientsWriteThem else { continue }
             if !p.isEmpty, let due = trafficDueFromClientPort.removeValue(forKey: segment.source.port) {
                 try write(due)
             }
@@ -99,6 +120,20 @@ import Testing
         #expect(Self.summary(growing) == expected)
         #expect(growing.connections.allSatisfy { $0.tls?.decrypted == true })
         #expect(!growing.connections.contains { $0.weirds.contains { $0.0 == .tlsKeysNotFound } })
+    }
+
+    /// A connection waits for its secrets a second of capture time at most (most apps never log
+    /// theirs, and what is held must cost little): secrets logged 0.3 s after the ServerHello
+    /// decrypt; logged 1.8 s after it, they come too late, and the connection is flagged.
+    @Test func aConnectionWaitsASecondAtMost() throws {
+        let soon = try Self.replay(.packetsAfterServerHello(3), pause: false, step: 0.1)
+        #expect(soon.transactions.count == 5)
+        #expect(soon.connections.allSatisfy { $0.tls?.decrypted == true })
+        let late = try Self.replay(.packetsAfterServerHello(3), pause: false, step: 0.6)
+        #expect(late.transactions.isEmpty)
+        #expect(late.connections.count == 3 && late.connections.allSatisfy { c in
+            c.tls?.decrypted == false && c.weirds.contains { $0.0 == .tlsKeysNotFound }
+        })
     }
 
     @Test func secretsNeverLoggedAreFlaggedAndTheHandshakeStillShown() throws {
