@@ -195,25 +195,23 @@ public final class ConnectionTable<Handler: StreamHandler> {
             c.note(.midstreamPickup)
         }
 
+        // Where the segment's ACK falls in the peer's stream: what the sender had received of it
+        // (nil: no ACK, or the peer's stream has not started). Receiving this segment's data does
+        // not move the peer's stream.
+        let acked: Int64? = flags.contains(.ack) && other.started ? other.offset(of: segment.acknowledgement) : nil
+
         if flags.contains(.rst) && payloadCount > 0 {
             // RFC 9293 §3.5.3 / RFC 1122 §4.2.2.12: data in a RST is a diagnostic, not stream data.
             c.note(.rstWithData)
         } else if half.started && (payloadCount > 0 || segment.missingPayload > 0) {
             // Data in a SYN (TCP Fast Open) starts after the SYN's own sequence number.
             let seq = flags.contains(.syn) ? segment.sequence &+ 1 : segment.sequence
-            // What the sender had received of the peer's bytes (a stream offset), when it says.
-            var peerAck: UInt64? = nil
-            if flags.contains(.ack), other.started {
-                let acked = other.offset(of: segment.acknowledgement)
-                if acked >= 0 { peerAck = UInt64(acked) }
-            }
             receive(seq: seq, payload: segment.payload, missing: segment.missingPayload, side: side, half: half, flow: flow, timestamp: ts,
-                    peerAck: peerAck)
+                    peerAck: acked.flatMap { $0 >= 0 ? UInt64($0) : nil })
         }
 
         // The peer acknowledged bytes beyond a hole we hold data after: the hole was never captured.
-        if flags.contains(.ack), other.started, !other.pending.isEmpty {
-            let acked = other.offset(of: segment.acknowledgement)
+        if let acked, !other.pending.isEmpty {
             if acked > Int64(other.nextOffset), UInt64(acked) >= other.pending.minimum!.offset {
                 declareGap(other, side: 1 - side, flow: flow, timestamp: ts)
             }
@@ -246,14 +244,11 @@ public final class ConnectionTable<Handler: StreamHandler> {
         let end = start + count
         let next = Int64(half.nextOffset)
         if start < next && count > 0 {
-            // A copy of bytes already delivered: it must agree with them, also once the
-            // direction closed (an injector ends what it forged with a FIN or a RST, and the real
-            // answer comes after). A keep-alive probe, one byte just below the next, carries any
-            // byte: it is no copy.
+            // A copy of bytes already delivered, also once the direction closed (an injector ends
+            // what it forged with a FIN or a RST, and the real answer comes after). A keep-alive
+            // probe, one byte just below the next, carries any byte: it is no copy.
             let probe = count == 1 && end == next
-            if !probe, let offset = half.contradiction(payload, at: start) {
-                flow.connection.contradicted(at: offset, from: direction(of: side, flow.connection))
-            }
+            if !probe { compareWithDelivered(payload, at: start, half: half, side: side, flow: flow) }
         }
         if half.closed {
             if payload.count > 0 && start >= next { flow.connection.note(.dataAfterClose) }
@@ -295,6 +290,13 @@ public final class ConnectionTable<Handler: StreamHandler> {
             flow.connection.note(.outOfOrderBufferFull)
             declareGap(half, side: side, flow: flow, timestamp: timestamp)
         }
+    }
+
+    /// `payload`, a copy of bytes from `start` on that were delivered already, must agree with
+    /// them: where it does not, the connection says so (`Connection.contradicted`).
+    private func compareWithDelivered(_ payload: UnsafeRawBufferPointer, at start: Int64, half: HalfStream, side: Int, flow: Flow) {
+        guard let offset = half.contradiction(payload, at: start) else { return }
+        flow.connection.contradicted(at: offset, from: direction(of: side, flow.connection))
     }
 
     private func store(_ half: HalfStream, offset: UInt64, payload: UnsafeRawBufferPointer, peerAck: UInt64?) {
@@ -366,10 +368,9 @@ public final class ConnectionTable<Handler: StreamHandler> {
         while let first = half.pending.minimum, first.offset <= half.nextOffset {
             _ = half.pending.popMinimum()
             half.pendingBytes -= first.data.count
-            if previous == nil, first.offset < half.nextOffset,
-               let offset = first.data.withUnsafeBytes({ half.contradiction($0, at: Int64(first.offset)) }) {
-                // A buffered copy of bytes delivered before it: it must agree with them.
-                flow.connection.contradicted(at: offset, from: direction(of: side, flow.connection))
+            if previous == nil, first.offset < half.nextOffset {
+                // A buffered copy of bytes delivered before it.
+                first.data.withUnsafeBytes { compareWithDelivered($0, at: Int64(first.offset), half: half, side: side, flow: flow) }
             }
             if let p = previous, first.offset < p.end {
                 let lo = max(first.offset, p.offset), hi = min(first.end, p.end)
