@@ -67,7 +67,7 @@ final class InOrderPairing {
             lastResponseStart = message.startOffset
             serverLosses.removeAll()
         }
-        if let first = queue[head...].firstIndex(where: { $0.response == nil }) {
+        if let first = firstUnansweredIndex {
             let answered = laterRequest(answeredBy: message, after: first) ?? first
             for k in first..<answered where queue[k].request != nil {
                 // Its response was in bytes the capture missed: it will not come.
@@ -154,7 +154,9 @@ final class InOrderPairing {
         head = 0
     }
 
-    private var firstUnanswered: Transaction? { queue[head...].first(where: { $0.response == nil && !$0.lostResponse }) }
+    /// The first request still waiting for its response (not one whose response was lost).
+    private var firstUnansweredIndex: Int? { queue[head...].firstIndex(where: { $0.response == nil && !$0.lostResponse }) }
+    private var firstUnanswered: Transaction? { firstUnansweredIndex.map { queue[$0] } }
 
     // MARK: Lost heads
 
