@@ -226,7 +226,8 @@ final class InOrderPairing {
         guard onTCPStream else { emitter.emit(t); return }
         var ranges = Connection.EmittedRanges(sequence: 0, fromClient: Self.span(t.request, after: nil),
                                               fromServer: Self.span(t.response, after: t.interimResponses.first))
-        if connection.holdsContradictedBytes(ranges) { t.note(.injectionSuspected) }
+        ranges.flagged = connection.holdsContradictedBytes(ranges)
+        if ranges.flagged { t.note(.injectionSuspected) }
         ranges.sequence = emitter.emit(t)
         connection.emitted(ranges)
     }

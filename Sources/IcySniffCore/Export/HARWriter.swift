@@ -62,7 +62,8 @@ public final class HARWriter: TransactionSink {
     }
 
     /// Entries found, after they were written, to hold bytes a later copy contradicted
-    /// (`Connection.contradictedTransactions`): they get `_injection_suspected` at the end.
+    /// (`Connection.contradictedTransactions`, which leaves out those flagged when emitted): they
+    /// get `_injection_suspected` at the end.
     private var contradicted = Set<UInt64>()
     static let injectionKey: StaticString = "_injection_suspected"
 
@@ -152,9 +153,7 @@ extension HARWriter {
         for r in records {
             let ok = store.withBytes(offset: r.offset, length: r.length) { bytes in
                 out.write(written == 0 ? first : separator)
-                // Already flagged when encoded (the copy came before the entry was written).
-                guard r.flagged, let close = bytes.lastIndex(of: UInt8(ascii: "}")),
-                      !Self.contains(bytes, Array("\"\(Self.injectionKey)\"".utf8)) else { return out.write(bytes) }
+                guard r.flagged, let close = bytes.lastIndex(of: UInt8(ascii: "}")) else { return out.write(bytes) }
                 var end = close
                 while end > 0, [0x20, 0x0A].contains(bytes[end - 1]) { end -= 1 }
                 out.write(UnsafeBufferPointer(rebasing: bytes[..<end]))
@@ -166,13 +165,6 @@ extension HARWriter {
         return written
     }
 
-    private static func contains(_ bytes: UnsafeBufferPointer<UInt8>, _ needle: [UInt8]) -> Bool {
-        guard bytes.count >= needle.count else { return false }
-        for i in 0...(bytes.count - needle.count) where bytes[i] == needle[0] {
-            if needle.indices.allSatisfy({ bytes[i + $0] == needle[$0] }) { return true }
-        }
-        return false
-    }
 }
 
 /// What `--connections` and `log._connections` say about one TCP connection.

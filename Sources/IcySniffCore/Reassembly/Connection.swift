@@ -170,6 +170,8 @@ public final class Connection {
         var sequence: UInt64
         var fromClient: Range<UInt64>?
         var fromServer: Range<UInt64>?
+        /// It was flagged `injection_suspected` when emitted: no output needs to hear of it again.
+        var flagged = false
         func covers(_ offset: UInt64, from direction: Direction) -> Bool {
             (direction == .fromClient ? fromClient : fromServer)?.contains(offset) ?? false
         }
@@ -180,8 +182,8 @@ public final class Connection {
     /// (at most `recentKept`): the transaction emitted later that holds one is flagged.
     private(set) var contradictedOffsets: [(direction: Direction, offset: UInt64)] = []
     /// Transactions found, after they were emitted, to hold bytes that a later copy contradicted
-    /// (by `Transaction.sequence`): the HAR and the report flag them `injection_suspected` at the
-    /// connection's end; streaming outputs had written them already (the connection's
+    /// (by `Transaction.sequence`; not those flagged when emitted already): the HAR and the report
+    /// flag them `injection_suspected` at the connection's end; streaming outputs had written them already (the connection's
     /// `retransmission_inconsistency` says so).
     public private(set) var contradictedTransactions: [UInt64] = []
 
@@ -189,7 +191,7 @@ public final class Connection {
     func contradicted(at offset: UInt64, from direction: Direction) {
         note(.retransmissionInconsistency)
         if let e = recentlyEmitted.last(where: { $0.covers(offset, from: direction) }) {
-            if !contradictedTransactions.contains(e.sequence) { contradictedTransactions.append(e.sequence) }
+            if !e.flagged && !contradictedTransactions.contains(e.sequence) { contradictedTransactions.append(e.sequence) }
         } else if contradictedOffsets.count < Self.recentKept,
                   !contradictedOffsets.contains(where: { $0.direction == direction && $0.offset == offset }) {
             contradictedOffsets.append((direction, offset))

@@ -89,11 +89,18 @@ import Testing
         // Another copy of the same bytes, different: the response is still open.
         w.send(fromClient: false, seq: seq, "HTTP/1.1 403 Forbidden\r\n", after: 5)
         w.send(fromClient: false, seq: seq + UInt32(head.utf8.count) + 10, "abcdefghij")
+        // And once more after it was written: it is flagged already, once is enough.
+        w.send(fromClient: false, seq: seq + UInt32(head.utf8.count) + 10, "ABCDEFGHIJ", after: 5)
         w.close(serverAt: seq + UInt32(head.utf8.count) + 20)
+        #expect(w.sinks.finished.first?.contradictedTransactions == [])
         let transactions = w.sinks.collected.transactions
         try #require(transactions.count == 1)
         #expect(transactions[0].allWeirds.contains(.injectionSuspected), "in every output, NDJSON and TSV too")
         #expect(transactions[0].response?.bodyBytes == 20)
+        let out = OutputFile(memory: true)
+        w.sinks.har.write(to: out)
+        let text = String(decoding: out.takeBytes(), as: UTF8.self)
+        #expect(text.components(separatedBy: "\"_injection_suspected\"").count == 2, "the key once: \(text)")
         let entries = try w.sinks.harEntries()
         #expect(entries.first?["_injection_suspected"] as? Bool == true)
         #expect((entries.first?["_flags"] as? [String])?.contains("injection_suspected") == true)
