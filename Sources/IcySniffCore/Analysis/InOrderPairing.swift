@@ -236,7 +236,7 @@ final class InOrderPairing {
     private static func span(_ m: HTTPMessage?, after interim: HTTPMessage?) -> Range<UInt64>? {
         guard let m else { return nil }
         let start = min(interim?.startOffset ?? m.startOffset, m.startOffset)
-        let end = m.startOffset + UInt64(max(0, m.headersSize)) + m.bodyWireBytes
+        let end = m.startOffset + m.wireBytes
         return start..<max(end, start + 1)
     }
 }

@@ -233,13 +233,13 @@ public final class ReportCollector: TransactionSink {
         else { _ = recentLines.set(t.sequence, line) }
         if let req = t.request {
             r.requests += 1
-            r.wireBytes += UInt64(max(0, req.headersSize)) + req.bodyWireBytes
+            r.wireBytes += req.wireBytes
             let entry = open[t.connection.id] ?? (t.host.lowercased(), 0)
             open[t.connection.id] = (entry.host, entry.count + 1)
         }
         guard let resp = t.response else { return }
         r.responses += 1
-        r.wireBytes += UInt64(max(0, resp.headersSize)) + resp.bodyWireBytes
+        r.wireBytes += resp.wireBytes
         r.decodedBytes += resp.decodedBytes
         let type = (resp.headers.first(.contentType) ?? "").lowercased()
         let cache = t.cache
@@ -248,7 +248,7 @@ public final class ReportCollector: TransactionSink {
                 var l = line
                 l.note = cache.notModified ? "revalidated while fresh" : "re-fetched while fresh"
                 r.avoidable.append(l)
-                r.avoidableBytes += UInt64(max(0, resp.headersSize)) + resp.bodyWireBytes
+                r.avoidableBytes += resp.wireBytes
             }
             if cache.notModified { r.notModified.append(line) }
             if cache.storable, cache.lifetimeSource == .heuristic, (cache.freshFor ?? 0) > 0, !cache.mustRevalidate {

@@ -134,8 +134,7 @@ final class TimeBreakdownCollector {
 
     private func addToPage(_ t: Transaction, start: Timestamp, end: Timestamp) {
         let index = grouper.page(of: t)
-        let wire = UInt64(max(0, t.request?.headersSize ?? 0)) + (t.request?.bodyWireBytes ?? 0)
-            + UInt64(max(0, t.response?.headersSize ?? 0)) + (t.response?.bodyWireBytes ?? 0)
+        let wire = (t.request?.wireBytes ?? 0) + (t.response?.wireBytes ?? 0)
         if index == pages.count {
             let page = grouper.pages[index]
             pages.append(.init(title: page.title, document: page.comment == nil, requests: 0, wireBytes: 0, first: start, last: end))

@@ -56,6 +56,8 @@ public final class HTTPMessage {
     public var closeDelimited = false
     /// Body bytes on the wire, chunk framing included.
     public var bodyWireBytes: UInt64 = 0
+    /// Bytes of the message on the wire: its head and its body as sent.
+    public var wireBytes: UInt64 { UInt64(max(0, headersSize)) + bodyWireBytes }
     /// Body bytes after de-chunking, before content decoding (gaps counted).
     public var bodyBytes: UInt64 = 0
     /// Bytes lost in capture gaps inside the body.
