@@ -28,6 +28,14 @@ struct TLSCipherParameters {
     /// ChaCha20-Poly1305 and TLS 1.3: a 12-byte IV xor-ed with the sequence number.
     var tls12ImplicitIVLength: Int { aead == .chacha20poly1305 ? 12 : 4 }
 
+    /// What a protected record adds to its plaintext at least (a lost record's plaintext is
+    /// estimated with it): the AEAD tag, and TLS 1.3's content type or TLS 1.2 GCM's explicit
+    /// nonce; a CBC record's IV, MAC and one byte of padding.
+    func recordOverhead(tls13: Bool) -> Int {
+        if let mac = cbcMAC { return 16 + mac.length + 1 }
+        return 16 + (tls13 ? 1 : (tls12ImplicitIVLength == 4 ? 8 : 0))
+    }
+
     init?(suite: UInt16) {
         switch suite {
         case 0x1301: self.init(aead: .aes128gcm, sha384: false)

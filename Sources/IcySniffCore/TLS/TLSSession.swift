@@ -256,7 +256,7 @@ final class TLSSession: ConnectionSession {
             p.skip()
             connection.note(.tlsRecordLost)
             if r.type == 23 || isTLS13 {
-                let overhead = cipher?.cbcMAC.map { 16 + $0.length + 1 } ?? 16 + (isTLS13 ? 1 : (cipher?.tls12ImplicitIVLength == 4 ? 8 : 0))
+                let overhead = cipher?.recordOverhead(tls13: isTLS13) ?? 16 + (isTLS13 ? 1 : 0)
                 let estimate = UInt64(max(0, r.length - overhead))
                 deliverGap(estimate, at: r.lastByte, from: direction)
             }
@@ -425,25 +425,25 @@ final class TLSSession: ConnectionSession {
             serverProtection = protection(for: found.serverHandshake)
             clientProtection = protection(for: found.clientHandshake)
             if serverProtection == nil && clientProtection == nil { secrets = nil; connection.note(.tlsKeysNotFound) }
-        } else if let master = found.masterSecret, let mac = c.cbcMAC {
-            // CBC suites: the key block starts with the two MAC keys, then the two write keys
-            // (RFC 5246 §6.3; the IVs after them are not used, each record carries its own).
-            let m = mac.length, k = c.keyLength
-            guard let block = TLSKeys.prf(master, "key expansion", seed: serverRandom + clientRandom, length: 2 * m + 2 * k,
-                                          sha384: c.sha384) else { return }
-            clientPending = RecordProtection(cbcKey: Array(block[(2 * m)..<(2 * m + k)]), macKey: Array(block[0..<m]), mac: mac,
-                                             encryptThenMAC: encryptThenMAC)
-            serverPending = RecordProtection(cbcKey: Array(block[(2 * m + k)..<(2 * m + 2 * k)]), macKey: Array(block[m..<(2 * m)]),
-                                             mac: mac, encryptThenMAC: encryptThenMAC)
         } else if let master = found.masterSecret {
-            // RFC 5246 §6.3: key_block = PRF(master, "key expansion", server_random + client_random).
-            let ivLength = c.tls12ImplicitIVLength
-            let length = 2 * c.keyLength + 2 * ivLength
-            guard let block = TLSKeys.prf(master, "key expansion", seed: serverRandom + clientRandom, length: length, sha384: c.sha384) else { return }
-            let k = c.keyLength
-            clientPending = RecordProtection(key: Array(block[0..<k]), iv: Array(block[(2 * k)..<(2 * k + ivLength)]), cipher: c, tls13: false)
-            serverPending = RecordProtection(key: Array(block[k..<(2 * k)]), iv: Array(block[(2 * k + ivLength)..<(2 * k + 2 * ivLength)]),
-                                             cipher: c, tls13: false)
+            // RFC 5246 §6.3: key_block = PRF(master, "key expansion", server_random + client_random):
+            // the client's and the server's MAC keys (CBC suites), write keys, then IVs (the
+            // AEAD suites' implicit IVs; CBC records carry their own).
+            let m = c.cbcMAC?.length ?? 0, k = c.keyLength, v = c.cbcMAC == nil ? c.tls12ImplicitIVLength : 0
+            guard let block = TLSKeys.prf(master, "key expansion", seed: serverRandom + clientRandom, length: 2 * (m + k + v),
+                                          sha384: c.sha384) else { return }
+            /// Side 0: the client's, 1: the server's.
+            func protection(_ side: Int) -> RecordProtection? {
+                let key = Array(block[(2 * m + side * k)..<(2 * m + side * k + k)])
+                if let mac = c.cbcMAC {
+                    return RecordProtection(cbcKey: key, macKey: Array(block[(side * m)..<(side * m + m)]), mac: mac,
+                                            encryptThenMAC: encryptThenMAC)
+                }
+                let iv = 2 * (m + k) + side * v
+                return RecordProtection(key: key, iv: Array(block[iv..<(iv + v)]), cipher: c, tls13: false)
+            }
+            clientPending = protection(0)
+            serverPending = protection(1)
         } else {
             secrets = nil
             connection.note(.tlsKeysNotFound)
