@@ -32,12 +32,11 @@ enum Diagnostics {
     /// whose clients write the key log as they connect.
     static func loadKeyLog(_ paths: [String], growing: Bool = false) throws -> KeyLog? {
         guard !paths.isEmpty else { return nil }
-        if growing {
-            for path in paths where access(path, F_OK) != 0 {
-                warning("key log '\(path)' does not exist yet: it is read as a client writes it")
-            }
-        }
-        do { return try KeyLog(paths: paths, growing: growing) } catch {
+        do {
+            let keyLog = try KeyLog(paths: paths, growing: growing)
+            for path in keyLog.notYetWritten { warning("key log '\(path)' does not exist yet: it is read as a client writes it") }
+            return keyLog
+        } catch {
             Self.error(error.message)
             throw ExitCode(ExitStatus.badInput.rawValue)
         }

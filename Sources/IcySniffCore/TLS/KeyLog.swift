@@ -49,6 +49,8 @@ public final class KeyLog: @unchecked Sendable {
     /// The files are being written as the capture runs (live capture): a connection whose
     /// secrets are not there yet waits for them (see `TLSSession`).
     public let growing: Bool
+    /// Growing key logs that did not exist yet when the run started (read once written).
+    public private(set) var notYetWritten: [String] = []
     /// How often at most a growing file's size is looked at again (a `stat` per file).
     static let recheckInterval = 0.005
 
@@ -62,7 +64,7 @@ public final class KeyLog: @unchecked Sendable {
         for path in paths {
             guard let text = Self.read(path, from: 0) else {
                 // Live, the client that will write it may not have started yet.
-                if growing && errno == ENOENT { consumed[path] = 0; continue }
+                if growing && errno == ENOENT { consumed[path] = 0; notYetWritten.append(path); continue }
                 throw KeyLogError(message: "cannot read key log '\(path)': \(String(cString: strerror(errno)))")
             }
             let whole = growing ? (text.lastIndex(of: 0x0A).map { $0 + 1 } ?? 0) : text.count
