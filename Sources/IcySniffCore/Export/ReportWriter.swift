@@ -14,13 +14,18 @@ public enum ReportWriter {
             if n >= 10_000 { return "\(n / 1000) kB" }
             return "\(n) B"
         }
+        /// `s` right-aligned in `width` columns (`left`: left-aligned).
+        func column(_ s: String, _ width: Int, left: Bool = false) -> String {
+            let fill = String(repeating: " ", count: max(0, width - s.count))
+            return left ? s + fill : fill + s
+        }
         /// A number of milliseconds in a fixed-width column, without the unit.
         func num(_ v: Double?, _ width: Int = 7) -> String {
-            guard let v else { return String(repeating: " ", count: width - 1) + "-" }
+            guard let v else { return column("-", width) }
             let w = ByteBuffer(capacity: 32)
             JSONWriter.appendNumber(v, decimals: 1, to: w)
             let text = w.text.contains(".") ? w.text : w.text + ".0"
-            return String(repeating: " ", count: max(0, width - text.count)) + text
+            return column(text, width)
         }
         func pair(_ p: Report.TimeBreakdown.Percentiles?) -> String { "\(num(p?.p50)) \(num(p?.p90))" }
         func list(_ title: String, _ items: Report.Lines, extra: String = "") {
@@ -61,14 +66,12 @@ public enum ReportWriter {
                 for p in t.longestPages {
                     let size = bytes(p.wireBytes)
                     let what = p.document ? "" : "  (requests outside any browser page)"
-                    line("  \(num(p.spanMilliseconds))  \(String(repeating: " ", count: max(0, 8 - String(p.requests).count)))\(p.requests)"
-                         + "  \(String(repeating: " ", count: max(0, 9 - size.count)))\(size)  \(cut(p.title))  \(p.first.iso8601(fractionDigits: 3))\(what)")
+                    line("  \(num(p.spanMilliseconds))  \(column(String(p.requests), 8))  \(column(size, 9))  \(cut(p.title))  \(p.first.iso8601(fractionDigits: 3))\(what)")
                 }
             }
             line("  host                              requests      RTT   connect p50/p90      TTFB p50/p90    server p50/p90   receive p50/p90")
             for h in t.hosts.prefix(maxLines) {
-                let name = cut(h.host, 32)
-                line("  \(name)\(String(repeating: " ", count: max(0, 32 - name.count))) \(String(repeating: " ", count: max(0, 10 - String(h.requests).count)))\(h.requests)  \(num(h.roundTrip))   \(pair(h.connect))   \(pair(h.ttfb))   \(pair(h.server))   \(pair(h.receive))")
+                line("  \(column(cut(h.host, 32), 32, left: true)) \(column(String(h.requests), 10))  \(num(h.roundTrip))   \(pair(h.connect))   \(pair(h.ttfb))   \(pair(h.server))   \(pair(h.receive))")
             }
             if t.hosts.count > maxLines { line("  … \(t.hosts.count - maxLines) more hosts") }
             line("Slowest by server time:")
