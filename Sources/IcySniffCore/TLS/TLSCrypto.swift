@@ -139,24 +139,35 @@ final class RecordProtection {
         if cbc { icy_cbc_free(UnsafeMutableRawPointer(context)) } else { icy_aead_free(UnsafeMutableRawPointer(context)) }
     }
 
-    /// The per-record nonce: the IV xor-ed with the sequence number (TLS 1.3, and TLS 1.2
-    /// ChaCha20), or the implicit IV followed by the record's explicit nonce (TLS 1.2 GCM).
-    private func nonce(explicit: ArraySlice<UInt8>?) -> [UInt8] {
-        if let explicit { return iv + explicit }
-        var n = iv
-        for k in 0..<8 { n[11 - k] ^= UInt8(truncatingIfNeeded: sequence >> (8 * UInt64(k))) }
-        return n
-    }
-
-    /// The AEAD's additional data: TLS 1.3, the record header (RFC 8446 §5.2); TLS 1.2, the
+    /// Runs `body` with this record's nonce and additional data, laid out on the stack (no
+    /// allocation per record). The nonce: the IV xor-ed with the sequence number (TLS 1.3, and
+    /// TLS 1.2 ChaCha20), or the implicit IV followed by the record's explicit nonce (TLS 1.2
+    /// GCM). The additional data: TLS 1.3, the record header (RFC 8446 §5.2); TLS 1.2, the
     /// sequence number, type, version and plaintext length (RFC 5246 §6.2.3.3).
-    private func additionalData(type: UInt8, version: UInt16, recordLength: Int, plaintextLength: Int) -> [UInt8] {
-        if tls13 {
-            return [type, UInt8(version >> 8), UInt8(version & 0xFF), UInt8(recordLength >> 8), UInt8(recordLength & 0xFF)]
+    private func withNonceAndAdditionalData<R>(explicit: UnsafeRawBufferPointer?, type: UInt8, version: UInt16, recordLength: Int,
+                                               plaintextLength: Int,
+                                               _ body: (_ nonce: UnsafePointer<UInt8>, _ aad: UnsafePointer<UInt8>, _ aadCount: Int) -> R) -> R {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 12 + 13) { buffer in
+            let nonce = buffer.baseAddress!, aad = nonce + 12
+            for k in 0..<iv.count { nonce[k] = iv[k] }
+            if let explicit {
+                for k in 0..<explicit.count { nonce[iv.count + k] = explicit[k] }
+            } else {
+                for k in 0..<8 { nonce[11 - k] ^= UInt8(truncatingIfNeeded: sequence >> (8 * UInt64(k))) }
+            }
+            var n = 0
+            if !tls13 {
+                for k in 0..<8 { aad[7 - k] = UInt8(truncatingIfNeeded: sequence >> (8 * UInt64(k))) }
+                n = 8
+            }
+            let length = tls13 ? recordLength : plaintextLength
+            aad[n] = type
+            aad[n + 1] = UInt8(version >> 8)
+            aad[n + 2] = UInt8(version & 0xFF)
+            aad[n + 3] = UInt8(truncatingIfNeeded: length >> 8)
+            aad[n + 4] = UInt8(truncatingIfNeeded: length)
+            return body(UnsafePointer(nonce), UnsafePointer(aad), n + 5)
         }
-        var a = [UInt8](repeating: 0, count: 8)
-        for k in 0..<8 { a[7 - k] = UInt8(truncatingIfNeeded: sequence >> (8 * UInt64(k))) }
-        return a + [type, UInt8(version >> 8), UInt8(version & 0xFF), UInt8(plaintextLength >> 8), UInt8(plaintextLength & 0xFF)]
     }
 
     /// A record that could not be read still used a sequence number.
@@ -183,24 +194,19 @@ final class RecordProtection {
             }
             return n >= 0 ? n : nil
         }
-        var explicit: ArraySlice<UInt8>? = nil
         var start = 0
         if !tls13 && iv.count == 4 {
             guard body.count >= 8 + 16 else { return nil }
-            explicit = body[0..<8]
             start = 8
         }
         let ciphertextCount = body.count - start
-        guard ciphertextCount >= 16 else { return nil }
-        let aad = additionalData(type: type, version: version, recordLength: body.count, plaintextLength: ciphertextCount - 16)
-        let n = nonce(explicit: explicit)
-        guard out.count >= ciphertextCount - 16, let outBase = out.baseAddress else { return nil }
-        let result = n.withUnsafeBufferPointer { np in
-            aad.withUnsafeBufferPointer { ap in
-                body.withUnsafeBufferPointer { bp in
-                    icy_aead_open(UnsafeMutableRawPointer(context), np.baseAddress, ap.baseAddress, ap.count,
-                                  bp.baseAddress! + start, ciphertextCount, outBase.assumingMemoryBound(to: UInt8.self))
-                }
+        guard ciphertextCount >= 16, out.count >= ciphertextCount - 16, let outBase = out.baseAddress else { return nil }
+        let result = body.withUnsafeBytes { b in
+            withNonceAndAdditionalData(explicit: start > 0 ? UnsafeRawBufferPointer(rebasing: b[0..<start]) : nil, type: type,
+                                       version: version, recordLength: body.count, plaintextLength: ciphertextCount - 16) { nonce, aad, aadCount in
+                icy_aead_open(UnsafeMutableRawPointer(context), nonce, aad, aadCount,
+                              b.baseAddress!.assumingMemoryBound(to: UInt8.self) + start, ciphertextCount,
+                              outBase.assumingMemoryBound(to: UInt8.self))
             }
         }
         return result >= 0 ? ciphertextCount - 16 : nil
@@ -224,15 +230,13 @@ final class RecordProtection {
             return n >= 0 ? Array(out[0..<n]) : nil
         }
         let overhead = (explicitNonce?.count ?? 0) + 16
-        let aad = additionalData(type: type, version: version, recordLength: plaintext.count + overhead, plaintextLength: plaintext.count)
-        let n = nonce(explicit: explicitNonce.map { $0[...] })
         var out = [UInt8](repeating: 0, count: plaintext.count + 16)
-        let result = n.withUnsafeBufferPointer { np in
-            aad.withUnsafeBufferPointer { ap in
+        let result = (explicitNonce ?? []).withUnsafeBytes { explicit in
+            withNonceAndAdditionalData(explicit: explicitNonce == nil ? nil : explicit, type: type, version: version,
+                                       recordLength: plaintext.count + overhead, plaintextLength: plaintext.count) { nonce, aad, aadCount in
                 plaintext.withUnsafeBufferPointer { pp in
                     out.withUnsafeMutableBufferPointer { op in
-                        icy_aead_seal(UnsafeMutableRawPointer(context), np.baseAddress, ap.baseAddress, ap.count,
-                                      pp.baseAddress, pp.count, op.baseAddress)
+                        icy_aead_seal(UnsafeMutableRawPointer(context), nonce, aad, aadCount, pp.baseAddress, pp.count, op.baseAddress)
                     }
                 }
             }
