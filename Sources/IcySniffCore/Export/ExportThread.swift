@@ -45,16 +45,7 @@ public final class ExportThread: TransactionSink {
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(changed, nil)
         batch.reserveCapacity(Self.batchSize)
-        let context = Unmanaged.passRetained(self).toOpaque()
-        var t = pthread_t()
-        let rc = pthread_create(&t, nil, { context in
-            Unmanaged<ExportThread>.fromOpaque(context!).takeRetainedValue().drain()
-            return nil
-        }, context)
-        guard rc == 0 else {
-            Unmanaged<ExportThread>.fromOpaque(context).release()
-            return nil
-        }
+        guard let t = startThread({ self.drain() }) else { return nil }
         thread = t
     }
 
