@@ -6,6 +6,11 @@ public struct PipelineOptions: Sendable {
     public var idleFlushSeconds: Double = 120
     /// TLS secrets to decrypt with (`--keylog`).
     public var keyLog: KeyLog? = nil
+    /// Decrypt TLS application data on a thread of its own once this many bytes of records came
+    /// (`DecryptionQueue`); nil: as records come, on the pipeline's thread. For files: the
+    /// outputs of a TLS connection may then come a few batches later. Not for live captures,
+    /// whose rows must come as they happen.
+    public var decryptOnSecondThreadAfter: Int? = nil
     public init() {}
 }
 
@@ -42,6 +47,7 @@ public final class Pipeline {
         return s
     }
     private var lastIdleCheck: Timestamp = .zero
+    private let decryption: DecryptionQueue?
 
     /// `sessions` chooses what runs on each connection (default: HTTP/1.x in the clear).
     public init(sink: TransactionSink, options: PipelineOptions = PipelineOptions(), sessions: (any SessionFactory)? = nil) {
@@ -50,19 +56,32 @@ public final class Pipeline {
         self.emitter = emitter
         let keyLog = options.keyLog ?? KeyLog(text: "")
         self.keyLog = keyLog
-        let factory: any SessionFactory = sessions ?? StandardSessionFactory(options: options.http, keyLog: keyLog)
+        let decryption = options.decryptOnSecondThreadAfter.map { DecryptionQueue(startAfter: $0) }
+        self.decryption = decryption
+        var standard = StandardSessionFactory(options: options.http, keyLog: keyLog)
+        standard.decryption = decryption
+        let factory: any SessionFactory = sessions ?? standard
         table = ConnectionTable(limits: options.reassembly, speakerHint: { factory.speakerHint($0) }) { _ in
             SessionSlot(factory: factory, emitter: emitter)
         }
         table.onFinished = { [unowned self, unowned sink] connection in
-            for (weird, n) in connection.weirds { self.counts.count(weird, by: UInt64(n)) }
-            if let tls = connection.tls {
-                self.counts.tlsConnections += 1
-                if tls.decrypted { self.counts.tlsDecrypted += 1 }
+            let finished = { [unowned self, unowned sink] in
+                for (weird, n) in connection.weirds { self.counts.count(weird, by: UInt64(n)) }
+                if let tls = connection.tls {
+                    self.counts.tlsConnections += 1
+                    if tls.decrypted { self.counts.tlsDecrypted += 1 }
+                }
+                sink.connectionFinished(connection)
             }
-            sink.connectionFinished(connection)
+            // After what its TLS session still has to do with records being decrypted.
+            if let decryption, decryption.isHolding { decryption.later(finished) } else { finished() }
         }
     }
+
+    deinit { decryption?.stop() }
+
+    /// TLS records decrypted on the second thread (`decryptOnSecondThreadAfter`) so far.
+    var recordsDecryptedOnSecondThread: Int { decryption?.recordsQueued ?? 0 }
 
     /// Runs a capture to its end (or until `shouldStop` answers true). Connections stay open
     /// across calls, so several files of one capture can be read in turn; call `finish` at the end.
@@ -95,6 +114,7 @@ public final class Pipeline {
                 }
                 count += 1
                 process(packet, decoder: &decoder)
+                decryption?.cycle()
                 if packet.timestamp.nanoseconds - lastIdleCheck.nanoseconds > 10_000_000_000 {
                     // Every 10 s of capture time: idle and half-open connections go (files and live).
                     lastIdleCheck = packet.timestamp
@@ -189,6 +209,8 @@ public final class Pipeline {
     public func finish() {
         collectTableCounts()
         table.flushAll(at: counts.lastPacket ?? .zero)
+        decryption?.drain()
+        decryption?.stop()
     }
 
     public var openConnections: Int { table.openConnections }

@@ -148,7 +148,11 @@ struct Frontend {
         // reading, reassembly and parsing.
         let exportThread = live == nil && !output.connections && availableProcessors() > 1 ? ExportThread(sink: head) : nil
         defer { exportThread?.finish() }
-        let pipeline = Pipeline(sink: exportThread ?? head, options: pipelineOptions)
+        var options = pipelineOptions
+        // Files: TLS application data in bulk is decrypted on the second core too (live rows must
+        // not wait for a batch; a small capture gains nothing from a thread).
+        if live == nil && availableProcessors() > 1 { options.decryptOnSecondThreadAfter = 8 << 20 }
+        let pipeline = Pipeline(sink: exportThread ?? head, options: options)
         let upkeep = Upkeep(statsSeconds: input.statsSeconds)
         var driver = CaptureDriver(captureFilter: input.filter, maxPackets: input.count)
         driver.shouldStop = {

@@ -31,6 +31,9 @@ public struct StandardSessionFactory: SessionFactory {
     public var options: HTTPParserOptions
     /// TLS secrets (`--keylog`); nil: TLS connections show their handshakes only.
     public var keyLog: KeyLog?
+    /// Where TLS application data is decrypted (offline: the second core); nil: as it comes.
+    /// Only for TLS on the TCP connection itself: what a tunnel carries is read as it comes.
+    var decryption: DecryptionQueue? = nil
     /// How many proxy tunnels the connection is inside (CONNECT in SOCKS in CONNECT…).
     private var tunnelDepth = 0
     /// Tunnels nested deeper than this are left opaque.
@@ -45,13 +48,14 @@ public struct StandardSessionFactory: SessionFactory {
         guard tunnelDepth < Self.maxTunnelDepth else { return nil }
         var inner = self
         inner.tunnelDepth += 1
+        inner.decryption = nil
         return inner
     }
 
     public func makeSession(for connection: Connection, emitter: TransactionEmitter,
                             firstBytes: UnsafeRawBufferPointer?, from direction: Direction) -> any ConnectionSession {
         if let firstBytes, TLSRecordReader.looksLikeRecord(firstBytes, handshakeType: direction == .fromClient ? 1 : 2) {
-            return TLSSession(connection: connection, emitter: emitter, options: options, keyLog: keyLog)
+            return TLSSession(connection: connection, emitter: emitter, options: options, keyLog: keyLog, decryption: decryption)
         }
         if let firstBytes, let preface = Self.http2Start(firstBytes, from: direction, on: connection) {
             return HTTP2Session(connection: connection, emitter: emitter, options: options, scheme: "http", expectsPreface: preface)

@@ -86,6 +86,12 @@ final class TLSRecordReader {
 
     private var lost = false
 
+    /// The last record's body went on (a batch of the decryption queue holds it): the next body
+    /// is read into `replacement` instead of a copy of the same buffer.
+    func bodyTaken(replacement: [UInt8]) {
+        storage = replacement
+    }
+
     private func finishRecord(at ts: Timestamp, _ record: (Record) -> Void) {
         inBody = false
         let b: [UInt8]? = keeping && !lost ? storage : nil

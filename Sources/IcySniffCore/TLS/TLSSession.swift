@@ -57,9 +57,15 @@ final class TLSSession: ConnectionSession {
     static let maxHeldForKeys = 256 << 10
     static let maxWaitForKeys: Int64 = 1_000_000_000
     private var awaitingSince: Timestamp = .zero
-    /// TLS 1.3 current traffic secrets (for KeyUpdate).
-    private var clientSecret: [UInt8]? = nil
-    private var serverSecret: [UInt8]? = nil
+    /// Each direction's decryption once its handshake is over (TLS 1.2: from its
+    /// ChangeCipherSpec; TLS 1.3: after its Finished): it owns the record protection and applies
+    /// KeyUpdate. Its records are opened here, or on the decryption queue's thread.
+    private var clientDecryptor: DirectionDecryptor? = nil
+    private var serverDecryptor: DirectionDecryptor? = nil
+    /// Where application data is decrypted (offline: on the second core, `DecryptionQueue`);
+    /// nil: here, as records come. Everything that follows a record there (the plaintext's way
+    /// into the inner session, a direction's end, the connection's end) waits its turn (`inTurn`).
+    private let decryption: DecryptionQueue?
     /// Decrypted handshake messages (TLS 1.3).
     private var clientSealedHandshake = TLSHandshakeBuffer()
     private var serverSealedHandshake = TLSHandshakeBuffer()
@@ -102,7 +108,9 @@ final class TLSSession: ConnectionSession {
         scratch?.deallocate()
     }
 
-    init(connection: Connection, emitter: TransactionEmitter, options: HTTPParserOptions, keyLog: KeyLog?) {
+    init(connection: Connection, emitter: TransactionEmitter, options: HTTPParserOptions, keyLog: KeyLog?,
+         decryption: DecryptionQueue? = nil) {
+        self.decryption = decryption
         self.connection = connection
         self.emitter = emitter
         self.options = options
@@ -143,13 +151,13 @@ final class TLSSession: ConnectionSession {
         if reader.broken {
             noteBroken()
             // The record framing is lost: the plaintext of the rest of the direction is unknown.
-            if !wasBroken { deliverGap(gap.length, at: gap.timestamp, from: direction) }
+            if !wasBroken { inTurn { self.deliverGap(gap.length, at: gap.timestamp, from: direction) } }
         }
     }
 
     func ended(_ direction: Direction, reason: CloseReason, at timestamp: Timestamp, on connection: Connection) {
         if awaitingKeys { heldForKeys.append(.ended(direction, reason, timestamp)); return }
-        inner?.ended(direction, reason: reason, at: timestamp, on: connection)
+        inTurn { self.inner?.ended(direction, reason: reason, at: timestamp, on: connection) }
     }
 
     func finished(_ connection: Connection, at timestamp: Timestamp) {
@@ -157,7 +165,14 @@ final class TLSSession: ConnectionSession {
         if info.handshakeEnd == nil || clientHandshake.overflowed || serverHandshake.overflowed { info.incomplete = true }
         if info.version != 0 && !isTLS13 { info.earlyDataAccepted = false }
         if !heldEarly.isEmpty { settleEarlyData(accepted: info.earlyDataAccepted ?? false) }
-        inner?.finished(connection, at: timestamp)
+        inTurn { self.inner?.finished(connection, at: timestamp) }
+    }
+
+    /// Runs `step` (a call into the inner session) now, or after the records before it that the
+    /// decryption queue still holds: the inner session sees everything in the capture's order.
+    private func inTurn(_ step: @escaping () -> Void) {
+        guard let decryption, decryption.isHolding else { return step() }
+        decryption.later { [connection] in withExtendedLifetime(connection, step) }
     }
 
     private func noteBroken() {
@@ -184,7 +199,7 @@ final class TLSSession: ConnectionSession {
             // TLS 1.3 sends a ChangeCipherSpec only for middlebox compatibility: it changes nothing.
             if sawServerHello && !isTLS13 {
                 clientEncrypted = true
-                clientProtection = clientPending
+                handOver(.fromClient, protection: clientPending, secret: nil)
             }
         case 23:
             info.applicationBytesFromClient &+= UInt64(r.length + 5)
@@ -225,7 +240,7 @@ final class TLSSession: ConnectionSession {
         case 20:
             if sawServerHello && !isTLS13 {
                 serverEncrypted = true
-                serverProtection = serverPending
+                handOver(.fromServer, protection: serverPending, secret: nil)
                 // An abbreviated handshake: ChangeCipherSpec right after the ServerHello.
                 if !sawCertificate {
                     info.resumed = true
@@ -242,51 +257,87 @@ final class TLSSession: ConnectionSession {
 
     // MARK: Decryption
 
-    /// An encrypted record of `direction`: opened with the direction's protection, then its
-    /// content handled by type.
+    /// An encrypted record of `direction`: opened with the direction's protection (once its
+    /// handshake is over: by its decryptor, here or on the decryption queue), then its content
+    /// handled by type.
     private func sealed(_ r: TLSRecordReader.Record, from direction: Direction, with protection: RecordProtection? = nil) {
         guard secrets != nil, !decryptionFailed[direction.index] else { return }
+        if protection == nil, let d = direction == .fromClient ? clientDecryptor : serverDecryptor {
+            if let decryption {
+                if decryption.submit(r, from: direction, of: self, with: d), r.body != nil { (direction == .fromClient ? clientRecords : serverRecords).bodyTaken(replacement: decryption.spareBody()) }
+                return
+            }
+            let out = plaintextBuffer
+            return opened(d.open(r, into: out), plaintext: UnsafeRawBufferPointer(out), at: r.lastByte, from: direction)
+        }
         let chosen: RecordProtection?
         if let protection { chosen = protection }
         else if direction == .fromClient { chosen = earlyActive ? earlyProtection : clientProtection }
         else { chosen = serverProtection }
         guard let p = chosen else { return }
-        guard let body = r.body, !r.lost else {
-            // Not captured whole: the record cannot be opened; its plaintext is a gap.
-            p.skip()
-            connection.note(.tlsRecordLost)
-            if r.type == 23 || isTLS13 {
-                let overhead = cipher?.recordOverhead(tls13: isTLS13) ?? 16 + (isTLS13 ? 1 : 0)
-                let estimate = UInt64(max(0, r.length - overhead))
-                deliverGap(estimate, at: r.lastByte, from: direction)
+        let out = plaintextBuffer
+        let result = OpenedRecord.open(r, with: p, tls13: isTLS13, cipher: cipher, into: out)
+        if case .handshake(let n) = result {
+            // TLS 1.3 handshake messages: they move this session's state on, here and now.
+            info.decrypted = true
+            let plaintext = Array(UnsafeRawBufferPointer(rebasing: out[0..<n]))
+            if direction == .fromClient {
+                clientSealedHandshake.append(plaintext) { t, m in clientSealedMessage(t, m) }
+            } else {
+                serverSealedHandshake.append(plaintext) { t, m in serverSealedMessage(t, m) }
             }
             return
         }
-        let out = plaintextBuffer
-        guard var end = p.open(type: r.type, version: 0x0303, body: body, into: out) else {
+        guard let decryption, decryption.isHolding else {
+            return opened(result, plaintext: UnsafeRawBufferPointer(out), at: r.lastByte, from: direction)
+        }
+        // Opened here (0-RTT data) while records before it wait on the queue: in its turn.
+        var kept: [UInt8] = []
+        if case .data(let n) = result { kept = Array(UnsafeRawBufferPointer(rebasing: out[0..<n])) }
+        decryption.later { [connection, lastByte = r.lastByte] in
+            withExtendedLifetime(connection) {
+                kept.withUnsafeBytes { self.opened(result, plaintext: $0, at: lastByte, from: direction) }
+            }
+        }
+    }
+
+    /// What came of opening a record of `direction` (`plaintext` starts with what it holds): its
+    /// plaintext to the inner session, a lost record's gap, a failure flagged (nothing after it
+    /// in that direction is passed on). Called in the capture's order (by the decryption queue,
+    /// in the turn of the record).
+    func opened(_ result: OpenedRecord, plaintext: UnsafeRawBufferPointer, at lastByte: Timestamp, from direction: Direction) {
+        switch result {
+        case .data(let n):
+            info.decrypted = true
+            deliver(UnsafeRawBufferPointer(rebasing: plaintext[0..<n]), at: lastByte, from: direction)
+        case .handshake, .other:
+            // TLS 1.2 Finished, alerts; after the handshake, TLS 1.3 tickets and KeyUpdate (the
+            // direction's decryptor applied it).
+            info.decrypted = true
+        case .lost(let estimate):
+            // Not captured whole: the record cannot be opened; its plaintext is a gap.
+            connection.note(.tlsRecordLost)
+            if let estimate { deliverGap(estimate, at: lastByte, from: direction) }
+        case .failed:
             decryptionFailed[direction.index] = true
             connection.note(.tlsDecryptionFailed)
-            return
+        case .skipped:
+            break
         }
-        info.decrypted = true
-        var type = r.type
-        if isTLS13 {
-            // TLSInnerPlaintext: content, the real type, then zero padding (RFC 8446 §5.2).
-            while end > 0 && out[end - 1] == 0 { end -= 1 }
-            guard end > 0 else { return }
-            end -= 1
-            type = out[end]
-        }
-        let plaintext = UnsafeRawBufferPointer(rebasing: out[0..<end])
-        switch type {
-        case 23: deliver(plaintext, at: r.lastByte, from: direction)
-        case 22 where isTLS13:
-            if direction == .fromClient {
-                clientSealedHandshake.append(Array(plaintext)) { t, m in clientSealedMessage(t, m) }
-            } else {
-                serverSealedHandshake.append(Array(plaintext)) { t, m in serverSealedMessage(t, m) }
-            }
-        default: break   // TLS 1.2 Finished, alerts
+    }
+
+    /// The direction's handshake is over: its records are opened by a decryptor from here on
+    /// (`secret`: TLS 1.3's traffic secret, which KeyUpdate advances).
+    private func handOver(_ direction: Direction, protection: RecordProtection?, secret: [UInt8]?) {
+        // Without the keys (a secret the key log lacks) nothing more of the direction is opened.
+        var d: DirectionDecryptor? = nil
+        if let protection, let cipher { d = DirectionDecryptor(protection: protection, secret: secret, cipher: cipher, tls13: isTLS13) }
+        if direction == .fromClient {
+            clientDecryptor = d
+            clientProtection = nil
+        } else {
+            serverDecryptor = d
+            serverProtection = nil
         }
     }
 
@@ -305,11 +356,7 @@ final class TLSSession: ConnectionSession {
             info.earlyDataAccepted = accepted
             settleEarlyData(accepted: accepted)
         case 20:  // Finished: the server's application traffic keys from here
-            serverSecret = secrets?.serverTraffic0
-            serverProtection = protection(for: serverSecret)
-        case 24:  // KeyUpdate
-            serverSecret = nextSecret(serverSecret)
-            serverProtection = protection(for: serverSecret)
+            handOver(.fromServer, protection: protection(for: secrets?.serverTraffic0), secret: secrets?.serverTraffic0)
         default:
             break
         }
@@ -321,11 +368,7 @@ final class TLSSession: ConnectionSession {
             earlyActive = false
         case 20:  // Finished: the client's application traffic keys from here
             earlyActive = false
-            clientSecret = secrets?.clientTraffic0
-            clientProtection = protection(for: clientSecret)
-        case 24:  // KeyUpdate
-            clientSecret = nextSecret(clientSecret)
-            clientProtection = protection(for: clientSecret)
+            handOver(.fromClient, protection: protection(for: secrets?.clientTraffic0), secret: secrets?.clientTraffic0)
         default:
             break
         }
@@ -335,12 +378,6 @@ final class TLSSession: ConnectionSession {
     private func protection(for secret: [UInt8]?) -> RecordProtection? {
         guard let secret, let c = cipher else { return nil }
         return RecordProtection(tls13Secret: secret, cipher: c)
-    }
-
-    /// RFC 8446 §7.2: application_traffic_secret_N+1.
-    private func nextSecret(_ secret: [UInt8]?) -> [UInt8]? {
-        guard let secret, let c = cipher else { return nil }
-        return TLSKeys.expandLabel(secret, "traffic upd", length: c.hashLength, sha384: c.sha384)
     }
 
     /// 0-RTT records held since the ClientHello: decrypted with the early traffic secret when

@@ -1,0 +1,313 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Takes the AEAD work of TLS application data off the pipeline's thread, so that decrypting
+/// runs on the second core while the pipeline reads, reassembles and parses.
+///
+/// Input: the records of directions whose handshake is over (`submit`), in the order the
+/// pipeline reads them, and every later step of a TLS session's plaintext (`later`: what goes to
+/// its inner HTTP session, a direction's end, the connection's end and its outputs). Output: the
+/// same steps, run on the pipeline's thread in exactly the order they were asked for, each record
+/// opened by then (`TLSSession.opened`). Steps are held only while a record before them is still
+/// being opened, and delivered at points fixed by the capture alone (a batch's size, the number of
+/// steps held), never by timing: every run gives the same outputs, and TLS sessions see the same
+/// calls in the same order as when everything runs at once. Only cleartext connections'
+/// transactions may come before a held TLS one that completed earlier in the capture.
+///
+/// The thread starts once `startAfter` bytes of records were submitted: before that, and when
+/// the thread cannot start, records are opened as they are submitted, and nothing is held. A
+/// small capture gains nothing from a thread.
+///
+/// Memory: at most `maxInFlight` + 1 batches of `batchBytes` of records (and their plaintext),
+/// and the steps held behind them (at most `maxHeldSteps` per batch).
+final class DecryptionQueue: @unchecked Sendable {
+    struct Job {
+        /// While a record waits here, so does the end of its connection (`later`), whose step
+        /// holds the connection (which the session holds unowned) until it runs.
+        let session: TLSSession
+        let direction: Direction
+        let decryptor: DirectionDecryptor
+        let record: TLSRecordReader.Record
+        var opened: OpenedRecord = .other
+        /// Where the plaintext starts in the batch's buffer.
+        var offset = 0
+    }
+
+    /// A batch: its records, and the buffer their plaintexts are opened into (each record's at
+    /// `offset`, at most its ciphertext's size). Filled on the pipeline's thread, opened on the
+    /// decryption thread, read again on the pipeline's thread once `openedCount` says so: one
+    /// thread at a time (the hand-overs go through the queue's mutex).
+    final class Batch {
+        var jobs: [Job] = []
+        var bytes = 0
+        /// Delivered up to here (pipeline's thread).
+        var delivered = 0
+        /// Opened: its results may be delivered (pipeline's thread).
+        var collected = false
+        var buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: DecryptionQueue.batchBytes + TLSRecordReader.maxRecordLength,
+                                                            alignment: 16)
+        deinit { buffer.deallocate() }
+
+        func openAll() {
+            var at = 0
+            for i in jobs.indices {
+                let size = max(jobs[i].record.body?.count ?? 0, 1)
+                if at + size > buffer.count {
+                    // A batch holds `batchBytes` and one record at most, unless records without
+                    // bodies were counted small: the buffer grows then.
+                    let larger = UnsafeMutableRawBufferPointer.allocate(byteCount: max(buffer.count * 2, at + size), alignment: 16)
+                    larger.copyMemory(from: UnsafeRawBufferPointer(buffer))
+                    buffer.deallocate()
+                    buffer = larger
+                }
+                jobs[i].offset = at
+                jobs[i].opened = jobs[i].decryptor.open(jobs[i].record,
+                                                        into: UnsafeMutableRawBufferPointer(rebasing: buffer[at..<(at + size)]))
+                at += size
+            }
+        }
+
+        /// Hands the `i`th record's result to its session.
+        func deliver(_ i: Int) {
+            let session = jobs[i].session
+            session.opened(jobs[i].opened, plaintext: UnsafeRawBufferPointer(rebasing: buffer[jobs[i].offset...]),
+                           at: jobs[i].record.lastByte, from: jobs[i].direction)
+            delivered += 1
+        }
+
+        func reset() {
+            jobs.removeAll(keepingCapacity: true)
+            bytes = 0
+            delivered = 0
+            collected = false
+        }
+    }
+
+    private enum Step {
+        case call(() -> Void)
+        case record(Batch, Int)
+    }
+
+    /// Record bytes per batch: large enough that handing over costs nothing next to the AEAD,
+    /// small enough that the thread starts early and memory stays flat.
+    static let batchBytes = 1 << 20
+    /// Batches on the thread at most: the pipeline waits for the oldest only beyond this, so a
+    /// run of records that parse faster than they decrypt (large bodies) does not stall it.
+    static let maxInFlight = 4
+    /// Steps held behind one batch at most: a trickle of records among much other traffic hands
+    /// its batch over before the steps held (finished connections among them) grow.
+    static let maxHeldSteps = 8192
+
+    /// Record bytes submitted before the thread starts.
+    let startAfter: Int
+    /// Records handed to the thread so far.
+    private(set) var recordsQueued = 0
+    private var submittedBytes = 0
+    private var threaded = false
+    private var filling = Batch()
+    /// Batches handed to the thread, oldest first, and batches to reuse.
+    private var inFlight: [Batch] = []
+    private var spares: [Batch] = []
+    /// Steps in the order asked for, from `head` on.
+    private var steps: [Step] = []
+    private var head = 0
+    /// Steps asked for while the current batch fills.
+    private var stepsInBatch = 0
+    /// Set while steps run: a step's own consequences run at once, in their place.
+    private var running = false
+    /// Guarded by `mutex`: the batches handed to the thread and not yet taken, and how many of
+    /// all the batches handed were opened.
+    private var queue: [Batch] = []
+    private var handedCount = 0
+    private var openedCount = 0
+    private var closing = false
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var thread: pthread_t? = nil
+    private var threadFailed = false
+
+    init(startAfter: Int) {
+        self.startAfter = startAfter
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(changed, nil)
+    }
+
+    deinit {
+        scratch?.deallocate()
+        pthread_cond_destroy(changed)
+        pthread_mutex_destroy(mutex)
+        changed.deallocate()
+        mutex.deallocate()
+    }
+
+    /// Whether a step asked for now must wait behind others (`later` holds it).
+    var isHolding: Bool { !running && head < steps.count }
+
+    /// Runs `step` now, or, while records before it are still being opened, in its turn.
+    func later(_ step: @escaping () -> Void) {
+        guard isHolding else { return step() }
+        steps.append(.call(step))
+        stepsInBatch += 1
+    }
+
+    /// A record of `direction` to open with `decryptor`; `session.opened` gets the result in
+    /// its turn (at once, before the thread starts). Answers whether a batch holds the record
+    /// (its body stays there until delivered).
+    @discardableResult
+    func submit(_ record: TLSRecordReader.Record, from direction: Direction, of session: TLSSession, with decryptor: DirectionDecryptor) -> Bool {
+        let size = record.body?.count ?? 0
+        submittedBytes &+= size
+        if !threaded {
+            if submittedBytes < startAfter || !startThread() {
+                // Opened here and now: nothing is held before the thread runs.
+                openHere(Job(session: session, direction: direction, decryptor: decryptor, record: record))
+                return false
+            }
+            threaded = true
+        }
+        recordsQueued += 1
+        filling.jobs.append(Job(session: session, direction: direction, decryptor: decryptor, record: record))
+        steps.append(.record(filling, filling.jobs.count - 1))
+        // A record without its body (lost) still counts a little: a batch never grows unbounded.
+        filling.bytes += max(size, 64)
+        return true
+    }
+
+    /// A scratch buffer for records opened on the pipeline's thread.
+    private var scratch: UnsafeMutableRawBufferPointer? = nil
+
+    private func openHere(_ job: Job) {
+        let out = scratch ?? UnsafeMutableRawBufferPointer.allocate(byteCount: TLSRecordReader.maxRecordLength, alignment: 16)
+        scratch = out
+        let opened = job.decryptor.open(job.record, into: out)
+        job.session.opened(opened, plaintext: UnsafeRawBufferPointer(out), at: job.record.lastByte, from: job.direction)
+    }
+
+    /// After each packet: a full batch (or one with many steps held behind it) goes to the
+    /// thread; beyond `maxInFlight` batches there, the oldest is waited for and its steps run.
+    @inline(__always) func cycle() {
+        guard threaded, filling.bytes >= Self.batchBytes || stepsInBatch >= Self.maxHeldSteps else { return }
+        handOverFilling()
+        while inFlight.count > Self.maxInFlight { collectOldest() }
+    }
+
+    private func handOverFilling() {
+        let batch = filling
+        filling = spares.popLast() ?? Batch()
+        stepsInBatch = 0
+        inFlight.append(batch)
+        pthread_mutex_lock(mutex)
+        queue.append(batch)
+        handedCount += 1
+        pthread_cond_broadcast(changed)
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// Every record submitted is opened and every step held has run before this returns.
+    func drain() {
+        guard !running else { return }
+        if !filling.jobs.isEmpty {
+            handOverFilling()
+        }
+        while !inFlight.isEmpty { collectOldest() }
+        runSteps()
+    }
+
+    /// Waits until the thread opened the oldest batch handed to it, then runs the steps held up
+    /// to the first record of a batch still on the thread.
+    private func collectOldest() {
+        let batch = inFlight.removeFirst()
+        let wanted = handedCount - inFlight.count
+        pthread_mutex_lock(mutex)
+        while openedCount < wanted { pthread_cond_wait(changed, mutex) }
+        pthread_mutex_unlock(mutex)
+        batch.collected = true
+        runSteps()
+    }
+
+    private func runSteps() {
+        running = true
+        defer { running = false }
+        while head < steps.count {
+            switch steps[head] {
+            case .call(let step):
+                head += 1
+                step()
+            case .record(let batch, let i):
+                guard batch.collected else { return compact() }
+                head += 1
+                batch.deliver(i)
+                if batch.delivered == batch.jobs.count { recycle(batch) }
+            }
+        }
+        compact()
+    }
+
+    /// Record bodies to read the next records into (`TLSRecordReader.takeStorage`): the bodies
+    /// of records delivered, so that a record's bytes go to memory used a moment ago, not to a
+    /// new allocation each time.
+    private var spareBodies: [[UInt8]] = []
+    private static let maxSpareBodies = 256
+
+    /// A buffer for the next record body of a reader whose last one was submitted.
+    func spareBody() -> [UInt8] { spareBodies.popLast() ?? [] }
+
+    private func recycle(_ batch: Batch) {
+        for i in batch.jobs.indices where spareBodies.count < Self.maxSpareBodies {
+            if let body = batch.jobs[i].record.body { spareBodies.append(body) }
+        }
+        batch.reset()
+        spares.append(batch)
+    }
+
+    private func compact() {
+        if head == steps.count {
+            steps.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head > 4096 && head * 2 > steps.count {
+            steps.removeFirst(head)
+            head = 0
+        }
+    }
+
+    private func startThread() -> Bool {
+        if thread != nil { return true }
+        guard !threadFailed else { return false }
+        guard let t = IcySniffCore.startThread({ self.work() }) else {
+            threadFailed = true
+            return false
+        }
+        thread = t
+        return true
+    }
+
+    /// Stops the thread (after `drain`).
+    func stop() {
+        guard let t = thread else { return }
+        pthread_mutex_lock(mutex)
+        closing = true
+        pthread_cond_broadcast(changed)
+        pthread_mutex_unlock(mutex)
+        pthread_join(t, nil)
+        thread = nil
+        closing = false
+        threaded = false
+    }
+
+    private func work() {
+        pthread_mutex_lock(mutex)
+        while true {
+            while queue.isEmpty {
+                if closing { pthread_mutex_unlock(mutex); return }
+                pthread_cond_wait(changed, mutex)
+            }
+            let batch = queue.removeFirst()
+            pthread_mutex_unlock(mutex)
+            batch.openAll()
+            pthread_mutex_lock(mutex)
+            openedCount += 1
+            pthread_cond_broadcast(changed)
+        }
+    }
+}
