@@ -78,7 +78,8 @@ struct PageGrouper {
         let headers = request.headers
         let dest = headers.first("sec-fetch-dest")?.lowercased()
         if let dest, dest != "document" { return nil }
-        let fromBrowser = dest == "document" || (headers.first("accept") ?? "").lowercased().contains("text/html")
+        var accept = headers.first("accept") ?? ""
+        let fromBrowser = dest == "document" || accept.withUTF8 { containsIgnoringCase($0, "text/html") }
             || (headers.first(.userAgent) ?? "").hasPrefix("Mozilla/")
         guard fromBrowser else { return nil }
         if (300..<400).contains(status) && status != 304 { return t.redirectTarget != nil ? .redirect : nil }

@@ -220,6 +220,21 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
     return true
 }
 
+/// Whether `lower` (lower-case ASCII) occurs in `b`, ignoring ASCII case. A plain scan: the
+/// standard library's substring search costs microseconds a call, once per transaction.
+func containsIgnoringCase(_ b: UnsafeBufferPointer<UInt8>, _ lower: StaticString) -> Bool {
+    let n = lower.utf8CodeUnitCount
+    guard n > 0 else { return true }
+    guard b.count >= n else { return false }
+    let l = lower.utf8Start
+    for start in 0...(b.count - n) where lowerASCII(b[start]) == l[0] {
+        var k = 1
+        while k < n && lowerASCII(b[start + k]) == l[k] { k += 1 }
+        if k == n { return true }
+    }
+    return false
+}
+
 /// Whether `b` is `lower` (lower-case ASCII), ignoring ASCII case.
 @inline(__always) func equalsIgnoringCase(_ b: UnsafeBufferPointer<UInt8>, _ lower: StaticString) -> Bool {
     b.count == lower.utf8CodeUnitCount && hasPrefixIgnoringCase(b, lower)

@@ -74,6 +74,23 @@ import Testing
         #expect(grouper.pages.map(\.title) == ["http://example.com/"])
     }
 
+    /// A client that asks for HTML (in any case, anywhere in Accept) navigates; one that does
+    /// not, with no browser User-Agent, does not.
+    @Test func acceptingHTMLMakesANavigation() {
+        for (accept, navigates) in [("text/html", true), ("application/xhtml+xml,TEXT/HTML;q=0.9", true), ("*/*", false),
+                                    ("text/htm", false), ("application/json, text/plain", false), ("", false)] {
+            let t = Transcript(Self.exchange("/", headers: ["User-Agent: app/1.0", "Accept: \(accept)"])).run()
+            #expect((PageGrouper.navigation(t[0]) == .document) == navigates, "Accept: \(accept)")
+        }
+        let bytes = Array("xxTEXT/HTMLyy".utf8)
+        bytes.withUnsafeBufferPointer { b in
+            #expect(containsIgnoringCase(b, "text/html"))
+            #expect(containsIgnoringCase(UnsafeBufferPointer(rebasing: b[2..<11]), "text/html"))
+            #expect(!containsIgnoringCase(UnsafeBufferPointer(rebasing: b[2..<10]), "text/html"))
+            #expect(!containsIgnoringCase(UnsafeBufferPointer(rebasing: b[0..<0]), "text/html"))
+        }
+    }
+
     @Test func aResponseWithoutRequestStillHasAPage() {
         var grouper = PageGrouper()
         let transactions = Transcript("""
