@@ -19,7 +19,7 @@ import Glibc
 /// the thread cannot start, records are opened as they are submitted, and nothing is held. A
 /// small capture gains nothing from a thread.
 ///
-/// Memory: at most `maxInFlight` + 1 batches of `batchBytes` of records (and their plaintext),
+/// Memory: at most `maxInFlight` + 1 batches of `batchBytes` of records (opened in place),
 /// and the steps held behind them (at most `maxHeldSteps` per batch).
 final class DecryptionQueue: @unchecked Sendable {
     struct Job {
@@ -28,16 +28,16 @@ final class DecryptionQueue: @unchecked Sendable {
         let session: TLSSession
         let direction: Direction
         let decryptor: DirectionDecryptor
-        let record: TLSRecordReader.Record
+        var record: TLSRecordReader.Record
         var opened: OpenedRecord = .other
-        /// Where the plaintext starts in the batch's buffer.
-        var offset = 0
+        /// Where the plaintext starts in the record's body (opened in place).
+        var start = 0
     }
 
-    /// A batch: its records, and the buffer their plaintexts are opened into (each record's at
-    /// `offset`, at most its ciphertext's size). Filled on the pipeline's thread, opened on the
-    /// decryption thread, read again on the pipeline's thread once `openedCount` says so: one
-    /// thread at a time (the hand-overs go through the queue's mutex).
+    /// A batch: its records, each opened where its body lies (the plaintext overwrites the
+    /// ciphertext: no second buffer to keep warm). Filled on the pipeline's thread, opened on
+    /// the decryption thread, read again on the pipeline's thread once `openedCount` says so:
+    /// one thread at a time (the hand-overs go through the queue's mutex).
     final class Batch {
         var jobs: [Job] = []
         var bytes = 0
@@ -45,34 +45,25 @@ final class DecryptionQueue: @unchecked Sendable {
         var delivered = 0
         /// Opened: its results may be delivered (pipeline's thread).
         var collected = false
-        var buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: DecryptionQueue.batchBytes + TLSRecordReader.maxRecordLength,
-                                                            alignment: 16)
-        deinit { buffer.deallocate() }
 
         func openAll() {
-            var at = 0
             for i in jobs.indices {
-                let size = max(jobs[i].record.body?.count ?? 0, 1)
-                if at + size > buffer.count {
-                    // A batch holds `batchBytes` and one record at most, unless records without
-                    // bodies were counted small: the buffer grows then.
-                    let larger = UnsafeMutableRawBufferPointer.allocate(byteCount: max(buffer.count * 2, at + size), alignment: 16)
-                    larger.copyMemory(from: UnsafeRawBufferPointer(buffer))
-                    buffer.deallocate()
-                    buffer = larger
-                }
-                jobs[i].offset = at
-                jobs[i].opened = jobs[i].decryptor.open(jobs[i].record,
-                                                        into: UnsafeMutableRawBufferPointer(rebasing: buffer[at..<(at + size)]))
-                at += size
+                (jobs[i].opened, jobs[i].start) = jobs[i].decryptor.openInPlace(&jobs[i].record)
             }
         }
 
         /// Hands the `i`th record's result to its session.
         func deliver(_ i: Int) {
-            let session = jobs[i].session
-            session.opened(jobs[i].opened, plaintext: UnsafeRawBufferPointer(rebasing: buffer[jobs[i].offset...]),
-                           at: jobs[i].record.lastByte, from: jobs[i].direction)
+            let session = jobs[i].session, start = jobs[i].start
+            if let body = jobs[i].record.body {
+                body.withUnsafeBytes {
+                    session.opened(jobs[i].opened, plaintext: UnsafeRawBufferPointer(rebasing: $0[start...]), at: jobs[i].record.lastByte,
+                                   from: jobs[i].direction)
+                }
+            } else {
+                session.opened(jobs[i].opened, plaintext: UnsafeRawBufferPointer(start: nil, count: 0), at: jobs[i].record.lastByte,
+                               from: jobs[i].direction)
+            }
             delivered += 1
         }
 

@@ -20,19 +20,39 @@ enum OpenedRecord {
     /// content, the real type, then zero padding) or RFC 5246 §6.2.3.
     static func open(_ r: TLSRecordReader.Record, with p: RecordProtection, tls13: Bool, cipher: TLSCipherParameters?,
                      into out: UnsafeMutableRawBufferPointer) -> OpenedRecord {
-        guard let body = r.body, !r.lost else {
-            p.skip()
-            guard r.type == 23 || tls13 else { return .lost(estimate: nil) }
-            let overhead = cipher?.recordOverhead(tls13: tls13) ?? 16 + (tls13 ? 1 : 0)
-            return .lost(estimate: UInt64(max(0, r.length - overhead)))
-        }
-        guard var end = p.open(type: r.type, version: 0x0303, body: body, into: out) else { return .failed }
-        var type = r.type
+        guard let body = r.body, !r.lost else { return lost(r, p, tls13: tls13, cipher: cipher) }
+        guard let n = p.open(type: r.type, version: 0x0303, body: body, into: out) else { return .failed }
+        return content(of: r.type, UnsafeRawBufferPointer(rebasing: out[0..<n]), tls13: tls13)
+    }
+
+    /// `open`, where the record's body lies (the plaintext overwrites it): what came of it, and
+    /// where in the body the plaintext starts.
+    static func openInPlace(_ r: inout TLSRecordReader.Record, with p: RecordProtection, tls13: Bool,
+                            cipher: TLSCipherParameters?) -> (OpenedRecord, start: Int) {
+        guard r.body != nil, !r.lost else { return (lost(r, p, tls13: tls13, cipher: cipher), 0) }
+        guard let range = p.openInPlace(type: r.type, version: 0x0303, body: &r.body!) else { return (.failed, 0) }
+        let opened = r.body!.withUnsafeBytes { content(of: r.type, UnsafeRawBufferPointer(rebasing: $0[range]), tls13: tls13) }
+        return (opened, range.lowerBound)
+    }
+
+    /// A record not captured whole: it used a sequence number; its plaintext is a gap.
+    private static func lost(_ r: TLSRecordReader.Record, _ p: RecordProtection, tls13: Bool, cipher: TLSCipherParameters?) -> OpenedRecord {
+        p.skip()
+        guard r.type == 23 || tls13 else { return .lost(estimate: nil) }
+        let overhead = cipher?.recordOverhead(tls13: tls13) ?? 16 + (tls13 ? 1 : 0)
+        return .lost(estimate: UInt64(max(0, r.length - overhead)))
+    }
+
+    /// What an opened record holds, by its type (TLS 1.3: the inner type, after the content and
+    /// before the zero padding); counts are from the plaintext's start.
+    private static func content(of outerType: UInt8, _ plaintext: UnsafeRawBufferPointer, tls13: Bool) -> OpenedRecord {
+        var end = plaintext.count
+        var type = outerType
         if tls13 {
-            while end > 0 && out[end - 1] == 0 { end -= 1 }
+            while end > 0 && plaintext[end - 1] == 0 { end -= 1 }
             guard end > 0 else { return .other }
             end -= 1
-            type = out[end]
+            type = plaintext[end]
         }
         switch type {
         case 23: return .data(end)
@@ -68,11 +88,25 @@ final class DirectionDecryptor: @unchecked Sendable {
     func open(_ r: TLSRecordReader.Record, into out: UnsafeMutableRawBufferPointer) -> OpenedRecord {
         guard !failed else { return .skipped }
         let opened = OpenedRecord.open(r, with: protection, tls13: tls13, cipher: cipher, into: out)
+        return apply(opened, UnsafeRawBufferPointer(out))
+    }
+
+    /// `open`, where the record's body lies: what came of it, and where its plaintext starts.
+    func openInPlace(_ r: inout TLSRecordReader.Record) -> (OpenedRecord, start: Int) {
+        guard !failed else { return (.skipped, 0) }
+        let (opened, start) = OpenedRecord.openInPlace(&r, with: protection, tls13: tls13, cipher: cipher)
+        guard case .handshake = opened, let body = r.body else { return (apply(opened, UnsafeRawBufferPointer(start: nil, count: 0)), start) }
+        return (body.withUnsafeBytes { apply(opened, UnsafeRawBufferPointer(rebasing: $0[start...])) }, start)
+    }
+
+    /// A failure stops the direction; handshake messages (`plaintext` starts with them) are read
+    /// for KeyUpdate.
+    private func apply(_ opened: OpenedRecord, _ plaintext: UnsafeRawBufferPointer) -> OpenedRecord {
         switch opened {
         case .failed:
             failed = true
         case .handshake(let n):
-            handshake.append(Array(UnsafeRawBufferPointer(rebasing: out[0..<n]))) { type, _ in
+            handshake.append(Array(UnsafeRawBufferPointer(rebasing: plaintext[0..<n]))) { type, _ in
                 // KeyUpdate: application_traffic_secret_N+1 (RFC 8446 §7.2) from the next record on.
                 guard type == 24, let s = secret,
                       let next = TLSKeys.expandLabel(s, "traffic upd", length: cipher.hashLength, sha384: cipher.sha384),

@@ -185,29 +185,40 @@ final class RecordProtection {
     /// `open`, into a buffer the caller owns and reuses (at least the body's size): the
     /// plaintext is `out[0..<n]`. No allocation per record.
     func open(type: UInt8, version: UInt16, body: [UInt8], into out: UnsafeMutableRawBufferPointer) -> Int? {
+        guard out.count >= body.count, let outBase = out.baseAddress else { sequence &+= 1; return nil }
+        return body.withUnsafeBytes { open(type: type, version: version, body: $0, to: outBase.assumingMemoryBound(to: UInt8.self)) }
+    }
+
+    /// `open`, where the record lies: the plaintext overwrites the ciphertext, from
+    /// `plaintextStart` on (no second buffer to keep warm). The plaintext's range in `body`.
+    func openInPlace(type: UInt8, version: UInt16, body: inout [UInt8]) -> Range<Int>? {
+        let start = plaintextStart
+        let n = body.withUnsafeMutableBytes { b -> Int? in
+            guard b.count > start, let base = b.baseAddress else { sequence &+= 1; return nil }
+            return open(type: type, version: version, body: UnsafeRawBufferPointer(b), to: base.assumingMemoryBound(to: UInt8.self) + start)
+        }
+        return n.map { start..<(start + $0) }
+    }
+
+    /// Where the ciphertext, and so a plaintext opened in place, starts in a record body: after
+    /// the explicit nonce (TLS 1.2 AES-GCM) or the IV (CBC).
+    private var plaintextStart: Int { cbc ? 16 : (!tls13 && iv.count == 4 ? 8 : 0) }
+
+    /// Opens `body` to `out` (room for the body's size; `out` may be the body's own ciphertext,
+    /// at `plaintextStart`, as OpenSSL decrypts in place): the plaintext's length.
+    private func open(type: UInt8, version: UInt16, body: UnsafeRawBufferPointer, to out: UnsafeMutablePointer<UInt8>) -> Int? {
         defer { sequence &+= 1 }
+        guard let base = body.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
         if cbc {
-            guard out.count >= body.count, let outBase = out.baseAddress else { return nil }
-            let n = body.withUnsafeBufferPointer { b in
-                icy_cbc_open(UnsafeMutableRawPointer(context), sequence, type, version, encryptThenMAC ? 1 : 0,
-                             b.baseAddress, b.count, outBase.assumingMemoryBound(to: UInt8.self))
-            }
+            let n = icy_cbc_open(UnsafeMutableRawPointer(context), sequence, type, version, encryptThenMAC ? 1 : 0, base, body.count, out)
             return n >= 0 ? n : nil
         }
-        var start = 0
-        if !tls13 && iv.count == 4 {
-            guard body.count >= 8 + 16 else { return nil }
-            start = 8
-        }
+        let start = plaintextStart
+        guard body.count >= start + 16 else { return nil }
         let ciphertextCount = body.count - start
-        guard ciphertextCount >= 16, out.count >= ciphertextCount - 16, let outBase = out.baseAddress else { return nil }
-        let result = body.withUnsafeBytes { b in
-            withNonceAndAdditionalData(explicit: start > 0 ? UnsafeRawBufferPointer(rebasing: b[0..<start]) : nil, type: type,
-                                       version: version, recordLength: body.count, plaintextLength: ciphertextCount - 16) { nonce, aad, aadCount in
-                icy_aead_open(UnsafeMutableRawPointer(context), nonce, aad, aadCount,
-                              b.baseAddress!.assumingMemoryBound(to: UInt8.self) + start, ciphertextCount,
-                              outBase.assumingMemoryBound(to: UInt8.self))
-            }
+        let result = withNonceAndAdditionalData(explicit: start > 0 ? UnsafeRawBufferPointer(rebasing: body[0..<start]) : nil, type: type,
+                                                version: version, recordLength: body.count, plaintextLength: ciphertextCount - 16) { nonce, aad, aadCount in
+            icy_aead_open(UnsafeMutableRawPointer(context), nonce, aad, aadCount, base + start, ciphertextCount, out)
         }
         return result >= 0 ? ciphertextCount - 16 : nil
     }

@@ -28,6 +28,11 @@ import Testing
             let receiver = try #require(protection())
             for _ in 0..<Int(sender.sequence - 1) { receiver.skip() }
             #expect(receiver.open(type: 23, version: 0x0303, body: sealed) == plaintext, "\(length) bytes")
+            let inPlace = try #require(protection())
+            for _ in 0..<Int(sender.sequence - 1) { inPlace.skip() }
+            var body = sealed
+            let range = try #require(inPlace.openInPlace(type: 23, version: 0x0303, body: &body), "\(length) bytes in place")
+            #expect(Array(body[range]) == plaintext, "\(length) bytes in place")
             for position in [0, 20, sealed.count - 1] {
                 var tampered = sealed
                 tampered[position] ^= 0x01

@@ -53,6 +53,13 @@ import Testing
                 "sequence 0 does not open the record sealed as 1")
         let wrong = try #require(RecordProtection(key: [UInt8](repeating: 0x43, count: cipher.keyLength), iv: iv, cipher: cipher, tls13: tls13))
         #expect(wrong.open(type: 23, version: 0x0303, body: first) == nil)
+        // Opened where it lies (the decryption thread's way): the same plaintext, in the body.
+        let inPlace = try #require(protection())
+        var body = first
+        let range = try #require(inPlace.openInPlace(type: 23, version: 0x0303, body: &body))
+        #expect(Array(body[range]) == plaintext)
+        var tamperedInPlace = tampered
+        #expect(try #require(protection()).openInPlace(type: 23, version: 0x0303, body: &tamperedInPlace) == nil)
     }
 
     @Test func keyLogLinesAsBrowsersAndOpenSSLWriteThem() {
