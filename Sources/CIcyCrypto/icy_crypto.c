@@ -6,12 +6,28 @@
 #include <openssl/crypto.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 
-static int kdf_derive(const char *name, OSSL_PARAM *params, uint8_t *out, size_t out_len) {
-    EVP_KDF *kdf = EVP_KDF_fetch(NULL, name, NULL);
-    if (!kdf) return 0;
-    EVP_KDF_CTX *ctx = EVP_KDF_CTX_new(kdf);
-    EVP_KDF_free(kdf);
+// The KDFs and ciphers, fetched from OpenSSL's default provider once per process. A fetch looks
+// the algorithm up by name under the provider store's lock (OpenSSL 3 does one implicitly on
+// every EVP_aes_*() init): about 7 us, paid several times per TLS connection before. Fetched
+// objects are immutable and may be used from any thread; they live as long as the process.
+static EVP_KDF *hkdf, *tls1_prf;
+static EVP_CIPHER *aes_128_gcm, *aes_256_gcm, *chacha20_poly1305;
+static pthread_once_t fetched = PTHREAD_ONCE_INIT;
+
+static void fetch_algorithms(void) {
+    hkdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
+    tls1_prf = EVP_KDF_fetch(NULL, "TLS1-PRF", NULL);
+    aes_128_gcm = EVP_CIPHER_fetch(NULL, "AES-128-GCM", NULL);
+    aes_256_gcm = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
+    chacha20_poly1305 = EVP_CIPHER_fetch(NULL, "ChaCha20-Poly1305", NULL);
+}
+
+static int kdf_derive(EVP_KDF **which, OSSL_PARAM *params, uint8_t *out, size_t out_len) {
+    pthread_once(&fetched, fetch_algorithms);
+    if (!*which) return 0;
+    EVP_KDF_CTX *ctx = EVP_KDF_CTX_new(*which);
     if (!ctx) return 0;
     int ok = EVP_KDF_derive(ctx, out, out_len, params) == 1;
     EVP_KDF_CTX_free(ctx);
@@ -40,7 +56,7 @@ int icy_hkdf_expand_label(int sha384, const uint8_t *secret, size_t secret_len, 
         OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, info, n),
         OSSL_PARAM_construct_end(),
     };
-    return kdf_derive("HKDF", params, out, out_len);
+    return kdf_derive(&hkdf, params, out, out_len);
 }
 
 int icy_tls12_prf(int sha384, const uint8_t *secret, size_t secret_len, const char *label,
@@ -56,37 +72,50 @@ int icy_tls12_prf(int sha384, const uint8_t *secret, size_t secret_len, const ch
         OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SEED, full_seed, label_len + seed_len),
         OSSL_PARAM_construct_end(),
     };
-    return kdf_derive("TLS1-PRF", params, out, out_len);
+    return kdf_derive(&tls1_prf, params, out, out_len);
 }
 
 typedef struct {
     EVP_CIPHER_CTX *dec;
+    // Made on the first seal (only tests seal): a passive reader only opens.
     EVP_CIPHER_CTX *enc;
+    const EVP_CIPHER *cipher;
+    uint8_t key[32];
+    size_t key_len;
 } icy_aead;
 
 static const EVP_CIPHER *cipher_of(int kind) {
+    pthread_once(&fetched, fetch_algorithms);
     switch (kind) {
-    case ICY_AES_128_GCM: return EVP_aes_128_gcm();
-    case ICY_AES_256_GCM: return EVP_aes_256_gcm();
-    case ICY_CHACHA20_POLY1305: return EVP_chacha20_poly1305();
+    case ICY_AES_128_GCM: return aes_128_gcm;
+    case ICY_AES_256_GCM: return aes_256_gcm;
+    case ICY_CHACHA20_POLY1305: return chacha20_poly1305;
     default: return NULL;
     }
 }
 
+static EVP_CIPHER_CTX *aead_context(const EVP_CIPHER *cipher, const uint8_t *key, int encrypt) {
+    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    if (!c) return NULL;
+    if (EVP_CipherInit_ex(c, cipher, NULL, NULL, NULL, encrypt) != 1
+        || EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_SET_IVLEN, 12, NULL) != 1
+        || EVP_CipherInit_ex(c, NULL, NULL, key, NULL, encrypt) != 1) {
+        EVP_CIPHER_CTX_free(c);
+        return NULL;
+    }
+    return c;
+}
+
 void *icy_aead_new(int kind, const uint8_t *key, size_t key_len) {
     const EVP_CIPHER *cipher = cipher_of(kind);
-    if (!cipher || (int)key_len != EVP_CIPHER_get_key_length(cipher)) return NULL;
+    if (!cipher || (int)key_len != EVP_CIPHER_get_key_length(cipher) || key_len > 32) return NULL;
     icy_aead *a = calloc(1, sizeof *a);
     if (!a) return NULL;
-    a->dec = EVP_CIPHER_CTX_new();
-    a->enc = EVP_CIPHER_CTX_new();
-    if (!a->dec || !a->enc
-        || EVP_DecryptInit_ex(a->dec, cipher, NULL, NULL, NULL) != 1
-        || EVP_CIPHER_CTX_ctrl(a->dec, EVP_CTRL_AEAD_SET_IVLEN, 12, NULL) != 1
-        || EVP_DecryptInit_ex(a->dec, NULL, NULL, key, NULL) != 1
-        || EVP_EncryptInit_ex(a->enc, cipher, NULL, NULL, NULL) != 1
-        || EVP_CIPHER_CTX_ctrl(a->enc, EVP_CTRL_AEAD_SET_IVLEN, 12, NULL) != 1
-        || EVP_EncryptInit_ex(a->enc, NULL, NULL, key, NULL) != 1) {
+    a->cipher = cipher;
+    memcpy(a->key, key, key_len);
+    a->key_len = key_len;
+    a->dec = aead_context(cipher, key, 0);
+    if (!a->dec) {
         icy_aead_free(a);
         return NULL;
     }
@@ -98,6 +127,7 @@ void icy_aead_free(void *ctx) {
     if (!a) return;
     EVP_CIPHER_CTX_free(a->dec);
     EVP_CIPHER_CTX_free(a->enc);
+    OPENSSL_cleanse(a->key, sizeof a->key);
     free(a);
 }
 
@@ -122,6 +152,7 @@ long icy_aead_seal(void *ctx, const uint8_t *nonce, const uint8_t *aad, size_t a
     icy_aead *a = ctx;
     if (!a || in_len > 0x7FFFFFFF) return -1;
     int len = 0, fin = 0;
+    if (!a->enc && !(a->enc = aead_context(a->cipher, a->key, 1))) return -1;
     if (EVP_EncryptInit_ex(a->enc, NULL, NULL, NULL, nonce) != 1) return -1;
     if (aad_len && EVP_EncryptUpdate(a->enc, NULL, &len, aad, (int)aad_len) != 1) return -1;
     if (in_len && EVP_EncryptUpdate(a->enc, out, &len, in, (int)in_len) != 1) return -1;
