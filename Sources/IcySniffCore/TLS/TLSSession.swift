@@ -83,9 +83,17 @@ final class TLSSession: ConnectionSession {
         return made
     }
     /// What the handshake showed so far. The connection carries a copy, kept current here, so
-    /// that the transactions it emits (and the outputs at its end) see the same.
+    /// that the transactions it emits (and the outputs at its end) see the same; the byte counts
+    /// are added when the connection ends (`applicationBytes`).
     private(set) var info = TLSInfo() {
         didSet { connection.tls = info }
+    }
+    /// Application-data bytes each way (record headers included), counted on every record and
+    /// added to `info` at the connection's end: each change to `info` copies it to the connection.
+    private var applicationBytes: (fromClient: UInt64, fromServer: UInt64) = (0, 0)
+
+    private func markDecrypted() {
+        if !info.decrypted { info.decrypted = true }
     }
     private let clientRecords = TLSRecordReader()
     private let serverRecords = TLSRecordReader()
@@ -162,6 +170,8 @@ final class TLSSession: ConnectionSession {
 
     func finished(_ connection: Connection, at timestamp: Timestamp) {
         if awaitingKeys { lookForKeys(final: true) }
+        info.applicationBytesFromClient = applicationBytes.fromClient
+        info.applicationBytesFromServer = applicationBytes.fromServer
         if info.handshakeEnd == nil || clientHandshake.overflowed || serverHandshake.overflowed { info.incomplete = true }
         if info.version != 0 && !isTLS13 { info.earlyDataAccepted = false }
         if !heldEarly.isEmpty { settleEarlyData(accepted: info.earlyDataAccepted ?? false) }
@@ -202,7 +212,7 @@ final class TLSSession: ConnectionSession {
                 handOver(.fromClient, protection: clientPending, secret: nil)
             }
         case 23:
-            info.applicationBytesFromClient &+= UInt64(r.length + 5)
+            applicationBytes.fromClient &+= UInt64(r.length + 5)
             if !sawServerHello {
                 // 0-RTT early data, sent with the ClientHello: held until the server's
                 // EncryptedExtensions say whether it was accepted.
@@ -248,7 +258,7 @@ final class TLSSession: ConnectionSession {
                 }
             }
         case 23:
-            info.applicationBytesFromServer &+= UInt64(r.length + 5)
+            applicationBytes.fromServer &+= UInt64(r.length + 5)
             sealed(r, from: .fromServer)
         default:
             break
@@ -279,7 +289,7 @@ final class TLSSession: ConnectionSession {
         let result = OpenedRecord.open(r, with: p, tls13: isTLS13, cipher: cipher, into: out)
         if case .handshake(let n) = result {
             // TLS 1.3 handshake messages: they move this session's state on, here and now.
-            info.decrypted = true
+            markDecrypted()
             let plaintext = Array(UnsafeRawBufferPointer(rebasing: out[0..<n]))
             if direction == .fromClient {
                 clientSealedHandshake.append(plaintext) { t, m in clientSealedMessage(t, m) }
@@ -308,12 +318,12 @@ final class TLSSession: ConnectionSession {
     func opened(_ result: OpenedRecord, plaintext: UnsafeRawBufferPointer, at lastByte: Timestamp, from direction: Direction) {
         switch result {
         case .data(let n):
-            info.decrypted = true
+            markDecrypted()
             deliver(UnsafeRawBufferPointer(rebasing: plaintext[0..<n]), at: lastByte, from: direction)
         case .handshake, .other:
             // TLS 1.2 Finished, alerts; after the handshake, TLS 1.3 tickets and KeyUpdate (the
             // direction's decryptor applied it).
-            info.decrypted = true
+            markDecrypted()
         case .lost(let estimate):
             // Not captured whole: the record cannot be opened; its plaintext is a gap.
             connection.note(.tlsRecordLost)
