@@ -15,10 +15,28 @@ SERVER_TRAFFIC_SECRET_0 \(zeros) \(String(repeating: "55", count: 32))
 CLIENT_EARLY_TRAFFIC_SECRET \(zeros) \(String(repeating: "66", count: 32))
 """)
 
+/// What a run emitted, in order, as far as a comparison needs.
+final class Summary: TransactionSink {
+    var lines: [String] = []
+    func consume(_ t: Transaction) { lines.append("\(t.url) \(t.response?.status ?? -1) \(t.weirds)") }
+    func connectionFinished(_ c: Connection) { lines.append("end \(c.label) \(c.tls?.decrypted ?? false) \(c.weirds.count)") }
+}
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     var options = PipelineOptions()
     options.keyLog = keyLog
-    feedConnection(Pipeline(sink: Discard(), options: options), serverPort: 443, first: [22, 3, 1], data, size)
+    guard size % 2 == 1 else {
+        feedConnection(Pipeline(sink: Discard(), options: options), serverPort: 443, first: [22, 3, 1], data, size)
+        return 0
+    }
+    // Odd sizes: once as records come and once on the decryption thread from the first record
+    // (DecryptionQueue); both runs must emit the same, in the same order.
+    let here = Summary(), threaded = Summary()
+    feedConnection(Pipeline(sink: here, options: options), serverPort: 443, first: [22, 3, 1], data, size)
+    options.decryptOnSecondThreadAfter = 0
+    let pipeline = Pipeline(sink: threaded, options: options)
+    feedConnection(pipeline, serverPort: 443, first: [22, 3, 1], data, size)
+    if here.lines != threaded.lines { fatalError("the decryption thread changed the outputs: \(here.lines) / \(threaded.lines)") }
     return 0
 }
