@@ -6,7 +6,12 @@ import IcySniffCore
 /// by scripts/fuzz from captures/tls-sample.pcap carry on from there); a key log has secrets for an all-zero client random (TLS 1.2 and 1.3), so decryption
 /// paths run too (their records fail authentication, which must be handled, never trap).
 let zeros = String(repeating: "00", count: 32)
-let keyLog = KeyLog(text: """
+/// The repository's own root, for the key logs of the captures the seeds come from: with them the
+/// seeds' records decrypt, so mutations around them reach the plaintext paths (and the order of
+/// what follows the records, which the decryption thread must keep).
+let root = String(#filePath).split(separator: "/", omittingEmptySubsequences: false).dropLast(4).joined(separator: "/")
+let keyLog = (try? KeyLog(paths: [root + "/captures/tls-sample.keys", root + "/Tests/Fixtures/tls/cbc-sample.keys"])) ?? KeyLog(text: "")
+let added: Void = keyLog.add(text: """
 CLIENT_RANDOM \(zeros) \(String(repeating: "11", count: 48))
 CLIENT_HANDSHAKE_TRAFFIC_SECRET \(zeros) \(String(repeating: "22", count: 32))
 SERVER_HANDSHAKE_TRAFFIC_SECRET \(zeros) \(String(repeating: "33", count: 32))
@@ -24,6 +29,7 @@ final class Summary: TransactionSink {
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
+    _ = added
     var options = PipelineOptions()
     options.keyLog = keyLog
     guard size % 2 == 1 else {
