@@ -16,8 +16,8 @@ import Glibc
 /// transactions may come before a held TLS one that completed earlier in the capture.
 ///
 /// The thread starts once `startAfter` bytes of records were submitted: before that, and when
-/// the thread cannot start, records are opened as they are submitted, and nothing is held. A
-/// small capture gains nothing from a thread.
+/// the thread cannot start, `submit` declines, the session opens the record itself, and nothing
+/// is held. A small capture gains nothing from a thread.
 ///
 /// Memory: at most `maxInFlight` + 1 batches of `batchBytes` of records (opened in place),
 /// and the steps held behind them (at most `maxHeldSteps` per batch).
@@ -54,15 +54,10 @@ final class DecryptionQueue: @unchecked Sendable {
 
         /// Hands the `i`th record's result to its session.
         func deliver(_ i: Int) {
-            let session = jobs[i].session, start = jobs[i].start
-            if let body = jobs[i].record.body {
-                body.withUnsafeBytes {
-                    session.opened(jobs[i].opened, plaintext: UnsafeRawBufferPointer(rebasing: $0[start...]), at: jobs[i].record.lastByte,
-                                   from: jobs[i].direction)
-                }
-            } else {
-                session.opened(jobs[i].opened, plaintext: UnsafeRawBufferPointer(start: nil, count: 0), at: jobs[i].record.lastByte,
-                               from: jobs[i].direction)
+            let start = jobs[i].start
+            (jobs[i].record.body ?? []).withUnsafeBytes {
+                jobs[i].session.opened(jobs[i].opened, plaintext: UnsafeRawBufferPointer(rebasing: $0[start...]),
+                                       at: jobs[i].record.lastByte, from: jobs[i].direction)
             }
             delivered += 1
         }
@@ -125,7 +120,6 @@ final class DecryptionQueue: @unchecked Sendable {
     }
 
     deinit {
-        scratch?.deallocate()
         pthread_cond_destroy(changed)
         pthread_mutex_destroy(mutex)
         changed.deallocate()
@@ -143,18 +137,13 @@ final class DecryptionQueue: @unchecked Sendable {
     }
 
     /// A record of `direction` to open with `decryptor`; `session.opened` gets the result in
-    /// its turn (at once, before the thread starts). Answers whether a batch holds the record
-    /// (its body stays there until delivered).
-    @discardableResult
+    /// its turn. Answers whether a batch took the record (its body stays there until delivered);
+    /// false before the thread runs: the session opens it at once, as without a queue.
     func submit(_ record: TLSRecordReader.Record, from direction: Direction, of session: TLSSession, with decryptor: DirectionDecryptor) -> Bool {
         let size = record.body?.count ?? 0
         submittedBytes &+= size
         if !threaded {
-            if submittedBytes < startAfter || !startThread() {
-                // Opened here and now: nothing is held before the thread runs.
-                openHere(Job(session: session, direction: direction, decryptor: decryptor, record: record))
-                return false
-            }
+            guard submittedBytes >= startAfter, startThread() else { return false }
             threaded = true
         }
         recordsQueued += 1
@@ -163,16 +152,6 @@ final class DecryptionQueue: @unchecked Sendable {
         // A record without its body (lost) still counts a little: a batch never grows unbounded.
         filling.bytes += max(size, 64)
         return true
-    }
-
-    /// A scratch buffer for records opened on the pipeline's thread.
-    private var scratch: UnsafeMutableRawBufferPointer? = nil
-
-    private func openHere(_ job: Job) {
-        let out = scratch ?? UnsafeMutableRawBufferPointer.allocate(byteCount: TLSRecordReader.maxRecordLength, alignment: 16)
-        scratch = out
-        let opened = job.decryptor.open(job.record, into: out)
-        job.session.opened(opened, plaintext: UnsafeRawBufferPointer(out), at: job.record.lastByte, from: job.direction)
     }
 
     /// After each packet: a full batch (or one with many steps held behind it) goes to the
@@ -235,7 +214,7 @@ final class DecryptionQueue: @unchecked Sendable {
         compact()
     }
 
-    /// Record bodies to read the next records into (`TLSRecordReader.takeStorage`): the bodies
+    /// Record bodies to read the next records into (`TLSRecordReader.bodyTaken`): the bodies
     /// of records delivered, so that a record's bytes go to memory used a moment ago, not to a
     /// new allocation each time.
     private var spareBodies: [[UInt8]] = []

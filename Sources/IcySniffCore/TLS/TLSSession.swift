@@ -273,8 +273,10 @@ final class TLSSession: ConnectionSession {
     private func sealed(_ r: TLSRecordReader.Record, from direction: Direction, with protection: RecordProtection? = nil) {
         guard secrets != nil, !decryptionFailed[direction.index] else { return }
         if protection == nil, let d = direction == .fromClient ? clientDecryptor : serverDecryptor {
-            if let decryption {
-                if decryption.submit(r, from: direction, of: self, with: d), r.body != nil { (direction == .fromClient ? clientRecords : serverRecords).bodyTaken(replacement: decryption.spareBody()) }
+            if let decryption, decryption.submit(r, from: direction, of: self, with: d) {
+                // The batch holds the body: the reader reads the next record into a spare one.
+                let reader = direction == .fromClient ? clientRecords : serverRecords
+                if r.body != nil { reader.bodyTaken(replacement: decryption.spareBody()) }
                 return
             }
             let out = plaintextBuffer
