@@ -74,7 +74,7 @@ public final class Pipeline {
                 sink.connectionFinished(connection)
             }
             // After what its TLS session still has to do with records being decrypted.
-            if let decryption, decryption.isHolding { decryption.later(finished) } else { finished() }
+            if let decryption { decryption.later(finished) } else { finished() }
         }
     }
 

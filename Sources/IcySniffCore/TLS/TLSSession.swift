@@ -181,7 +181,7 @@ final class TLSSession: ConnectionSession {
     /// Runs `step` (a call into the inner session) now, or after the records before it that the
     /// decryption queue still holds: the inner session sees everything in the capture's order.
     private func inTurn(_ step: @escaping () -> Void) {
-        guard let decryption, decryption.isHolding else { return step() }
+        guard let decryption else { return step() }
         decryption.later { [connection] in withExtendedLifetime(connection, step) }
     }
 
