@@ -356,17 +356,7 @@ final class TLSSession: ConnectionSession {
     private func serverSealedMessage(_ type: UInt8, _ message: ArraySlice<UInt8>) {
         switch type {
         case 8:   // EncryptedExtensions: the negotiated ALPN, and whether 0-RTT was accepted
-            var r = TLSReader(message)
-            var accepted = false
-            if let block = r.vector(2) {
-                for (t, data) in TLSReader.extensions(block) {
-                    var e = TLSReader(data)
-                    if t == 16, let list = e.vector(2), let chosen = TLSReader.protocolNames(list).first { info.alpn = chosen }
-                    if t == 42 { accepted = true }
-                }
-            }
-            info.earlyDataAccepted = accepted
-            settleEarlyData(accepted: accepted)
+            settleEarlyData(accepted: TLSHandshakeObserver.encryptedExtensions(message, into: &info))
         case 20:  // Finished: the server's application traffic keys from here
             handOver(.fromServer, protection: protection(for: secrets?.serverTraffic0), secret: secrets?.serverTraffic0)
         default:
@@ -535,91 +525,26 @@ final class TLSSession: ConnectionSession {
 
     // MARK: Handshake messages
 
-    /// RFC 8446 §4.1.2 (and RFC 5246 §7.4.1.2): the client's offer.
+    /// The client's offer (`TLSHandshakeObserver`); the key log is looked up with its random.
     private func clientHello(_ message: ArraySlice<UInt8>) {
-        var r = TLSReader(message)
-        guard r.u16() != nil, let random = r.take(32), r.vector(1) != nil, r.vector(2) != nil, r.vector(1) != nil else {
-            info.incomplete = true
-            return
-        }
         // After a HelloRetryRequest the second ClientHello repeats the offer: the first one counts.
+        guard let hello = TLSHandshakeObserver.clientHello(message, into: &info, first: clientHellos == 0) else { return }
         clientHellos += 1
         guard clientHellos == 1 else { return }
-        clientRandom = Array(random)
+        clientRandom = hello.random
+        if hello.ticketOffered { ticketOffered = true }
         // Looked up now: 0-RTT records follow the ClientHello before the ServerHello (looked up
         // again there, for what was logged since).
         if let keyLog, let found = keyLog.secrets(forClientRandom: clientRandom), !found.isEmpty { secrets = found }
-        guard let block = r.vector(2) else { return }
-        for (type, data) in TLSReader.extensions(block) {
-            var e = TLSReader(data)
-            switch type {
-            case 0:   // server_name
-                guard info.sni == nil, let list = e.vector(2) else { continue }
-                var names = TLSReader(list)
-                while let kind = names.u8(), let name = names.vector(2) {
-                    if kind == 0 { info.sni = String(decoding: name, as: UTF8.self); break }
-                }
-            case 16:  // application_layer_protocol_negotiation
-                guard info.alpnOffered == nil, let list = e.vector(2) else { continue }
-                info.alpnOffered = TLSReader.protocolNames(list)
-            case 35:  // session_ticket
-                if !data.isEmpty { ticketOffered = true }
-            case 42:  // early_data
-                info.earlyDataOffered = true
-            default:
-                break
-            }
-        }
     }
 
-    /// HelloRetryRequest's fixed random (RFC 8446 §4.1.3).
-    private static let helloRetryRandom: [UInt8] = [
-        0xCF, 0x21, 0xAD, 0x74, 0xE5, 0x9A, 0x61, 0x11, 0xBE, 0x1D, 0x8C, 0x02, 0x1E, 0x65, 0xB8, 0x91,
-        0xC2, 0xA2, 0x11, 0x16, 0x7A, 0xBB, 0x8C, 0x5E, 0x07, 0x9E, 0x09, 0xE2, 0xC8, 0xA8, 0x33, 0x9C,
-    ]
-
     private func serverHello(_ message: ArraySlice<UInt8>) {
-        var r = TLSReader(message)
-        guard let legacyVersion = r.u16(), let random = r.take(32), r.vector(1) != nil,
-              let cipher = r.u16(), r.u8() != nil else {
-            info.incomplete = true
-            return
-        }
-        let retry = random.elementsEqual(Self.helloRetryRandom)
-        var version = legacyVersion
-        var group: UInt16? = nil
-        var psk = false
-        var alpn: String? = nil
-        if let block = r.vector(2) {
-            for (type, data) in TLSReader.extensions(block) {
-                var e = TLSReader(data)
-                switch type {
-                case 43: if let v = e.u16() { version = v }            // supported_versions
-                case 51: group = e.u16()                               // key_share (HRR: the group asked for)
-                case 41: psk = true                                    // pre_shared_key
-                case 22: encryptThenMAC = true                         // encrypt_then_mac (RFC 7366)
-                case 16:                                                // ALPN (TLS 1.2 only in clear)
-                    if let list = e.vector(2) { alpn = TLSReader.protocolNames(list).first }
-                default: break
-                }
-            }
-        }
-        if retry {
-            info.helloRetry = true
-            return
-        }
+        guard let hello = TLSHandshakeObserver.serverHello(message, into: &info), !hello.helloRetry else { return }
+        if hello.encryptThenMAC { encryptThenMAC = true }
         sawServerHello = true
-        info.version = version
-        info.cipherSuite = cipher
-        serverRandom = Array(random)
-        self.cipher = TLSCipherParameters(suite: cipher)
-        if let group { info.group = group }
-        if version == 0x0304 {
-            serverEncrypted = true
-            if psk { info.resumed = true; info.resumption = "psk" }
-        } else {
-            info.alpn = alpn
-        }
+        serverRandom = hello.random
+        self.cipher = TLSCipherParameters(suite: hello.cipherSuite)
+        if hello.version == 0x0304 { serverEncrypted = true }
         setUpKeys()
     }
 
