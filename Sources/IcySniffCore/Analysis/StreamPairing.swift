@@ -1,5 +1,5 @@
-/// Pairs the requests and responses of one HTTP/2 connection by stream id (RFC 9113 §5): each
-/// stream is one transaction, whatever the order in which streams interleave and finish. A
+/// Pairs the requests and responses of one HTTP/2 or HTTP/3 connection by stream id (RFC 9113
+/// §5, RFC 9114 §6.1): each stream is one transaction, whatever the order in which streams interleave and finish. A
 /// stream is emitted when both of its messages have ended, when it is reset, when a GOAWAY says
 /// it was never processed, or when the connection ends (flagged, with what arrived).
 ///
@@ -7,58 +7,86 @@
 /// ids. Output: `Transaction`s to the emitter, in completion order. Stream positions (`depth`)
 /// follow the order in which streams open, which for a client's streams is the order of their
 /// ids (nginx's `$connection_requests`).
+///
+/// Stream ids are 64-bit keys. Each protocol says how its ids fall into classes that open in
+/// increasing order (`Numbering`): HTTP/2's odd (client) and even (pushed) ids; HTTP/3's client
+/// request streams (ids 0, 4, 8, …) and its pushes, keyed by push id (`pushKey`), since a push's
+/// response comes on a unidirectional stream whose id says nothing of its order.
 final class StreamPairing {
+    enum Numbering {
+        case http2, http3
+        /// The class of a stream key: ids of one class open in increasing order.
+        @inline(__always) func kind(of key: UInt64) -> Int {
+            switch self {
+            case .http2: return Int(key & 1)
+            case .http3: return key >= StreamPairing.pushKeyBase ? 1 : 0
+            }
+        }
+    }
+    /// HTTP/3 pushes are keyed by push id above every stream id (62 bits).
+    static let pushKeyBase: UInt64 = 1 << 62
+    static func pushKey(_ pushID: UInt64) -> UInt64 { pushKeyBase | pushID }
+
     private unowned let connection: Connection
     private unowned let emitter: TransactionEmitter
     private let scheme: String
-    private var open: [UInt32: Transaction] = [:]
+    private let numbering: Numbering
+    private var open: [UInt64: Transaction] = [:]
     private var depth = 0
-    /// The highest stream id opened so far, of odd (client) and even (pushed) ids: streams
-    /// open in increasing order (§5.1.1), so a lower id that is not open was closed already.
-    private var highest: (odd: UInt32, even: UInt32) = (0, 0)
+    /// The highest key opened so far in each class: streams open in increasing order
+    /// (RFC 9113 §5.1.1, RFC 9000 §2.1), so a lower key that is not open was closed already.
+    private var highest: [UInt64?] = [nil, nil]
 
-    init(connection: Connection, emitter: TransactionEmitter, scheme: String) {
+    init(connection: Connection, emitter: TransactionEmitter, scheme: String, numbering: Numbering = .http2) {
         self.connection = connection
         self.emitter = emitter
         self.scheme = scheme
-        if connection.http2 == nil { connection.http2 = HTTP2Stats() }
+        self.numbering = numbering
+        if numbering == .http2, connection.http2 == nil { connection.http2 = HTTP2Stats() }
     }
 
     var openStreams: Int { open.count }
 
-    func transaction(on stream: UInt32) -> Transaction? { open[stream] }
+    func transaction(on stream: UInt64) -> Transaction? { open[stream] }
 
     /// Whether the stream was emitted already (a frame for it now is a straggler).
-    func wasClosed(_ stream: UInt32) -> Bool {
-        open[stream] == nil && stream <= (stream % 2 == 1 ? highest.odd : highest.even)
+    func wasClosed(_ stream: UInt64) -> Bool {
+        guard open[stream] == nil, let h = highest[numbering.kind(of: stream)] else { return false }
+        return stream <= h
+    }
+
+    private func opened(_ stream: UInt64) {
+        let k = numbering.kind(of: stream)
+        highest[k] = max(highest[k] ?? 0, stream)
     }
 
     /// A new stream: the request the client sent (or the server promised) on it.
     @discardableResult
-    func open(_ stream: UInt32, request: HTTPMessage?, pushed: Bool = false) -> Transaction {
+    func open(_ stream: UInt64, request: HTTPMessage?, pushed: Bool = false) -> Transaction {
         depth += 1
         let t = Transaction(connection: ConnectionSnapshot(connection, scheme: scheme), depth: depth, scheme: scheme, tunnel: connection.tunnel)
         t.request = request
-        t.http2Stream = stream
+        t.streamID = numbering == .http3 && pushed ? nil : stream
         t.pushed = pushed
         open[stream] = t
         countOpened(pushed: pushed)
-        if stream % 2 == 1 { highest.odd = max(highest.odd, stream) } else { highest.even = max(highest.even, stream) }
+        opened(stream)
         return t
     }
 
     /// h2c after Upgrade: the HTTP/1.1 request that asked for it is stream 1, whose response
     /// comes as HTTP/2 (RFC 7540 §3.2). The transaction keeps its place on the connection.
-    func adopt(_ t: Transaction, as stream: UInt32) {
-        t.http2Stream = stream
+    func adopt(_ t: Transaction, as stream: UInt64) {
+        t.streamID = stream
         open[stream] = t
         depth = max(depth, t.depth)
-        highest.odd = max(highest.odd, stream)
+        opened(stream)
         countOpened(pushed: false)
     }
 
     /// The connection's stream figures (the report's): one more stream, open with the others.
     private func countOpened(pushed: Bool) {
+        guard numbering == .http2 else { return }
         var stats = connection.http2 ?? HTTP2Stats()
         stats.streams += 1
         if pushed { stats.pushed += 1 }
@@ -68,7 +96,7 @@ final class StreamPairing {
 
     /// Response headers on a stream: an interim 1xx, the final response, or (after it) trailers
     /// are the session's to tell; here the message takes its place.
-    func responseBegan(_ message: HTTPMessage, on stream: UInt32) {
+    func responseBegan(_ message: HTTPMessage, on stream: UInt64) {
         let t = open[stream] ?? {
             let t = self.open(stream, request: nil)
             t.note(.requestMissing)
@@ -83,7 +111,7 @@ final class StreamPairing {
 
     /// A message of the stream ended: emitted once both have (a request the server answered
     /// before the client finished it waits for the client, or a reset).
-    func messageEnded(on stream: UInt32) {
+    func messageEnded(on stream: UInt64) {
         guard let t = open[stream] else { return }
         if let response = t.response, response.ended, t.request?.ended ?? true {
             close(stream, t)
@@ -91,20 +119,24 @@ final class StreamPairing {
     }
 
     /// RST_STREAM: what arrived is reported, the unfinished messages flagged.
-    func reset(_ stream: UInt32, at ts: Timestamp) {
+    func reset(_ stream: UInt64, at ts: Timestamp, as weird: Weird = .http2StreamReset) {
         guard let t = open[stream] else { return }
-        t.note(.http2StreamReset)
-        connection.http2?.reset += 1
+        t.note(weird)
+        if numbering == .http2 { connection.http2?.reset += 1 }
         endUnfinished(t, at: ts)
         close(stream, t)
     }
 
     /// GOAWAY from the server: the client's streams above `lastStream` were never processed.
     func refuse(above lastStream: UInt32, clientInitiated: Bool, at ts: Timestamp) {
-        let refused = open.keys.filter { $0 > lastStream && ($0 % 2 == 1) == clientInitiated }.sorted()
-        for stream in refused {
+        refuse(where: { $0 > UInt64(lastStream) && ($0 % 2 == 1) == clientInitiated }, as: .http2RefusedByGoaway, at: ts)
+    }
+
+    /// GOAWAY: the open streams `unprocessed` names were never processed.
+    func refuse(where unprocessed: (UInt64) -> Bool, as weird: Weird, at ts: Timestamp) {
+        for stream in open.keys.filter(unprocessed).sorted() {
             let t = open[stream]!
-            t.note(.http2RefusedByGoaway)
+            t.note(weird)
             endUnfinished(t, at: ts)
             close(stream, t)
         }
@@ -130,7 +162,7 @@ final class StreamPairing {
         }
     }
 
-    private func close(_ stream: UInt32, _ t: Transaction) {
+    private func close(_ stream: UInt64, _ t: Transaction) {
         open[stream] = nil
         t.connection = ConnectionSnapshot(connection, scheme: scheme)
         emitter.emit(t)

@@ -71,8 +71,8 @@ public final class Transaction {
     public internal(set) var captureName: String = ""
     /// The URL scheme of the session that carried it ("http"; "https" inside TLS).
     public let scheme: String
-    /// HTTP/2: the stream it was carried on (nil for HTTP/1.x).
-    public internal(set) var http2Stream: UInt32? = nil
+    /// HTTP/2 and HTTP/3: the stream it was carried on (nil for HTTP/1.x).
+    public internal(set) var streamID: UInt64? = nil
     /// HTTP/2 server push: the request is the server's PUSH_PROMISE, not the client's.
     public internal(set) var pushed = false
 
@@ -93,7 +93,8 @@ public final class Transaction {
     /// The protocol as ALPN names it (and DevTools shows it): "h2" inside TLS, "h2c" in clear,
     /// else the HTTP/1.x version in lower case ("http/1.1"); "-" when no message says.
     public var protocolName: String {
-        if http2Stream != nil && (response?.version == "HTTP/2.0" || request?.version == "HTTP/2.0") {
+        if response?.version == "HTTP/3" || request?.version == "HTTP/3" { return "h3" }
+        if streamID != nil && (response?.version == "HTTP/2.0" || request?.version == "HTTP/2.0") {
             return scheme == "https" ? "h2" : "h2c"
         }
         guard let m = request ?? response, m.startLineParsed else { return "-" }
@@ -149,8 +150,8 @@ public final class Transaction {
 
     private func computeHost() -> String {
         if let request {
-            // HTTP/2's :authority stands for Host (RFC 9113 §8.3.1), and wins over one.
-            if http2Stream != nil, let a = request.headers.first(.authority), !a.isEmpty { return a }
+            // HTTP/2's and HTTP/3's :authority stands for Host (RFC 9113 §8.3.1), and wins over one.
+            if streamID != nil || pushed, let a = request.headers.first(.authority), !a.isEmpty { return a }
             if let h = request.headers.first(.host), !h.isEmpty { return h }
         }
         // Inside a proxy tunnel the server address is the proxy's: the target names the origin.

@@ -31,7 +31,7 @@ enum EntryEncoder {
         w.int("_serverPort", t.connection.server.port)
         w.int("_depth", t.depth)
         if let r = t.request { w.string("_requestTarget", r.targetString) }
-        if let stream = t.http2Stream { w.int("_streamId", stream) }
+        if let stream = t.streamID { w.int("_streamId", stream) }
         if t.pushed { w.bool("_pushed", true) }
         let flags = t.allWeirds
         w.key("_flags"); w.beginArray(); for f in flags { w.string(f.rawValue) }; w.endArray()

@@ -152,7 +152,7 @@ public final class TableWriter {
             return url
         case .version: return resp?.versionText ?? req?.versionText ?? missing
         case .proto: return t.protocolName == "-" ? missing : t.protocolName
-        case .stream: return t.http2Stream.map { String($0) } ?? missing
+        case .stream: return t.streamID.map { String($0) } ?? missing
         case .status: return resp.map { $0.isHTTP09 ? "0.9" : String($0.status) } ?? missing
         case .reason: return resp?.reason ?? missing
         case .contentType:
@@ -527,7 +527,7 @@ enum NDJSONEncoder {
         w.optionalString("tls_version", t.connection.tlsVersion)
         w.optionalString("sni", t.connection.sni)
         if t.timings.ssl < 0 { w.key("ssl_ms"); w.null() } else { w.number("ssl_ms", t.timings.ssl) }
-        w.key("stream"); if let stream = t.http2Stream { w.int(stream) } else { w.null() }
+        w.key("stream"); if let stream = t.streamID { w.int(stream) } else { w.null() }
         if t.pushed { w.bool("pushed", true) }
         w.key("flags"); w.beginArray(); for f in t.allWeirds { w.string(f.rawValue) }; w.endArray()
         w.endObject()

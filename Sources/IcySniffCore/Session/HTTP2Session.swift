@@ -137,7 +137,7 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
             }
         case .rstStream:
             guard h.length == 4, h.stream != 0 else { return malformed() }
-            pairing.reset(h.stream, at: last)
+            pairing.reset(UInt64(h.stream), at: last)
         case .settings:
             guard h.stream == 0, h.length % 6 == 0 else { return malformed() }
             if h.ack {
@@ -217,7 +217,7 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
     /// The message DATA of this direction on this stream belongs to, if it has one.
     @inline(__always)
     private func bodyMessage(_ stream: UInt32, from direction: Direction) -> HTTPMessage? {
-        guard let t = pairing.transaction(on: stream) else { return nil }
+        guard let t = pairing.transaction(on: UInt64(stream)) else { return nil }
         let m = direction == .fromClient ? t.request : t.response
         guard let m, !m.ended else { return nil }
         return m
@@ -242,7 +242,7 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
 
     private func strayData(_ stream: UInt32) {
         // DATA for a stream already emitted (after a reset, say) is late, not new.
-        if stream != 0 && !pairing.wasClosed(stream) { note(.http2DataWithoutHeaders) }
+        if stream != 0 && !pairing.wasClosed(UInt64(stream)) { note(.http2DataWithoutHeaders) }
     }
 
     func frameLost(_ h: HTTP2FrameHeader, at ts: Timestamp, from direction: Direction) {
@@ -303,7 +303,7 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
             let request = HTTPMessage(kind: .request)
             fill(request, fields, block, at: ts)
             end(request, on: nil, at: ts)
-            pairing.open(block.promised, request: request, pushed: true)
+            pairing.open(UInt64(block.promised), request: request, pushed: true)
             return
         }
         headersArrived(fields, block, at: ts, from: direction)
@@ -312,18 +312,18 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
     private func headersArrived(_ fields: HeaderFields, _ block: HeaderBlock, at ts: Timestamp, from direction: Direction) {
         let stream = block.stream
         if direction == .fromClient {
-            if let t = pairing.transaction(on: stream), let request = t.request {
+            if let t = pairing.transaction(on: UInt64(stream)), let request = t.request {
                 return trailersArrived(fields, for: request, block, at: ts)
             }
-            if pairing.wasClosed(stream) { return }
+            if pairing.wasClosed(UInt64(stream)) { return }
             let request = HTTPMessage(kind: .request)
             fill(request, fields, block, at: ts)
-            if let t = pairing.transaction(on: stream) { t.request = request } else { pairing.open(stream, request: request) }
+            if let t = pairing.transaction(on: UInt64(stream)) { t.request = request } else { pairing.open(UInt64(stream), request: request) }
             if block.endStream { end(request, on: stream, at: ts) }
             return
         }
-        if pairing.wasClosed(stream) { return }
-        if let t = pairing.transaction(on: stream), let response = t.response {
+        if pairing.wasClosed(UInt64(stream)) { return }
+        if let t = pairing.transaction(on: UInt64(stream)), let response = t.response {
             return trailersArrived(fields, for: response, block, at: ts)
         }
         let response = HTTPMessage(kind: .response)
@@ -332,11 +332,11 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
             // 1xx: complete in itself; the final response follows on the same stream.
             response.ended = true
             response.complete = true
-            pairing.responseBegan(response, on: stream)
+            pairing.responseBegan(response, on: UInt64(stream))
             return
         }
-        pairing.responseBegan(response, on: stream)
-        if let t = pairing.transaction(on: stream), let method = t.request?.method,
+        pairing.responseBegan(response, on: UInt64(stream))
+        if let t = pairing.transaction(on: UInt64(stream)), let method = t.request?.method,
            method == "CONNECT", response.status >= 200 && response.status < 300 {
             // CONNECT (and extended CONNECT, RFC 8441): the stream's DATA is the tunnel.
             t.note(.tunnel)
@@ -355,7 +355,7 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
 
     /// A message whose header block could not be decoded: it is there, its fields are not.
     private func headersUnknown(on stream: UInt32, endStream: Bool, first: Timestamp, at ts: Timestamp, from direction: Direction) {
-        guard !pairing.wasClosed(stream) else { return }
+        guard !pairing.wasClosed(UInt64(stream)) else { return }
         let m = HTTPMessage(kind: direction == .fromClient ? .request : .response)
         m.version = "HTTP/2.0"
         m.firstByte = first
@@ -363,14 +363,14 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
         m.lastByte = ts
         m.note(.http2HeadersUndecodable)
         if direction == .fromClient {
-            if let t = pairing.transaction(on: stream) {
+            if let t = pairing.transaction(on: UInt64(stream)) {
                 if t.request == nil { t.request = m } else { return }
             } else {
-                pairing.open(stream, request: m)
+                pairing.open(UInt64(stream), request: m)
             }
         } else {
-            if let t = pairing.transaction(on: stream), t.response != nil { return }
-            pairing.responseBegan(m, on: stream)
+            if let t = pairing.transaction(on: UInt64(stream)), t.response != nil { return }
+            pairing.responseBegan(m, on: UInt64(stream))
         }
         if endStream { end(m, on: stream, at: ts) }
     }
@@ -378,48 +378,12 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
     /// Start line and fields of a message from its decoded header block.
     private func fill(_ m: HTTPMessage, _ fields: HeaderFields, _ block: HeaderBlock, at ts: Timestamp) {
         if let dropped = droppedFields { m.note(dropped); droppedFields = nil }
-        m.headers = fields
-        m.version = "HTTP/2.0"
-        m.startLineParsed = true
-        m.headersComplete = true
-        m.headersSize = block.encodedSize
-        m.firstByte = block.first
-        m.headersEnd = ts
-        m.lastByte = ts
-        var authority: [UInt8]? = nil
-        var path: [UInt8]? = nil
-        for i in fields.indices {
-            fields.withNameAndValueBytes(at: i) { name, value in
-                guard name.first == UInt8(ascii: ":") else { return }
-                if equalsBytes(name, ":method") { m.method = String(wireBuffer: value) }
-                else if equalsBytes(name, ":path") { path = Array(value) }
-                else if equalsBytes(name, ":authority") { authority = Array(value) }
-                else if equalsBytes(name, ":status") { m.status = parseStatus(value) }
-            }
-        }
-        if m.kind == .request {
-            // CONNECT names its target by :authority alone (§8.5).
-            m.target = path ?? authority ?? []
-        }
-        m.setUpBodyDecoder(options: options)
-    }
-
-    private func parseStatus(_ value: UnsafeBufferPointer<UInt8>) -> Int {
-        guard value.count == 3 else { return 0 }
-        var status = 0
-        for c in value {
-            guard c >= 0x30 && c <= 0x39 else { return 0 }
-            status = status * 10 + Int(c - 0x30)
-        }
-        return status
+        m.takeFieldSection(fields, version: "HTTP/2.0", encodedSize: block.encodedSize, first: block.first, at: ts, options: options)
     }
 
     /// END_STREAM (or the end of a promised request): the message is whole.
     private func end(_ m: HTTPMessage, on stream: UInt32?, at ts: Timestamp) {
-        m.lastByte = max(m.lastByte, ts)
-        m.complete = true
-        m.ended = true
-        m.endBody(complete: true, options: options)
-        if let stream { pairing.messageEnded(on: stream) }
+        m.endAsFramed(at: ts, options: options)
+        if let stream { pairing.messageEnded(on: UInt64(stream)) }
     }
 }

@@ -42,8 +42,8 @@ import Testing
     }
 
     static func summaries(_ transactions: [Transaction]) -> [String] {
-        transactions.sorted { $0.http2Stream ?? 0 < $1.http2Stream ?? 0 }.map { t in
-            "\(t.http2Stream ?? 0)\(t.pushed ? " pushed" : "") \(t.url) " + summary(t)
+        transactions.sorted { $0.streamID ?? 0 < $1.streamID ?? 0 }.map { t in
+            "\(t.streamID ?? 0)\(t.pushed ? " pushed" : "") \(t.url) " + summary(t)
         }
     }
 
@@ -59,7 +59,7 @@ import Testing
         let transcript = Transcript(blocks: Self.conversation())
         let whole = transcript.collect()
         #expect(Self.summaries(whole.transactions) == Self.expected)
-        let byStream = Dictionary(uniqueKeysWithValues: whole.transactions.map { ($0.http2Stream!, $0) })
+        let byStream = Dictionary(uniqueKeysWithValues: whole.transactions.map { ($0.streamID!, $0) })
         let upload = try #require(byStream[3])
         #expect(upload.interimResponses.map(\.status) == [100])
         #expect(upload.response?.trailers.first("x-checksum") == "abc")
@@ -77,7 +77,7 @@ import Testing
         var options = HTTPParserOptions()
         options.keepBodies = true
         let transactions = Transcript(blocks: Self.conversation()).run(segmentSize: 11, options: options)
-        let byStream = Dictionary(uniqueKeysWithValues: transactions.map { ($0.http2Stream!, $0) })
+        let byStream = Dictionary(uniqueKeysWithValues: transactions.map { ($0.streamID!, $0) })
         #expect(byStream[1]?.response?.body == Self.body)
         #expect(byStream[3]?.request?.body == Array(repeating: 0x41, count: 60) + Array(repeating: 0x42, count: 40))
     }
@@ -98,7 +98,7 @@ import Testing
                                              (.server, Array(head1[12...])), (.server, rest)])
         transcript.lostBlocks = [3]
         let sink = transcript.collect()
-        let byStream = Dictionary(uniqueKeysWithValues: sink.transactions.map { ($0.http2Stream!, $0) })
+        let byStream = Dictionary(uniqueKeysWithValues: sink.transactions.map { ($0.streamID!, $0) })
         let one = try #require(byStream[1]), two = try #require(byStream[3])
         #expect(one.request?.targetString == "/one" && two.request?.targetString == "/two", "the client's side is intact")
         #expect(one.response?.status == 0 && two.response?.status == 0, "statuses unknown, not guessed")
@@ -141,7 +141,7 @@ import Testing
         let server2 = H2.frame(.data, flags: H2.endStream, stream: 1, Array(repeating: 0x17, count: 900))
             + H2.frame(.data, flags: H2.endStream, stream: 3, [0x81, 0x00])
         let transactions = Transcript(blocks: [(.client, client), (.server, server), (.client, client2), (.server, server2)]).run()
-        let byStream = Dictionary(uniqueKeysWithValues: transactions.map { ($0.http2Stream!, $0) })
+        let byStream = Dictionary(uniqueKeysWithValues: transactions.map { ($0.streamID!, $0) })
         let connect = try #require(byStream[1]), websocket = try #require(byStream[3])
         #expect(connect.url == "https://backend.test:443" && connect.allWeirds == [.tunnel])
         #expect(connect.request?.bodyBytes == 300 && connect.response?.bodyBytes == 900)
@@ -159,7 +159,7 @@ import Testing
         let transactions = Transcript(blocks: [(.client, client), (.server, server)]).run(handshake: false)
         #expect(transactions.count == 1)
         let t = try #require(transactions.first)
-        #expect(t.http2Stream == 9 && t.request?.targetString == "/m" && t.response?.status == 200 && t.response?.bodyBytes == 10)
+        #expect(t.streamID == 9 && t.request?.targetString == "/m" && t.response?.status == 200 && t.response?.bodyBytes == 10)
     }
 }
 
@@ -176,11 +176,11 @@ import Testing
         #expect(index.request?.headers.all("continuation-test-1").first?.count == 4096)
         #expect(index.request?.headersSize ?? 0 > 16_384, "a header block over several frames")
         let pushed = try #require(byPath["/style.css"])
-        #expect(pushed.pushed && pushed.http2Stream.map { $0 % 2 == 0 } == true)
+        #expect(pushed.pushed && pushed.streamID.map { $0 % 2 == 0 } == true)
         #expect(pushed.response?.status == 200 && pushed.response?.decodedBytes == 3000)
         #expect(byPath["/app.js"]?.response?.decodedBytes == 12_000)
         let upgraded = try #require(sink.transactions.first { $0.request?.versionText == "HTTP/1.1" })
-        #expect(upgraded.request?.targetString == "/data.json" && upgraded.http2Stream == 1)
+        #expect(upgraded.request?.targetString == "/data.json" && upgraded.streamID == 1)
         #expect(upgraded.interimResponses.map(\.status) == [101])
         #expect(upgraded.response?.versionText == "HTTP/2.0" && upgraded.response?.status == 200 && upgraded.response?.decodedBytes == 700)
         let upload = try #require(sink.transactions.first { $0.request?.method == "POST" })
