@@ -290,3 +290,70 @@ long icy_cbc_seal(void *ctx, uint64_t seq, uint8_t type, uint16_t version, int e
     }
     return (long)total;
 }
+
+int icy_hkdf_extract(int sha384, const uint8_t *salt, size_t salt_len, const uint8_t *ikm, size_t ikm_len, uint8_t *out) {
+    int mode = EVP_KDF_HKDF_MODE_EXTRACT_ONLY;
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, sha384 ? "SHA384" : "SHA256", 0),
+        OSSL_PARAM_construct_int(OSSL_KDF_PARAM_MODE, &mode),
+        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, (void *)ikm, ikm_len),
+        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, (void *)salt, salt_len),
+        OSSL_PARAM_construct_end(),
+    };
+    return kdf_derive(&hkdf, params, out, sha384 ? 48 : 32);
+}
+
+typedef struct {
+    EVP_CIPHER_CTX *ctx;
+    int chacha;
+    uint8_t key[32];
+} icy_hp;
+
+void *icy_hp_new(int kind, const uint8_t *key, size_t key_len) {
+    const EVP_CIPHER *cipher;
+    switch (kind) {
+    case ICY_AES_128_GCM: cipher = EVP_aes_128_ecb(); break;
+    case ICY_AES_256_GCM: cipher = EVP_aes_256_ecb(); break;
+    case ICY_CHACHA20_POLY1305: cipher = EVP_chacha20(); break;
+    default: return NULL;
+    }
+    if ((int)key_len != EVP_CIPHER_get_key_length(cipher) || key_len > 32) return NULL;
+    icy_hp *h = calloc(1, sizeof *h);
+    if (!h) return NULL;
+    h->ctx = EVP_CIPHER_CTX_new();
+    h->chacha = kind == ICY_CHACHA20_POLY1305;
+    memcpy(h->key, key, key_len);
+    if (!h->ctx || EVP_EncryptInit_ex(h->ctx, cipher, NULL, h->chacha ? NULL : key, NULL) != 1) {
+        icy_hp_free(h);
+        return NULL;
+    }
+    EVP_CIPHER_CTX_set_padding(h->ctx, 0);
+    return h;
+}
+
+void icy_hp_free(void *ctx) {
+    icy_hp *h = ctx;
+    if (!h) return;
+    EVP_CIPHER_CTX_free(h->ctx);
+    OPENSSL_cleanse(h->key, sizeof h->key);
+    free(h);
+}
+
+int icy_hp_mask(void *ctx, const uint8_t *sample, uint8_t *mask) {
+    icy_hp *h = ctx;
+    uint8_t out[16];
+    int n = 0;
+    if (!h) return 0;
+    if (h->chacha) {
+        // RFC 9001 §5.4.4: counter = sample[0..3] (little-endian), nonce = sample[4..15]; OpenSSL's
+        // ChaCha20 takes exactly that as its 16-byte IV. The mask: 5 bytes of keystream.
+        static const uint8_t zeros[5] = {0};
+        if (EVP_EncryptInit_ex(h->ctx, NULL, NULL, h->key, sample) != 1) return 0;
+        if (EVP_EncryptUpdate(h->ctx, out, &n, zeros, 5) != 1) return 0;
+    } else {
+        if (EVP_EncryptUpdate(h->ctx, out, &n, sample, 16) != 1 || n != 16) return 0;
+    }
+    memcpy(mask, out, 5);
+    OPENSSL_cleanse(out, sizeof out);
+    return 1;
+}

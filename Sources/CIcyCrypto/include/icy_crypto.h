@@ -45,3 +45,15 @@ long icy_cbc_open(void *ctx, uint64_t seq, uint8_t type, uint16_t version, int e
 // in_len + 16 + 48 + 16 bytes); its length.
 long icy_cbc_seal(void *ctx, uint64_t seq, uint8_t type, uint16_t version, int etm, const uint8_t *iv,
                   const uint8_t *in, size_t in_len, uint8_t *out);
+
+// RFC 5869 HKDF-Extract(salt, ikm) with SHA-256 or SHA-384 (QUIC's Initial secret, RFC 9001
+// §5.2). Writes the hash's length (32 or 48) to out. Returns 1 on success.
+int icy_hkdf_extract(int sha384, const uint8_t *salt, size_t salt_len, const uint8_t *ikm, size_t ikm_len, uint8_t *out);
+
+// QUIC header protection (RFC 9001 §5.4): a context for one hp key. kind is an icy_aead_kind:
+// AES-128/256-GCM suites use AES-ECB of the sample, ChaCha20-Poly1305 the ChaCha20 block
+// function with the sample as counter and nonce. NULL on failure.
+void *icy_hp_new(int kind, const uint8_t *key, size_t key_len);
+void icy_hp_free(void *ctx);
+// The 5-byte mask for a 16-byte sample. Returns 1 on success.
+int icy_hp_mask(void *ctx, const uint8_t *sample, uint8_t *mask);
