@@ -4,7 +4,7 @@ import PackageDescription
 // The folders are the pipeline: Capture → Decode → Reassembly → HTTP → Analysis → Export.
 // C libraries come from Debian's -dev packages (libpcap-dev, zlib1g-dev, libbrotli-dev, libzstd-dev,
 // libdeflate-dev, libssl-dev for libcrypto,
-// libnghttp2-dev for HPACK).
+// libnghttp2-dev for HPACK, libnghttp3-dev for QPACK).
 let package = Package(
     name: "icy-sniff",
     platforms: [.macOS(.v13)],
@@ -24,6 +24,8 @@ let package = Package(
         .systemLibrary(name: "CDeflate", pkgConfig: "libdeflate", providers: [.apt(["libdeflate-dev"])]),
         // HPACK (RFC 7541): libnghttp2's header inflater, the decoder curl and nginx rely on.
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
+        // QPACK (RFC 9204): libnghttp3's decoder, from the same project as the HPACK one.
+        .systemLibrary(name: "CNghttp3", pkgConfig: "libnghttp3", providers: [.apt(["libnghttp3-dev"])]),
         // Small C helpers that are awkward from Swift (a FILE* over a gzip stream for libpcap).
         .target(name: "CIcyShims", dependencies: ["CZlib", "CZstd"],
                 linkerSettings: [.linkedLibrary("lz4"), .linkedLibrary("lzma"), .linkedLibrary("bz2")]),
@@ -37,7 +39,7 @@ let package = Package(
         // third of a run (NDJSON of an 825 MB capture: 6.8 s with them, 4.4 s without).
         .target(
             name: "IcySniffCore",
-            dependencies: ["CPcap", "CZlib", "CBrotli", "CZstd", "CDeflate", "CIcyShims", "CIcyCrypto", "CNghttp2"]
+            dependencies: ["CPcap", "CZlib", "CBrotli", "CZstd", "CDeflate", "CIcyShims", "CIcyCrypto", "CNghttp2", "CNghttp3"]
         ),
         .executableTarget(
             name: "icy-sniff",

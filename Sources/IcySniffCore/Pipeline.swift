@@ -32,6 +32,8 @@ public enum SourceOutcome: Equatable, Sendable {
 /// outputs puts a `CacheJudgingSink` first (`SinkFactory` does).
 public final class Pipeline {
     private let table: ConnectionTable<SessionSlot>
+    /// QUIC connections, found among the UDP datagrams on any port.
+    private let quic: QUICTracker
     private let emitter: TransactionEmitter
     private let dns = DNSTracker()
     private let options: PipelineOptions
@@ -52,6 +54,7 @@ public final class Pipeline {
     /// `sessions` chooses what runs on each connection (default: HTTP/1.x in the clear).
     public init(sink: TransactionSink, options: PipelineOptions = PipelineOptions(), sessions: (any SessionFactory)? = nil) {
         self.options = options
+        self.sink = sink
         let emitter = TransactionEmitter(sink: sink, dns: dns)
         self.emitter = emitter
         let keyLog = options.keyLog ?? KeyLog(text: "")
@@ -64,18 +67,31 @@ public final class Pipeline {
         table = ConnectionTable(limits: options.reassembly, speakerHint: { factory.speakerHint($0) }) { _ in
             SessionSlot(factory: factory, emitter: emitter)
         }
-        table.onFinished = { [unowned self, unowned sink] connection in
-            let finished = { [unowned self, unowned sink] in
-                for (weird, n) in connection.weirds { self.counts.count(weird, by: UInt64(n)) }
-                if let tls = connection.tls {
-                    self.counts.tlsConnections += 1
-                    if tls.decrypted { self.counts.tlsDecrypted += 1 }
-                }
-                sink.connectionFinished(connection)
-            }
+        let table = self.table
+        quic = QUICTracker(keyLog: keyLog, emitter: emitter, options: options.http, nextID: { table.takeID() })
+        quic.giveBackID = { table.giveBack($0) }
+        table.onFinished = { [unowned self] connection in
             // After what its TLS session still has to do with records being decrypted.
-            if let decryption { decryption.later(finished) } else { finished() }
+            if let decryption { decryption.later { self.connectionFinished(connection) } } else { connectionFinished(connection) }
         }
+        quic.onFinished = { [unowned self] connection in
+            if let decryption { decryption.later { self.connectionFinished(connection) } } else { connectionFinished(connection) }
+        }
+    }
+
+    private unowned let sink: TransactionSink
+
+    /// A connection is over (TCP or QUIC): counted, then handed to the outputs.
+    private func connectionFinished(_ connection: Connection) {
+        for (weird, n) in connection.weirds { counts.count(weird, by: UInt64(n)) }
+        if let q = connection.quic {
+            counts.quicConnections += 1
+            if q.decrypted { counts.quicDecrypted += 1 }
+        } else if let tls = connection.tls {
+            counts.tlsConnections += 1
+            if tls.decrypted { counts.tlsDecrypted += 1 }
+        }
+        sink.connectionFinished(connection)
     }
 
     deinit { decryption?.stop() }
@@ -119,6 +135,7 @@ public final class Pipeline {
                     // Every 10 s of capture time: idle and half-open connections go (files and live).
                     lastIdleCheck = packet.timestamp
                     table.expire(now: packet.timestamp, idleLongerThan: idleLimit)
+                    quic.expire(now: packet.timestamp, idleLongerThan: idleLimit ?? Int64(options.idleFlushSeconds * 1e9))
                     collectDecoderCounts(&decoder)
                 }
                 if let maxPackets, counts.packets >= maxPackets { return .interrupted }
@@ -130,6 +147,7 @@ public final class Pipeline {
                     if now.nanoseconds - lastIdleCheck.nanoseconds > 10_000_000_000 {
                         lastIdleCheck = now
                         table.expire(now: now, idleLongerThan: idleLimit)
+                        quic.expire(now: now, idleLongerThan: idleLimit)
                         collectDecoderCounts(&decoder)
                     }
                 }
@@ -155,7 +173,7 @@ public final class Pipeline {
             table.ingest(segment)
         case .udp(let datagram):
             counts.udpDatagrams &+= 1
-            dns.observe(datagram)
+            if !quic.observe(datagram) { dns.observe(datagram) }
         case .skipped:
             counts.skippedPackets &+= 1
         case .skippedNamed(let weird):
@@ -189,13 +207,23 @@ public final class Pipeline {
         table.ingest(segment)
     }
 
+    /// Feeds one UDP datagram that was decoded elsewhere (tests, other capture front ends).
+    public func ingest(_ datagram: UDPDatagram) {
+        counts.packets &+= 1
+        counts.udpDatagrams &+= 1
+        if counts.firstPacket == nil { counts.firstPacket = datagram.timestamp }
+        counts.lastPacket = max(counts.lastPacket ?? datagram.timestamp, datagram.timestamp)
+        if !quic.observe(datagram) { dns.observe(datagram) }
+    }
+
     /// Ends every open connection now, each flagged `weird` (a capture set whose next piece does
     /// not continue this one; nil: separate captures read one after another). Returns how many
     /// there were.
     @discardableResult
     public func breakContinuity(marking weird: Weird?) -> Int {
-        let open = table.openConnections
+        let open = table.openConnections + quic.openConnections
         table.flushAll(at: counts.lastPacket ?? .zero, marking: weird)
+        quic.finishAll(at: counts.lastPacket ?? .zero)
         return open
     }
 
@@ -209,9 +237,10 @@ public final class Pipeline {
     public func finish() {
         collectTableCounts()
         table.flushAll(at: counts.lastPacket ?? .zero)
+        quic.finishAll(at: counts.lastPacket ?? .zero)
         decryption?.drain()
         decryption?.stop()
     }
 
-    public var openConnections: Int { table.openConnections }
+    public var openConnections: Int { table.openConnections + quic.openConnections }
 }

@@ -250,6 +250,14 @@ enum Summary {
                 line += "; \(hidden) encrypted (--keylog FILE decrypts them; their handshakes are in --connections and the HAR's _connections)"
             }
         }
+        if stats.quicConnections > 0 {
+            let hidden = stats.quicConnections - stats.quicDecrypted
+            line += ", \(stats.quicConnections) QUIC connection\(stats.quicConnections == 1 ? "" : "s")"
+            if stats.quicDecrypted > 0 { line += " (\(stats.quicDecrypted) decrypted)" }
+            if hidden > 0 {
+                line += "; \(hidden) encrypted (--keylog FILE decrypts them; their handshakes are in --connections and the HAR's _connections)"
+            }
+        }
         func byCount(_ a: (key: Weird, value: UInt64), _ b: (key: Weird, value: UInt64)) -> Bool {
             (b.value, a.key.rawValue) < (a.value, b.key.rawValue)
         }

@@ -35,11 +35,12 @@ import Testing
     @Test func connectionsListing() throws {
         let r = try CLI.run(["-r", CLI.corpus("zeek/get.pcap"), "--connections", "--format", "tsv", "--quiet"])
         let lines = r.text.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false) }
-        try #require(lines.count == 2 && lines[1].count >= 7, "\(r.text) \(r.stderr)")
-        #expect(lines[1][2] == "141.142.228.5:59856")
-        #expect(lines[1][3] == "192.150.187.43:80")
-        #expect(lines[1][4] == "70.034")         // SYN → handshake ACK
-        #expect(lines[1][5] == "136" && lines[1][6] == "5007")
+        try #require(lines.count == 2 && lines[1].count >= 8, "\(r.text) \(r.stderr)")
+        #expect(lines[0][1] == "transport" && lines[1][1] == "tcp")
+        #expect(lines[1][3] == "141.142.228.5:59856")
+        #expect(lines[1][4] == "192.150.187.43:80")
+        #expect(lines[1][5] == "70.034")         // SYN → handshake ACK
+        #expect(lines[1][6] == "136" && lines[1][7] == "5007")
     }
 
     @Test func outputFileIsWrittenAtomically() throws {

@@ -11,7 +11,7 @@ import Testing
         let r = try CLI.run(["-r", capture, "--connections", "--format", "tsv"])
         #expect(r.status == 0, "\(r.stderr)")
         let rows = r.text.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
-        try #require(rows.count == 4 && rows.allSatisfy { $0.count == 19 }, "\(r.text)")
+        try #require(rows.count == 4 && rows.allSatisfy { $0.count == 20 }, "\(r.text)")
         let header = rows[0]
         func column(_ name: String) throws -> [String] {
             let i = try #require(header.firstIndex(of: name), "column \(name)")

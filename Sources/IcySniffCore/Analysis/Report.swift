@@ -68,6 +68,8 @@ public struct Report: Sendable {
     public var injectionSuspected = Lines()
     public var slowestByWait: [(line: Line, wait: Double)] = []
     public var errorsByHost: [(host: String, status: Int, count: Int)] = []
+    /// QUIC connections (HTTP/3 and other QUIC), with the same figures; nil when there were none.
+    public var quic: TLSSummary? = nil
     /// TLS connections (from their cleartext handshakes); nil when there were none.
     public var tls: TLSSummary? = nil
     /// HTTP/2 connections; nil when there were none.
@@ -117,6 +119,9 @@ public struct Report: Sendable {
         public var handshakeP90: Double? = nil
         public var handshakeMax: Double? = nil
         public var hosts: [Host] = []
+        /// Bytes each way on these connections (TCP payload; QUIC: UDP payload).
+        public var bytesFromClient: UInt64 = 0
+        public var bytesFromServer: UInt64 = 0
         public var resumptionRate: Double { connections == 0 ? 0 : Double(resumed) / Double(connections) }
     }
 
@@ -207,18 +212,9 @@ public final class ReportCollector: TransactionSink {
     /// The slowest waits so far, at most `slowestKept`, slowest first.
     private var slowest: [(line: Report.Line, wait: Double)] = []
     private let slowestKept = 10
-    private var tlsConnections = 0
-    private var tlsDecrypted = 0
-    private var tlsResumed = 0
-    private var tlsVersions: [String: Int] = [:]
-    /// Handshake times: all of the first `handshakesKept`, then a deterministic reservoir sample.
-    private var handshakes: [Double] = []
-    private var handshakesSeen = 0
-    private let handshakesKept = 65_536
-    /// A fixed-seed linear congruential generator: the sample, and so the report, is the same
-    /// on every run.
-    private var sampler: UInt64 = 0x1C5A1F
-    private var tlsHosts = BoundedLRU<String, (connections: Int, resumed: Int, sequential: Int, lastEnd: Timestamp)>(capacity: 50_000)
+    /// TLS over TCP, and QUIC (whose handshake is TLS 1.3): the same figures, apart.
+    private var tlsHandshakes = HandshakeAggregate()
+    private var quicHandshakes = HandshakeAggregate()
 
     private let time = TimeBreakdownCollector()
 
@@ -291,7 +287,16 @@ public final class ReportCollector: TransactionSink {
                 _ = recentLines.update(sequence) { $0 = nil }
             }
         }
-        if let tls = connection.tls { tlsFinished(tls, connection) }
+        if let tls = connection.tls {
+            if let quic = connection.quic {
+                quicHandshakes.add(tls, connection, version: QUICVersion.name(quic.version), decrypted: quic.decrypted,
+                                   handshakeMilliseconds: quic.handshakeMilliseconds, bytes: (quic.bytesFromClient, quic.bytesFromServer))
+            } else {
+                tlsHandshakes.add(tls, connection, version: tls.versionName ?? "unknown", decrypted: tls.decrypted,
+                                  handshakeMilliseconds: tls.handshakeMilliseconds,
+                                  bytes: (connection.clientHalf.bytes, connection.serverHalf.bytes))
+            }
+        }
         if let h2 = connection.http2, h2.streams > 0 {
             http2Summary.connections += 1
             http2Summary.streams += h2.streams
@@ -331,58 +336,6 @@ public final class ReportCollector: TransactionSink {
         return Array(out.sorted { ($0.peakParallel, $0.connections, $0.host) > ($1.peakParallel, $1.connections, $1.host) }.prefix(Report.hostsKept))
     }
 
-    private func tlsFinished(_ tls: TLSInfo, _ connection: Connection) {
-        tlsConnections += 1
-        if tls.decrypted { tlsDecrypted += 1 }
-        if tls.resumed { tlsResumed += 1 }
-        tlsVersions[tls.versionName ?? "unknown", default: 0] += 1
-        if let ms = tls.handshakeMilliseconds {
-            handshakesSeen += 1
-            if handshakes.count < handshakesKept {
-                handshakes.append(ms)
-            } else {
-                sampler = sampler &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-                let k = Int((sampler >> 33) % UInt64(handshakesSeen))
-                if k < handshakesKept { handshakes[k] = ms }
-            }
-        }
-        let sni = (tls.sni ?? connection.server.description).lowercased()
-        let start = connection.synTime ?? connection.firstSeen
-        let end = connection.finishedAt ?? connection.lastSeen
-        tlsHosts.update(sni) { entry in
-            var e = entry ?? (0, 0, 0, .zero)
-            if e.connections > 0 && start >= e.lastEnd { e.sequential += 1 }
-            e.connections += 1
-            if tls.resumed { e.resumed += 1 }
-            e.lastEnd = max(e.lastEnd, end)
-            entry = e
-        }
-    }
-
-    private func tlsSummary() -> Report.TLSSummary? {
-        guard tlsConnections > 0 else { return nil }
-        var s = Report.TLSSummary()
-        s.connections = tlsConnections
-        s.decrypted = tlsDecrypted
-        s.resumed = tlsResumed
-        s.versions = tlsVersions.sorted { ($0.value, $0.key) > ($1.value, $1.key) }.map { ($0.key, $0.value) }
-        let sorted = handshakes.sorted()
-        if !sorted.isEmpty {
-            func percentile(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int((p * Double(sorted.count - 1)).rounded()))] }
-            s.handshakeP50 = percentile(0.5)
-            s.handshakeP90 = percentile(0.9)
-            s.handshakeMax = sorted.last
-        }
-        var hosts: [Report.TLSSummary.Host] = []
-        for key in tlsHosts.keys {
-            if let e = tlsHosts.peek(key) {
-                hosts.append(.init(sni: key, connections: e.connections, resumed: e.resumed, sequential: e.sequential))
-            }
-        }
-        s.hosts = Array(hosts.sorted { ($0.connections, $0.sni) > ($1.connections, $1.sni) }.prefix(Report.hostsKept))
-        return s
-    }
-
     private func fold(_ c: (host: String, count: Int)) {
         connectionCount += 1
         if c.count > 1 { r.reusedConnections += 1 }
@@ -406,12 +359,89 @@ public final class ReportCollector: TransactionSink {
         // Many one-request connections to one host: keep-alive would have saved a handshake each.
         out.shortConnectionHosts = hosts.filter { $0.connections >= 3 && $0.singleRequestConnections * 2 >= $0.connections }
         out.hosts = Array(hosts.prefix(Report.hostsKept))
-        out.tls = tlsSummary()
+        out.tls = tlsHandshakes.summary()
+        out.quic = quicHandshakes.summary()
         out.http2 = http2Summary.connections > 0 ? http2Summary : nil
         out.parallelHTTP1Hosts = parallelHosts()
         out.time = time.breakdown()
         out.errorsByHost = errors.flatMap { host, statuses in statuses.map { (host, $0.key, $0.value) } }
             .sorted { ($0.count, $0.host, $1.status) > ($1.count, $1.host, $0.status) }
         return out
+    }
+}
+
+/// The figures of the report's TLS and QUIC sections: connections by version, resumption,
+/// handshake times (all of the first `handshakesKept`, then a deterministic reservoir sample),
+/// bytes, and the hosts by SNI (bounded, least recently used out).
+struct HandshakeAggregate {
+    private var connections = 0
+    private var decrypted = 0
+    private var resumed = 0
+    private var versions: [String: Int] = [:]
+    private var handshakes: [Double] = []
+    private var handshakesSeen = 0
+    private let handshakesKept = 65_536
+    /// A fixed-seed linear congruential generator: the sample, and so the report, is the same
+    /// on every run.
+    private var sampler: UInt64 = 0x1C5A1F
+    private var bytes: (fromClient: UInt64, fromServer: UInt64) = (0, 0)
+    private var hosts = BoundedLRU<String, (connections: Int, resumed: Int, sequential: Int, lastEnd: Timestamp)>(capacity: 50_000)
+
+    mutating func add(_ tls: TLSInfo, _ connection: Connection, version: String, decrypted isDecrypted: Bool,
+                      handshakeMilliseconds: Double?, bytes b: (UInt64, UInt64)) {
+        connections += 1
+        if isDecrypted { decrypted += 1 }
+        if tls.resumed { resumed += 1 }
+        versions[version, default: 0] += 1
+        bytes.fromClient += b.0
+        bytes.fromServer += b.1
+        if let ms = handshakeMilliseconds {
+            handshakesSeen += 1
+            if handshakes.count < handshakesKept {
+                handshakes.append(ms)
+            } else {
+                sampler = sampler &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                let k = Int((sampler >> 33) % UInt64(handshakesSeen))
+                if k < handshakesKept { handshakes[k] = ms }
+            }
+        }
+        let sni = (tls.sni ?? connection.server.description).lowercased()
+        let start = connection.synTime ?? connection.firstSeen
+        let end = connection.finishedAt ?? connection.lastSeen
+        let wasResumed = tls.resumed
+        hosts.update(sni) { entry in
+            var e = entry ?? (0, 0, 0, .zero)
+            if e.connections > 0 && start >= e.lastEnd { e.sequential += 1 }
+            e.connections += 1
+            if wasResumed { e.resumed += 1 }
+            e.lastEnd = max(e.lastEnd, end)
+            entry = e
+        }
+    }
+
+    func summary() -> Report.TLSSummary? {
+        guard connections > 0 else { return nil }
+        var s = Report.TLSSummary()
+        s.connections = connections
+        s.decrypted = decrypted
+        s.resumed = resumed
+        s.bytesFromClient = bytes.fromClient
+        s.bytesFromServer = bytes.fromServer
+        s.versions = versions.sorted { ($0.value, $0.key) > ($1.value, $1.key) }.map { ($0.key, $0.value) }
+        let sorted = handshakes.sorted()
+        if !sorted.isEmpty {
+            func percentile(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int((p * Double(sorted.count - 1)).rounded()))] }
+            s.handshakeP50 = percentile(0.5)
+            s.handshakeP90 = percentile(0.9)
+            s.handshakeMax = sorted.last
+        }
+        var list: [Report.TLSSummary.Host] = []
+        for key in hosts.keys {
+            if let e = hosts.peek(key) {
+                list.append(.init(sni: key, connections: e.connections, resumed: e.resumed, sequential: e.sequential))
+            }
+        }
+        s.hosts = Array(list.sorted { ($0.connections, $0.sni) > ($1.connections, $1.sni) }.prefix(Report.hostsKept))
+        return s
     }
 }

@@ -6,10 +6,11 @@
 /// Input: the messages of both directions as the HTTP/2 session builds them, with their stream
 /// ids. Output: `Transaction`s to the emitter, in completion order. Stream positions (`depth`)
 /// follow the order in which streams open, which for a client's streams is the order of their
-/// ids (nginx's `$connection_requests`).
+/// ids (nginx's `$connection_requests`); HTTP/3's are its request stream ids' order (id / 4 + 1),
+/// since QUIC may deliver a later stream's first bytes first, and its pushes have none (0).
 ///
 /// Stream ids are 64-bit keys. Each protocol says how its ids fall into classes that open in
-/// increasing order (`Numbering`): HTTP/2's odd (client) and even (pushed) ids; HTTP/3's client
+/// increasing order on the wire (`Numbering`): HTTP/2's odd (client) and even (pushed) ids; HTTP/3's client
 /// request streams (ids 0, 4, 8, …) and its pushes, keyed by push id (`pushKey`), since a push's
 /// response comes on a unidirectional stream whose id says nothing of its order.
 final class StreamPairing {
@@ -51,9 +52,15 @@ final class StreamPairing {
 
     /// Whether the stream was emitted already (a frame for it now is a straggler).
     func wasClosed(_ stream: UInt64) -> Bool {
-        guard open[stream] == nil, let h = highest[numbering.kind(of: stream)] else { return false }
+        guard open[stream] == nil else { return false }
+        // QUIC delivers each stream in order, not the streams among themselves: a lower id can
+        // open after a higher one, so HTTP/3 remembers which streams it closed.
+        if numbering == .http3 { return closed.contains(stream) }
+        guard let h = highest[numbering.kind(of: stream)] else { return false }
         return stream <= h
     }
+    /// HTTP/3: the streams emitted so far.
+    private var closed = Set<UInt64>()
 
     private func opened(_ stream: UInt64) {
         let k = numbering.kind(of: stream)
@@ -63,8 +70,16 @@ final class StreamPairing {
     /// A new stream: the request the client sent (or the server promised) on it.
     @discardableResult
     func open(_ stream: UInt64, request: HTTPMessage?, pushed: Bool = false) -> Transaction {
-        depth += 1
-        let t = Transaction(connection: ConnectionSnapshot(connection, scheme: scheme), depth: depth, scheme: scheme, tunnel: connection.tunnel)
+        let position: Int
+        if numbering == .http3 {
+            // HTTP/3: the request stream's place among the client's (ids 0, 4, 8, …), whatever
+            // order their first frames arrived in; a push is no request of the client's (0).
+            position = pushed ? 0 : Int(clamping: stream / 4) + 1
+        } else {
+            depth += 1
+            position = depth
+        }
+        let t = Transaction(connection: ConnectionSnapshot(connection, scheme: scheme), depth: position, scheme: scheme, tunnel: connection.tunnel)
         t.request = request
         t.streamID = numbering == .http3 && pushed ? nil : stream
         t.pushed = pushed
@@ -164,6 +179,7 @@ final class StreamPairing {
 
     private func close(_ stream: UInt64, _ t: Transaction) {
         open[stream] = nil
+        if numbering == .http3 { closed.insert(stream) }
         t.connection = ConnectionSnapshot(connection, scheme: scheme)
         emitter.emit(t)
     }

@@ -13,6 +13,9 @@ public struct ConnectionSnapshot: Sendable {
     /// "TLS 1.3", … and the ClientHello's server_name, for a transaction carried by TLS.
     public var tlsVersion: String?
     public var sni: String?
+    /// The transaction came over QUIC: its handshake (first Initial to the client's Finished) is
+    /// `tlsHandshakeStart`…`tlsHandshakeEnd`, with no TCP handshake before it.
+    public var quic = false
 
     /// The connection as a transaction of `scheme` sees it: the TLS fields only for one that
     /// TLS carried (a CONNECT before a tunnel's TLS handshake was not).
@@ -29,6 +32,7 @@ public struct ConnectionSnapshot: Sendable {
         tlsHandshakeEnd = tls?.handshakeEnd
         tlsVersion = tls?.versionName
         sni = tls?.sni
+        quic = c.transport == .quic
     }
 
     public var label: String { "C\(id)" }

@@ -19,6 +19,7 @@ public struct TransactionTimings: Sendable {
     /// - connect: first SYN to the client's ACK of the SYN-ACK, first request of a connection only;
     ///   over TLS, first SYN to the end of the TLS handshake, and ssl is the handshake (included
     ///   in connect, HAR 1.2) — as far as it came before the request (0-RTT sends it earlier);
+    ///   over QUIC, connect and ssl are both the QUIC handshake, up to the request at most;
     /// - send: first to last byte of the request; wait: last request byte to first response byte;
     /// - receive: first to last response byte; dns: a matching captured lookup, when one is given.
     static func compute(for t: Transaction, dns lookup: DNSLookup?) -> TransactionTimings {
@@ -27,7 +28,15 @@ public struct TransactionTimings: Sendable {
         let resp = t.response
         let firstRequestByte = req?.firstByte ?? resp?.firstByte ?? .zero
         var start = firstRequestByte
-        if t.depth == 1, let syn = t.connection.synTime, let ack = t.connection.handshakeAckTime, ack >= syn, syn <= firstRequestByte {
+        if t.depth == 1, t.connection.quic, let start0 = t.connection.tlsHandshakeStart, start0 <= firstRequestByte {
+            // QUIC: the connection is its handshake (TLS 1.3 inside QUIC), so connect and ssl are
+            // the same span, from the client's first Initial to its Finished — or to the request,
+            // sent before that as 0-RTT.
+            let end = min(t.connection.tlsHandshakeEnd ?? firstRequestByte, firstRequestByte)
+            timings.connect = end.milliseconds(since: start0)
+            timings.ssl = timings.connect
+            start = start0
+        } else if t.depth == 1, let syn = t.connection.synTime, let ack = t.connection.handshakeAckTime, ack >= syn, syn <= firstRequestByte {
             timings.connect = ack.milliseconds(since: syn)
             start = syn
             if let tlsStart = t.connection.tlsHandshakeStart, tlsStart >= ack {

@@ -37,12 +37,20 @@ public struct TCPSegment {
     }
 }
 
-/// One decoded UDP datagram (used for DNS timing).
+/// One decoded UDP datagram (QUIC, and DNS for timing). `payload` borrows the packet's bytes
+/// for the duration of one call.
 public struct UDPDatagram {
     public var source: Endpoint
     public var destination: Endpoint
     public var payload: UnsafeRawBufferPointer
     public var timestamp: Timestamp
+
+    public init(source: Endpoint, destination: Endpoint, payload: UnsafeRawBufferPointer, timestamp: Timestamp) {
+        self.source = source
+        self.destination = destination
+        self.payload = payload
+        self.timestamp = timestamp
+    }
 }
 
 /// What the decoder made of a packet.

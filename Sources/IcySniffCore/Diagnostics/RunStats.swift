@@ -12,6 +12,9 @@ public struct RunStats: Sendable {
     public var tlsConnections: UInt64 = 0
     /// Of those, the ones decrypted with a key log.
     public var tlsDecrypted: UInt64 = 0
+    /// QUIC connections (HTTP/3 and other QUIC), and those decrypted with a key log.
+    public var quicConnections: UInt64 = 0
+    public var quicDecrypted: UInt64 = 0
     public var weirds: [Weird: UInt64] = [:]
     public var firstPacket: Timestamp? = nil
     public var lastPacket: Timestamp? = nil
@@ -31,6 +34,8 @@ public struct RunStats: Sendable {
         transactions += other.transactions
         tlsConnections += other.tlsConnections
         tlsDecrypted += other.tlsDecrypted
+        quicConnections += other.quicConnections
+        quicDecrypted += other.quicDecrypted
         for (k, v) in other.weirds { weirds[k, default: 0] += v }
         if let f = other.firstPacket { firstPacket = min(firstPacket ?? f, f) }
         if let l = other.lastPacket { lastPacket = max(lastPacket ?? l, l) }

@@ -106,6 +106,18 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
     case http2RefusedByGoaway = "http2_refused_by_goaway"
     case http2DataWithoutHeaders = "http2_data_without_headers"
 
+    // QUIC and HTTP/3 (connection scope, then transaction scope).
+    case quicKeysNotFound = "quic_keys_not_found"
+    case quicDecryptionFailed = "quic_decryption_failed"
+    case quicStreamDataLost = "quic_stream_data_lost"
+    case quicPacketsHeld = "quic_packets_dropped_before_keys"
+    case qpackEncoderStreamLost = "qpack_encoder_stream_lost"
+    case http3MalformedFrame = "http3_malformed_frame"
+    case http3HeadersUndecodable = "http3_headers_undecodable"
+    case http3StreamReset = "http3_stream_reset"
+    case http3StreamCancelled = "http3_stream_cancelled"
+    case http3RefusedByGoaway = "http3_refused_by_goaway"
+
     public static func < (a: Weird, b: Weird) -> Bool { a.rawValue < b.rawValue }
 
     /// The reasons a packet was not decoded at all (its link layer, an encapsulation, a malformed
@@ -216,6 +228,16 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
         case .http2GoawayError: return "an endpoint closed the HTTP/2 connection with GOAWAY and an error code other than NO_ERROR"
         case .http2StreamReset: return "the HTTP/2 stream was reset (RST_STREAM) before both sides finished it; what arrived is reported"
         case .http2RefusedByGoaway: return "the server's GOAWAY says this HTTP/2 stream was never processed (its id is above the last stream id); the client may retry it"
+        case .quicKeysNotFound: return "the key log has no secrets for this QUIC connection (found by its ClientHello random): only what its Initial packets show is reported"
+        case .quicDecryptionFailed: return "QUIC packets of this connection did not authenticate with the keys derived for them (wrong or missing secrets, or damaged packets); counted, never parsed"
+        case .quicStreamDataLost: return "bytes of a QUIC stream were never captured (its STREAM frames are missing from the capture): the HTTP/3 message they belong to is incomplete"
+        case .quicPacketsHeld: return "more QUIC packets came before their keys could be known (0-RTT before the ServerHello) than are held: the rest were not decrypted"
+        case .qpackEncoderStreamLost: return "bytes of a QPACK encoder stream were never captured: that side's dynamic table is unknown from here, so field sections that use it are not decoded (never guessed); sections that do not use it still are"
+        case .http3MalformedFrame: return "an HTTP/3 frame breaks RFC 9114 §7 (a frame on the wrong stream, a stream that ends inside a frame, a malformed SETTINGS or GOAWAY); skipped"
+        case .http3HeadersUndecodable: return "the field section of this HTTP/3 message could not be decoded (its QPACK table lost to a gap, or a section that does not decode): method, URL or status are unknown"
+        case .http3StreamReset: return "the HTTP/3 request or push stream was reset (RESET_STREAM) before its sender finished it; what arrived is reported"
+        case .http3StreamCancelled: return "the client asked the server to stop sending the response (STOP_SENDING, a cancelled request)"
+        case .http3RefusedByGoaway: return "the server's GOAWAY says this HTTP/3 request was never processed (its stream id is at or above the GOAWAY's); the client may retry it"
         case .http2DataWithoutHeaders: return "DATA arrived on an HTTP/2 stream before its HEADERS (or on a stream that was never opened); counted on the stream when there is one"
         case .pipelined: return "the request was sent before the previous response arrived"
         case .bodyTruncatedInMemory: return "the body exceeded the in-memory cap; sizes are exact, the kept text is not"

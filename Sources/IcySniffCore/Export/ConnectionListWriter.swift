@@ -1,4 +1,4 @@
-/// `--connections`: one line per TCP connection.
+/// `--connections`: one line per connection, TCP or QUIC.
 public final class ConnectionListWriter: OutputSink {
     private var summaries: [ConnectionSummary] = []
     private let output: OutputFile
@@ -18,7 +18,7 @@ public final class ConnectionListWriter: OutputSink {
 
     public func finish(comment: String?) throws(OutputError) {
         summaries.sort { $0.id < $1.id }
-        let columns = ["id", "start", "client", "server", "handshake_ms", "bytes_from_client", "bytes_from_server", "packets", "gaps", "missed_bytes", "history", "anomalies",
+        let columns = ["id", "transport", "start", "client", "server", "handshake_ms", "bytes_from_client", "bytes_from_server", "packets", "gaps", "missed_bytes", "history", "anomalies",
                        "tls_version", "sni", "alpn", "cipher", "tls_handshake_ms", "resumed", "seen"]
         switch format {
         case .ndjson, .har:
@@ -26,6 +26,7 @@ public final class ConnectionListWriter: OutputSink {
                 let w = JSONWriter(indent: 0)
                 w.beginObject()
                 w.string("id", "C\(s.id)")
+                w.string("transport", s.transport.rawValue)
                 w.string("start", s.start.iso8601(fractionDigits: 6))
                 w.string("client", s.client.description)
                 w.string("server", s.server.description)
@@ -38,6 +39,7 @@ public final class ConnectionListWriter: OutputSink {
                 w.string("history", s.history)
                 w.key("anomalies"); w.beginArray(); for (k, _) in s.weirds { w.string(k.rawValue) }; w.endArray()
                 if let tls = s.tls { ConnectionSummary.write(tls, to: w) }
+                if let q = s.quic { ConnectionSummary.write(q, tls: s.tls, to: w) }
                 if let n = s.notHTTP { ConnectionSummary.write(n, to: w) }
                 if let tunnel = s.tunnel { ConnectionSummary.write(tunnel, to: w) }
                 w.endObject()
@@ -58,12 +60,12 @@ public final class ConnectionListWriter: OutputSink {
             var rows = [columns]
             for s in summaries {
                 rows.append([
-                    "C\(s.id)", s.start.iso8601(fractionDigits: 6), s.client.description, s.server.description,
+                    "C\(s.id)", s.transport.rawValue, s.start.iso8601(fractionDigits: 6), s.client.description, s.server.description,
                     s.handshakeMilliseconds.map { String(format3: $0) } ?? missing,
                     String(s.bytesFromClient), String(s.bytesFromServer), String(s.packets), String(s.gaps),
                     String(s.gapBytes), s.history.isEmpty ? missing : s.history,
                     s.weirds.isEmpty ? missing : text(s.weirds.map { $0.0.rawValue }.joined(separator: ",")),
-                    s.tls?.versionName ?? missing, s.tls?.sni.map(text) ?? missing, s.tls?.alpn.map(text) ?? missing,
+                    s.quic.map { QUICVersion.name($0.version) } ?? s.tls?.versionName ?? missing, s.tls?.sni.map(text) ?? missing, s.tls?.alpn.map(text) ?? missing,
                     s.tls?.cipherName.map(text) ?? missing,
                     s.tls?.handshakeMilliseconds.map { String(format3: $0) } ?? missing,
                     s.tls.map { $0.resumed ? ($0.resumption ?? "yes") : "no" } ?? missing,

@@ -167,9 +167,12 @@ extension HARWriter {
 
 }
 
-/// What `--connections` and `log._connections` say about one TCP connection.
+/// What `--connections` and `log._connections` say about one connection, TCP or QUIC.
 public struct ConnectionSummary: Sendable {
     public var id: UInt64
+    public var transport: Transport
+    /// What a QUIC connection showed (nil for TCP).
+    public var quic: QUICInfo?
     public var client: Endpoint
     public var server: Endpoint
     public var start: Timestamp
@@ -192,11 +195,13 @@ public struct ConnectionSummary: Sendable {
 
     public init(_ c: Connection) {
         id = c.id
+        transport = c.transport
+        quic = c.quic
         client = c.client
         server = c.server
         start = c.synTime ?? c.firstSeen
         end = c.lastSeen
-        handshakeMilliseconds = c.connectDuration
+        handshakeMilliseconds = c.quic?.handshakeMilliseconds ?? c.connectDuration
         bytesFromClient = c.clientHalf.bytes
         bytesFromServer = c.serverHalf.bytes
         gapBytes = c.halves.0.gapBytes + c.halves.1.gapBytes
@@ -242,11 +247,12 @@ public struct ConnectionSummary: Sendable {
     func write(to w: JSONWriter) {
         w.beginObject()
         w.string("id", "C\(id)")
+        w.string("transport", transport.rawValue)
         w.string("client", client.description)
         w.string("server", server.description)
         w.string("start", start.iso8601(fractionDigits: 6))
         w.number("duration", end.milliseconds(since: start))
-        w.optionalNumber("handshakeRTT", handshakeMilliseconds)
+        w.optionalNumber("handshakeRTT", quic == nil ? handshakeMilliseconds : nil)
         w.int("bytesFromClient", bytesFromClient)
         w.int("bytesFromServer", bytesFromServer)
         w.int("packets", packets)
@@ -255,8 +261,50 @@ public struct ConnectionSummary: Sendable {
         w.string("history", history)
         w.key("anomalies"); w.beginArray(); for (k, _) in weirds { w.string(k.rawValue) }; w.endArray()
         if let tls { Self.write(tls, to: w) }
+        if let quic { Self.write(quic, tls: tls, to: w) }
         if let notHTTP { Self.write(notHTTP, to: w) }
         if let tunnel { Self.write(tunnel, to: w) }
+        w.endObject()
+    }
+
+    /// `log._connections[].quic` (the contract of ../shared/corpus/quic/README.md). The handshake
+    /// facts are repeated from the connection's `tls` object, where TLS over TCP has them too.
+    static func write(_ q: QUICInfo, tls: TLSInfo?, to w: JSONWriter) {
+        func version(_ v: UInt32) -> String { v == QUICVersion.v1 || v == QUICVersion.v2 ? QUICVersion.name(v) : QUICVersion.hex(v) }
+        w.key("quic"); w.beginObject()
+        w.string("version", version(q.version))
+        w.string("versionName", QUICVersion.name(q.version))
+        w.string("initialVersion", version(q.initialVersion))
+        w.bool("versionNegotiation", q.versionNegotiation)
+        if q.versionNegotiation {
+            w.key("offeredVersions"); w.beginArray(); for v in q.offeredVersions { w.string(QUICVersion.hex(v)) }; w.endArray()
+        }
+        w.bool("retry", q.retry)
+        if let tls {
+            w.optionalString("sni", tls.sni)
+            w.optionalString("alpn", tls.alpn)
+            w.key("alpnOffered"); w.beginArray(); for p in tls.alpnOffered ?? [] { w.string(p) }; w.endArray()
+            w.optionalString("cipher", tls.cipherName)
+            w.bool("resumed", tls.resumed)
+            w.key("earlyData"); if let e = tls.earlyDataAccepted { w.bool(e) } else { w.null() }
+        }
+        w.string("originalDcid", QUICInfo.hex(q.originalDCID))
+        w.string("clientCid", QUICInfo.hex(q.clientCID))
+        w.optionalString("serverCid", q.serverCID.map(QUICInfo.hex))
+        w.key("keyUpdates"); if q.decrypted { w.int(q.keyUpdates) } else { w.null() }
+        w.bool("migrated", q.migrated)
+        w.key("clientPorts"); w.beginArray(); for p in q.clientPorts { w.int(p) }; w.endArray()
+        w.optionalString("handshakeStart", q.handshakeStart?.iso8601(fractionDigits: 6))
+        w.optionalString("handshakeEnd", q.handshakeEnd?.iso8601(fractionDigits: 6))
+        w.optionalNumber("handshakeMs", q.handshakeMilliseconds)
+        w.int("zeroRttPackets", q.zeroRTTPackets)
+        w.int("datagramsFromClient", q.datagramsFromClient)
+        w.int("datagramsFromServer", q.datagramsFromServer)
+        w.int("packetsDecrypted", q.packetsDecrypted)
+        w.int("packetsUndecryptable", q.packetsUndecryptable)
+        w.optionalString("end", q.end)
+        if q.decrypted { w.int("requests", q.requests); w.int("pushes", q.pushes) }
+        w.bool("decrypted", q.decrypted)
         w.endObject()
     }
 

@@ -108,12 +108,14 @@ public enum ReportWriter {
         line()
         line(r.errorsByHost.isEmpty ? "Errors by host: none" : "Errors by host:")
         for e in r.errorsByHost.prefix(maxLines) { line("  \(e.host): \(e.count) × \(e.status)") }
-        if let tls = r.tls {
+        for (title, summary) in [("TLS", r.tls), ("QUIC", r.quic)] {
+            guard let tls = summary else { continue }
             line()
             let rate = Int((tls.resumptionRate * 100).rounded())
             let decryption = tls.decrypted == tls.connections ? "all decrypted"
                 : tls.decrypted == 0 ? "handshakes only: not decrypted" : "\(tls.decrypted) decrypted"
-            line("TLS: \(tls.connections) connections (\(decryption)), \(tls.resumed) resumed (\(rate)%)")
+            line("\(title): \(tls.connections) connection\(tls.connections == 1 ? "" : "s") (\(decryption)), \(tls.resumed) resumed (\(rate)%)"
+                 + (title == "QUIC" ? ", \(bytes(tls.bytesFromClient + tls.bytesFromServer)) on the wire" : ""))
             line("  versions: " + tls.versions.map { "\($0.version) \($0.count)" }.joined(separator: ", "))
             line("  handshake time: median \(ms(tls.handshakeP50)), 90th percentile \(ms(tls.handshakeP90)), max \(ms(tls.handshakeMax))")
             for h in tls.hosts.prefix(maxLines) {
@@ -199,8 +201,9 @@ public enum ReportWriter {
             }
             w.endArray()
             writeTime(r.time, to: w)
-            if let tls = r.tls {
-                w.key("tls"); w.beginObject()
+            for (key, summary) in [("tls", r.tls), ("quic", r.quic)] {
+                guard let tls = summary else { continue }
+                w.key(text: key); w.beginObject()
                 w.int("connections", tls.connections)
                 w.int("decrypted", tls.decrypted)
                 w.int("resumed", tls.resumed)
@@ -208,6 +211,7 @@ public enum ReportWriter {
                 w.optionalNumber("handshakeP50", tls.handshakeP50)
                 w.optionalNumber("handshakeP90", tls.handshakeP90)
                 w.optionalNumber("handshakeMax", tls.handshakeMax)
+                if key == "quic" { w.int("bytesFromClient", tls.bytesFromClient); w.int("bytesFromServer", tls.bytesFromServer) }
                 w.key("hosts"); w.beginArray()
                 for h in tls.hosts {
                     w.beginObject(); w.string("sni", h.sni); w.int("connections", h.connections); w.int("resumed", h.resumed)

@@ -112,6 +112,10 @@ public final class Connection {
     /// Set when a proxy opened a tunnel on the connection (a CONNECT answered 2xx, a SOCKS
     /// request granted): what the client asked for. The transactions found inside it carry it.
     public internal(set) var tunnel: ProxyTunnel? = nil
+    /// What carries the connection: TCP, or QUIC over UDP (then `quic` says what QUIC showed and
+    /// `tls` what its TLS 1.3 handshake did; the TCP fields stay empty).
+    public internal(set) var transport: Transport = .tcp
+    public internal(set) var quic: QUICInfo? = nil
     /// What the connection's HTTP/2 session counted (nil: not HTTP/2).
     public internal(set) var http2: HTTP2Stats? = nil
     /// Zeek-style history letters (upper case: originator): S h a d f r g.
@@ -224,6 +228,11 @@ public final class Connection {
 
     /// The connection id as shown in outputs ("C" and a number).
     public var label: String { "C\(id)" }
+}
+
+/// The transport of a connection, as outputs name it (`"transport"`).
+public enum Transport: String, Sendable {
+    case tcp, quic
 }
 
 /// Streams of an HTTP/2 connection, as its session saw them.

@@ -70,6 +70,15 @@ public final class ConnectionTable<Handler: StreamHandler> {
     /// top know what a client's first bytes look like).
     private let speakerHint: (UnsafeRawBufferPointer) -> SpeakerHint
     private var nextID: UInt64 = 1
+    /// A connection id for a connection of another transport (QUIC): ids are one sequence per run.
+    func takeID() -> UInt64 {
+        defer { nextID += 1 }
+        return nextID
+    }
+    /// The id just taken was not used after all (a UDP flow that turned out not to be QUIC).
+    func giveBack(_ id: UInt64) {
+        if id == nextID - 1 { nextID -= 1 }
+    }
     public var limits: ReassemblyLimits
     public private(set) var connectionsSeen: UInt64 = 0
     /// Called with every connection when it is finished, whether or not it carried data.

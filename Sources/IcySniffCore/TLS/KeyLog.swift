@@ -27,7 +27,8 @@ public struct TLSSecrets: Sendable {
 }
 
 /// NSS key log files (`SSLKEYLOGFILE`, as browsers, curl and OpenSSL write them): one line per
-/// secret, `LABEL <client random, hex> <secret, hex>`. Comments (`#`), blank lines, CRLF line
+/// secret, `LABEL <client random, hex> <secret, hex>`. QUIC uses the TLS 1.3 labels (the old
+/// `QUIC_`-prefixed ones too). Comments (`#`), blank lines, CRLF line
 /// ends, labels icy-sniff does not use (EXPORTER_SECRET, …) and keys of other connections are
 /// fine. `RSA` lines (a pre-master secret by its encrypted prefix) are not used: a key log that
 /// has them has the connection's `CLIENT_RANDOM` too.
@@ -155,9 +156,12 @@ public final class KeyLog: @unchecked Sendable {
             guard let first = line.first, first != 0x23 else { continue }
             let parts = line.split(whereSeparator: { $0 == 0x20 || $0 == 0x09 })
             guard parts.count == 3 else { malformedLines += 1; continue }
-            let label = String(decoding: parts[0], as: UTF8.self)
+            let written = String(decoding: parts[0], as: UTF8.self)
             guard let random = Self.hex(parts[1]), let secret = Self.hex(parts[2]) else { malformedLines += 1; continue }
             var s = secrets[random] ?? TLSSecrets()
+            // Draft-era QUIC tools (quic-go, ngtcp2 and Chromium before RFC 9001) wrote the TLS 1.3
+            // labels with a "QUIC_" prefix: the same secrets.
+            let label = written.hasPrefix("QUIC_") ? String(written.dropFirst(5)) : written
             switch label {
             case "CLIENT_RANDOM": if random.count == 32 { s.masterSecret = secret }
             case "CLIENT_HANDSHAKE_TRAFFIC_SECRET": s.clientHandshake = secret

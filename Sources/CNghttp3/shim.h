@@ -1,0 +1,2 @@
+#pragma once
+#include <nghttp3/nghttp3.h>

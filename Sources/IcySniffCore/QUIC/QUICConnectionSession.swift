@@ -1,0 +1,613 @@
+/// One QUIC connection (RFC 9000, 9001, 9369), read passively from both directions.
+///
+/// Without keys: its versions (Version Negotiation, Retry, compatible negotiation v1→v2), its
+/// connection IDs, the client's address changes, its handshake time (the client's first Initial
+/// to the datagram with its first Handshake packet), bytes and datagrams each way; and, from the
+/// Initial packets, which anyone can decrypt (keys from the client's first Destination Connection
+/// ID and the version's salt), the ClientHello and ServerHello (`TLSHandshakeObserver`): SNI,
+/// ALPN offered, cipher suite, group, resumption, 0-RTT offered.
+///
+/// With the connection's secrets in a key log (found by the ClientHello random, TLS 1.3 labels):
+/// Handshake, 0-RTT and 1-RTT packets are decrypted too (header protection, packet numbers per
+/// space, key updates with the old phase's keys kept for late packets), the server's
+/// EncryptedExtensions read (ALPN, 0-RTT accepted), and each stream's data reassembled
+/// (`OffsetReassembler`) for the `HTTP3Session`. A packet that does not authenticate is counted
+/// and flagged, never parsed.
+///
+/// Input: the UDP datagrams `QUICTracker` finds to belong to it. Output: transactions (through
+/// its HTTP/3 session) and, at its end, its `Connection` with `quic` and `tls` set.
+final class QUICConnectionSession {
+    let connection: Connection
+    private let keyLog: KeyLog?
+    private var info = QUICInfo()
+    private var tls = TLSInfo() {
+        didSet { connection.tls = tls }
+    }
+    /// Where the client's packets come from now (NAT rebinding and migration move it).
+    private(set) var clientEndpoint: Endpoint
+    let serverEndpoint: Endpoint
+    /// A Version Negotiation or Retry answered the first Initial: the next one restarts the
+    /// handshake, perhaps with other connection IDs.
+    private(set) var restarted = false
+    /// A packet decrypted (or a Version Negotiation seen): this is QUIC, not UDP that looks like it.
+    private(set) var confirmed = false
+    var lastSeen: Timestamp
+    /// Connection IDs the tracker should route to this connection (drained by it).
+    var newCIDs: [[UInt8]] = []
+    /// The client's Initial DCIDs, newest first: the Initial keys derive from the current one
+    /// (after a Retry, the Retry's SCID).
+    private var initialDCIDs: [[UInt8]]
+    private var initialKeys: [(version: UInt32, dcid: [UInt8], keys: [QUICPacketKeys?])] = []
+    /// The negotiated version (the server's first Initial or Handshake says it).
+    private var negotiatedVersion: QUICVersion?
+    private var clientRandom: [UInt8] = []
+    private var cipher: TLSCipherParameters? = nil
+    private var secrets: TLSSecrets? = nil
+    private var handshakeKeys: [QUICPacketKeys?] = [nil, nil]
+    private var earlyKeys: QUICPacketKeys? = nil
+    private var appKeys: [PhaseKeys?] = [nil, nil]
+    /// The largest packet number seen in each space, per direction ([direction][space]).
+    private var largestPN: [[UInt64?]] = [[nil, nil, nil], [nil, nil, nil]]
+    /// CRYPTO data per epoch (Initial, Handshake, 1-RTT) and direction, and the handshake messages in it.
+    private var crypto: [[OffsetReassembler]] = Array(repeating: Array(repeating: OffsetReassembler(maxPending: 1 << 18), count: 3), count: 2)
+    private var handshakeMessages: [[TLSHandshakeBuffer]] = Array(repeating: Array(repeating: TLSHandshakeBuffer(), count: 3), count: 2)
+    private var clientHellos = 0
+    /// Each direction's streams (`streams[d.index][id]`), and those whose data has all been handed on.
+    private var streams: [[UInt64: StreamData]] = [[:], [:]]
+    private var closedStreams: [Set<UInt64>] = [[], []]
+    private var http3: HTTP3Session? = nil
+    private unowned let emitter: TransactionEmitter
+    private let options: HTTPParserOptions
+    /// 0-RTT and other packets that came before their keys could be known (ServerHello not yet
+    /// read): copies, handled once it is.
+    private var held: [(bytes: [UInt8], at: Timestamp, direction: Direction)] = []
+    private var heldBytes = 0
+    static let maxHeldBytes = 1 << 20
+    private var failedPackets = 0
+    /// Where packets are decrypted to (one at a time).
+    private var scratch = [UInt8](repeating: 0, count: 65536 + 64)
+
+    struct StreamData {
+        var reassembler = OffsetReassembler()
+        var finalSize: UInt64? = nil
+    }
+
+    /// The 1-RTT keys of one direction: the current key phase's, with the previous phase's kept
+    /// for late packets (RFC 9001 §6.5) and the next one's derived when a packet flips the bit.
+    struct PhaseKeys {
+        var current: QUICPacketKeys
+        var phase: Bool = false
+        var previous: QUICPacketKeys? = nil
+        var next: QUICPacketKeys? = nil
+        var firstPacketOfCurrent: UInt64? = nil
+        var updates = 0
+    }
+
+    init(id: UInt64, client: Endpoint, server: Endpoint, dcid: [UInt8], scid: [UInt8], version: UInt32, at ts: Timestamp,
+         keyLog: KeyLog?, emitter: TransactionEmitter, options: HTTPParserOptions) {
+        connection = Connection(id: id, first: client, second: server, timestamp: ts)
+        connection.clientSide = 0
+        connection.transport = .quic
+        clientEndpoint = client
+        serverEndpoint = server
+        lastSeen = ts
+        self.keyLog = keyLog
+        self.emitter = emitter
+        self.options = options
+        initialDCIDs = [dcid]
+        info.originalDCID = dcid
+        info.clientCID = scid
+        info.initialVersion = version
+        info.version = version
+        info.handshakeStart = ts
+        info.clientPorts = [client.port]
+        tls.handshakeStart = ts
+        tls.version = 0x0304
+        connection.tls = tls
+        connection.quic = info
+    }
+
+    // MARK: Datagrams
+
+    /// Which way a datagram of this connection goes; a client datagram from a new address moves
+    /// the client (migration, NAT rebinding).
+    func direction(source: Endpoint, destination: Endpoint) -> Direction {
+        if source == serverEndpoint { return .fromServer }
+        if destination == serverEndpoint { return .fromClient }
+        return source == clientEndpoint ? .fromClient : .fromServer
+    }
+
+    /// One UDP datagram of the connection: its packets (coalesced, RFC 9000 §12.2), each handled
+    /// in turn; bytes after the last packet that parses (padding, junk) are ignored.
+    func datagram(_ payload: UnsafeRawBufferPointer, from source: Endpoint, to destination: Endpoint, at ts: Timestamp) {
+        let direction = direction(source: source, destination: destination)
+        lastSeen = ts
+        connection.lastSeen = ts
+        connection.packets += 1
+        if direction == .fromClient {
+            info.bytesFromClient += UInt64(payload.count)
+            info.datagramsFromClient += 1
+            if source != clientEndpoint {
+                clientEndpoint = source
+                info.migrated = true
+                if !info.clientPorts.contains(source.port) { info.clientPorts.append(source.port) }
+            }
+        } else {
+            info.bytesFromServer += UInt64(payload.count)
+            info.datagramsFromServer += 1
+        }
+        var at = 0
+        while at < payload.count {
+            let rest = UnsafeRawBufferPointer(rebasing: payload[at...])
+            guard let used = packet(rest, at: ts, from: direction), used > 0 else { break }
+            at += used
+        }
+    }
+
+    /// A Version Negotiation packet from the server: the versions it offers.
+    func versionNegotiation(_ versions: [UInt32]) {
+        guard !info.versionNegotiation else { return }
+        info.versionNegotiation = true
+        info.offeredVersions = versions
+        restarted = true
+        confirmed = true
+        restartHandshake()
+    }
+
+    /// After a Retry or a Version Negotiation the server kept nothing: the client's next Initial
+    /// starts the handshake again, its CRYPTO data from offset 0 — perhaps a new ClientHello with a
+    /// new random (aioquic makes one), which is then the one the key log names. The facts shown
+    /// stay those of the first offer.
+    private func restartHandshake() {
+        for d in 0..<2 {
+            crypto[d][0] = OffsetReassembler(maxPending: 1 << 18)
+            handshakeMessages[d][0] = TLSHandshakeBuffer()
+        }
+        clientHellos = 0
+        secrets = nil
+    }
+
+    /// One packet at the start of `bytes`; answers its length (nil: not a packet).
+    private func packet(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) -> Int? {
+        guard let first = bytes.first else { return nil }
+        if first & 0x80 == 0 {
+            // A short header has its fixed bit set: zeros here are the padding after a long-header
+            // packet (or junk), not a packet.
+            guard first & 0x40 != 0 else { return nil }
+            return shortPacket(bytes, at: ts, from: direction)
+        }
+        var r = QUICReader(bytes, at: 1)
+        guard let versionNumber = r.u32(), versionNumber != 0,
+              let dcidLength = r.u8(), dcidLength <= 20, r.take(Int(dcidLength)) != nil,
+              let scidLength = r.u8(), scidLength <= 20, let scid = r.take(Int(scidLength)) else { return nil }
+        guard let version = QUICVersion(versionNumber) else {
+            // A version icy-sniff cannot read (the reserved one that asks for Version Negotiation).
+            return bytes.count
+        }
+        let type = version.packetType((first >> 4) & 3)
+        if type == .retry {
+            guard direction == .fromServer else { return bytes.count }
+            // The client's next Initial goes to the Retry's SCID, and its keys derive from it.
+            info.retry = true
+            restarted = true
+            restartHandshake()
+            let newDCID = Array(scid)
+            if !initialDCIDs.contains(newDCID) { initialDCIDs.insert(newDCID, at: 0) }
+            newCIDs.append(newDCID)
+            return bytes.count
+        }
+        if type == .initial { guard r.vector() != nil else { return nil } }   // the token
+        guard let length = r.varint(), length <= UInt64(r.remaining) else { return nil }
+        let pnOffset = r.at
+        let end = pnOffset + Int(length)
+        let whole = UnsafeRawBufferPointer(rebasing: bytes[0..<end])
+        if direction == .fromClient {
+            if info.version != versionNumber && negotiatedVersion == nil { info.version = versionNumber }
+            if type == .handshake && info.handshakeEnd == nil {
+                info.handshakeEnd = ts
+                tls.handshakeEnd = ts
+            }
+            if type == .zeroRTT { info.zeroRTTPackets += 1 }
+        } else {
+            if negotiatedVersion == nil && (type == .initial || type == .handshake) {
+                negotiatedVersion = version
+                info.version = versionNumber
+            }
+            if type == .initial && info.serverCID == nil {
+                info.serverCID = Array(scid)
+                newCIDs.append(Array(scid))
+            }
+        }
+        if type == .initial, direction == .fromClient, !scid.isEmpty, Array(scid) != info.clientCID, restarted {
+            newCIDs.append(Array(scid))
+        }
+        let space: QUICSpace = type == .initial ? .initial : (type == .handshake ? .handshake : .application)
+        let keys: QUICPacketKeys?
+        switch type {
+        case .initial:
+            return openInitial(whole, pnOffset: pnOffset, version: version, at: ts, from: direction) ? end : end
+        case .handshake, .zeroRTT:
+            guard type == .handshake || direction == .fromClient else { return end }
+            if cipher == nil {
+                // Before the ServerHello (0-RTT; a Handshake packet overtaking a lost Initial):
+                // kept until the cipher suite is known, if there may be keys for it.
+                if let keyLog, keyLog.count > 0 || keyLog.growing { hold(whole, at: ts, from: direction) }
+                return end
+            }
+            keys = type == .handshake ? handshakeKeys(direction, version: version) : zeroRTTKeys(version: version)
+        default:
+            return end
+        }
+        guard let keys else { return end }
+        if let plaintext = open(whole, pnOffset: pnOffset, keys: keys, space: space, from: direction, longHeader: true) {
+            frames(plaintext, epoch: type == .handshake ? 1 : 2, at: ts, from: direction)
+        }
+        return end
+    }
+
+    private func hold(_ packet: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) {
+        guard heldBytes + packet.count <= Self.maxHeldBytes else { return connection.note(.quicPacketsHeld) }
+        heldBytes += packet.count
+        held.append((Array(packet), ts, direction))
+    }
+
+    /// A short-header (1-RTT) packet: its DCID is as long as the one its receiver chose.
+    private func shortPacket(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) -> Int? {
+        guard confirmed, let keyLog else { return bytes.count }
+        guard cipher != nil else {
+            // Overtook the ServerHello (reordered, or its Initial was retransmitted): kept.
+            if keyLog.count > 0 || keyLog.growing { hold(bytes, at: ts, from: direction) }
+            return bytes.count
+        }
+        let dcidLength = direction == .fromClient ? (info.serverCID?.count ?? 0) : info.clientCID.count
+        let pnOffset = 1 + dcidLength
+        guard bytes.count >= pnOffset + 4 + 16 else { return bytes.count }
+        guard let version = negotiatedVersion ?? QUICVersion(info.version), appKeys(direction, version: version) != nil,
+              let plaintext = openShort(bytes, pnOffset: pnOffset, from: direction) else { return bytes.count }
+        frames(plaintext, epoch: 2, at: ts, from: direction)
+        return bytes.count
+    }
+
+    // MARK: Keys
+
+    private func initialKeys(version: QUICVersion, dcid: [UInt8], direction: Direction) -> QUICPacketKeys? {
+        if let e = initialKeys.first(where: { $0.version == version.number && $0.dcid == dcid }) { return e.keys[direction.index] }
+        let keys = [QUICPacketKeys.initial(dcid: dcid, version: version, server: false),
+                    QUICPacketKeys.initial(dcid: dcid, version: version, server: true)]
+        initialKeys.append((version.number, dcid, keys))
+        return keys[direction.index]
+    }
+
+    /// Initial packets: tried with the keys of each DCID the client has used, newest first.
+    private func openInitial(_ whole: UnsafeRawBufferPointer, pnOffset: Int, version: QUICVersion, at ts: Timestamp,
+                             from direction: Direction) -> Bool {
+        for dcid in initialDCIDs {
+            guard let keys = initialKeys(version: version, dcid: dcid, direction: direction) else { continue }
+            if let plaintext = open(whole, pnOffset: pnOffset, keys: keys, space: .initial, from: direction, longHeader: true, quiet: true) {
+                confirmed = true
+                frames(plaintext, epoch: 0, at: ts, from: direction)
+                return true
+            }
+        }
+        info.packetsUndecryptable += 1
+        return false
+    }
+
+    private func lookUpSecrets() {
+        guard let keyLog, !clientRandom.isEmpty else { return }
+        if secrets == nil || keyLog.growing {
+            secrets = keyLog.secrets(forClientRandom: clientRandom, wanting: { $0.clientTraffic0 == nil || $0.serverTraffic0 == nil })
+        }
+    }
+
+    private func handshakeKeys(_ direction: Direction, version: QUICVersion) -> QUICPacketKeys? {
+        if let k = handshakeKeys[direction.index] { return k }
+        guard let cipher else { return nil }
+        if secrets?.clientHandshake == nil { lookUpSecrets() }
+        guard let secret = direction == .fromClient ? secrets?.clientHandshake : secrets?.serverHandshake else { return nil }
+        let k = QUICPacketKeys(secret: secret, cipher: cipher, version: version)
+        handshakeKeys[direction.index] = k
+        return k
+    }
+
+    private func zeroRTTKeys(version: QUICVersion) -> QUICPacketKeys? {
+        if let earlyKeys { return earlyKeys }
+        if secrets?.clientEarly == nil { lookUpSecrets() }
+        // The early secret's suite is the resumed session's: the one the server picks again.
+        guard let secret = secrets?.clientEarly, let cipher else { return nil }
+        earlyKeys = QUICPacketKeys(secret: secret, cipher: cipher, version: version)
+        return earlyKeys
+    }
+
+    private func appKeys(_ direction: Direction, version: QUICVersion) -> PhaseKeys? {
+        if let k = appKeys[direction.index] { return k }
+        guard let cipher else { return nil }
+        if (direction == .fromClient ? secrets?.clientTraffic0 : secrets?.serverTraffic0) == nil { lookUpSecrets() }
+        guard let secret = direction == .fromClient ? secrets?.clientTraffic0 : secrets?.serverTraffic0,
+              let keys = QUICPacketKeys(secret: secret, cipher: cipher, version: version) else { return nil }
+        appKeys[direction.index] = PhaseKeys(current: keys)
+        return appKeys[direction.index]
+    }
+
+    // MARK: Packet protection
+
+    /// Removes header protection and opens a long-header packet (or any packet whose keys are
+    /// known): the plaintext payload, nil when it does not authenticate.
+    private func open(_ whole: UnsafeRawBufferPointer, pnOffset: Int, keys: QUICPacketKeys, space: QUICSpace, from direction: Direction,
+                      longHeader: Bool, quiet: Bool = false) -> UnsafeRawBufferPointer? {
+        guard let (header, pn, _) = unprotect(whole, pnOffset: pnOffset, keys: keys, space: space, from: direction, longHeader: longHeader)
+        else { if !quiet { packetFailed() }; return nil }
+        return decrypt(whole, header: header, pn: pn, keys: keys, space: space, from: direction, quiet: quiet)
+    }
+
+    /// The unprotected header (in `scratch`), the full packet number, and the key-phase bit.
+    private func unprotect(_ whole: UnsafeRawBufferPointer, pnOffset: Int, keys: QUICPacketKeys, space: QUICSpace,
+                           from direction: Direction, longHeader: Bool) -> (Int, UInt64, Bool)? {
+        guard whole.count >= pnOffset + 4 + 16, whole.count <= scratch.count else { return nil }
+        let sample = UnsafeRawBufferPointer(rebasing: whole[(pnOffset + 4)..<(pnOffset + 20)])
+        guard let mask = keys.mask(sample) else { return nil }
+        let first = whole[0] ^ (mask.0 & (longHeader ? 0x0f : 0x1f))
+        let pnLength = Int(first & 3) + 1
+        let m = [mask.1, mask.2, mask.3, mask.4]
+        var truncated: UInt64 = 0
+        scratch.withUnsafeMutableBytes { out in
+            out.copyMemory(from: UnsafeRawBufferPointer(rebasing: whole[0..<(pnOffset + pnLength)]))
+            out[0] = first
+            for k in 0..<pnLength {
+                out[pnOffset + k] = whole[pnOffset + k] ^ m[k]
+                truncated = truncated << 8 | UInt64(out[pnOffset + k])
+            }
+        }
+        let pn = decodePacketNumber(largest: largestPN[direction.index][space.rawValue], truncated: truncated, bits: pnLength * 8)
+        return (pnOffset + pnLength, pn, first & 0x04 != 0)
+    }
+
+    private func decrypt(_ whole: UnsafeRawBufferPointer, header: Int, pn: UInt64, keys: QUICPacketKeys, space: QUICSpace,
+                         from direction: Direction, quiet: Bool) -> UnsafeRawBufferPointer? {
+        let sealed = UnsafeRawBufferPointer(rebasing: whole[header...])
+        let n: Int? = scratch.withUnsafeMutableBytes { out in
+            let headerBytes = UnsafeRawBufferPointer(rebasing: out[0..<header])
+            let plain = UnsafeMutableRawBufferPointer(rebasing: out[header...])
+            return keys.open(packetNumber: pn, header: headerBytes, sealed: sealed, into: plain)
+        }
+        guard let n else {
+            if !quiet { packetFailed() }
+            return nil
+        }
+        let s = space.rawValue
+        largestPN[direction.index][s] = max(largestPN[direction.index][s] ?? 0, pn)
+        info.packetsDecrypted += 1
+        if space != .initial { info.decrypted = true; tls.decrypted = true }
+        return scratch.withUnsafeBytes { UnsafeRawBufferPointer(rebasing: $0[header..<(header + n)]) }
+    }
+
+    private func packetFailed() {
+        info.packetsUndecryptable += 1
+        failedPackets += 1
+        connection.note(.quicDecryptionFailed)
+    }
+
+    /// A 1-RTT packet: the key phase bit picks the current, next or previous keys (RFC 9001 §6).
+    private func openShort(_ whole: UnsafeRawBufferPointer, pnOffset: Int, from direction: Direction) -> UnsafeRawBufferPointer? {
+        guard var k = appKeys[direction.index] else { return nil }
+        guard let (header, pn, phase) = unprotect(whole, pnOffset: pnOffset, keys: k.current, space: .application, from: direction,
+                                                  longHeader: false) else { packetFailed(); return nil }
+        if phase == k.phase {
+            if let p = decrypt(whole, header: header, pn: pn, keys: k.current, space: .application, from: direction, quiet: false) {
+                if k.firstPacketOfCurrent == nil { k.firstPacketOfCurrent = pn; appKeys[direction.index] = k }
+                return p
+            }
+            return nil
+        }
+        // The other phase: a late packet of the previous keys, or the first of the next ones.
+        if let previous = k.previous, let start = k.firstPacketOfCurrent, pn < start {
+            return decrypt(whole, header: header, pn: pn, keys: previous, space: .application, from: direction, quiet: false)
+        }
+        if k.next == nil { k.next = k.current.next() }
+        guard let next = k.next else { return nil }
+        if let p = decrypt(whole, header: header, pn: pn, keys: next, space: .application, from: direction, quiet: true) {
+            k.previous = k.current
+            k.current = next
+            k.next = nil
+            k.phase = phase
+            k.firstPacketOfCurrent = pn
+            k.updates += 1
+            appKeys[direction.index] = k
+            info.keyUpdates = max(appKeys[0]?.updates ?? 0, appKeys[1]?.updates ?? 0)
+            return p
+        }
+        appKeys[direction.index] = k
+        if let previous = k.previous {
+            return decrypt(whole, header: header, pn: pn, keys: previous, space: .application, from: direction, quiet: false)
+        }
+        packetFailed()
+        return nil
+    }
+
+    // MARK: Frames
+
+    /// The frames of a decrypted packet (RFC 9000 §19). An unknown frame type cannot be skipped:
+    /// the rest of the packet is left.
+    private func frames(_ plaintext: UnsafeRawBufferPointer, epoch: Int, at ts: Timestamp, from direction: Direction) {
+        // The plaintext lies in `scratch`, which opening another packet overwrites: copy it.
+        let bytes = Array(plaintext)
+        bytes.withUnsafeBytes { raw in
+            var r = QUICReader(raw)
+            while r.remaining > 0 {
+                guard let type = r.varint() else { return }
+                switch type {
+                case 0x00, 0x01, 0x1e:   // PADDING, PING, HANDSHAKE_DONE
+                    continue
+                case 0x02, 0x03:   // ACK
+                    guard r.varint() != nil, r.varint() != nil, let ranges = r.varint(), r.varint() != nil else { return }
+                    for _ in 0..<min(ranges, 1 << 20) { guard r.varint() != nil, r.varint() != nil else { return } }
+                    if type == 0x03 { for _ in 0..<3 { guard r.varint() != nil else { return } } }
+                case 0x04:   // RESET_STREAM
+                    guard let id = r.varint(), r.varint() != nil, let size = r.varint() else { return }
+                    streamReset(id, finalSize: size, at: ts, from: direction)
+                case 0x05:   // STOP_SENDING
+                    guard let id = r.varint(), r.varint() != nil else { return }
+                    http3?.stopSending(id, at: ts, from: direction)
+                case 0x06:   // CRYPTO
+                    guard let offset = r.varint(), let data = r.vector() else { return }
+                    cryptoData(data, at: offset, epoch: epoch, from: direction)
+                case 0x07:   // NEW_TOKEN
+                    guard r.vector() != nil else { return }
+                case 0x08...0x0f:   // STREAM
+                    guard let id = r.varint() else { return }
+                    var offset: UInt64 = 0
+                    if type & 0x04 != 0 { guard let o = r.varint() else { return }; offset = o }
+                    let data: UnsafeRawBufferPointer
+                    if type & 0x02 != 0 { guard let d = r.vector() else { return }; data = d } else { data = r.take(r.remaining)! }
+                    streamData(id, data, at: offset, fin: type & 0x01 != 0, ts: ts, from: direction)
+                case 0x10, 0x12, 0x13, 0x14, 0x16, 0x17, 0x19:
+                    guard r.varint() != nil else { return }
+                case 0x11, 0x15:
+                    guard r.varint() != nil, r.varint() != nil else { return }
+                case 0x18:   // NEW_CONNECTION_ID: a CID the peer may send to from now on
+                    guard r.varint() != nil, r.varint() != nil, let n = r.u8(), n <= 20, let cid = r.take(Int(n)), r.take(16) != nil else { return }
+                    newCIDs.append(Array(cid))
+                case 0x1a, 0x1b:   // PATH_CHALLENGE, PATH_RESPONSE
+                    guard r.take(8) != nil else { return }
+                case 0x1c, 0x1d:   // CONNECTION_CLOSE
+                    guard r.varint() != nil else { return }
+                    if type == 0x1c { guard r.varint() != nil else { return } }
+                    guard r.vector() != nil else { return }
+                    info.end = type == 0x1c ? "connection_close" : "application_close"
+                case 0x30:   // DATAGRAM to the end of the packet
+                    return
+                case 0x31:
+                    guard r.vector() != nil else { return }
+                default:
+                    return
+                }
+            }
+        }
+    }
+
+    // MARK: CRYPTO: the TLS handshake
+
+    private func cryptoData(_ data: UnsafeRawBufferPointer, at offset: UInt64, epoch: Int, from direction: Direction) {
+        let d = direction.index
+        var deliveredBytes: [[UInt8]] = []
+        crypto[d][epoch].insert(data, at: offset, deliver: { deliveredBytes.append(Array($0)) }, lost: { _ in })
+        // The messages are handled once the buffer is done with them: a ServerHello replays
+        // held packets, whose CRYPTO data comes back here.
+        var messages: [(UInt8, ArraySlice<UInt8>)] = []
+        for chunk in deliveredBytes {
+            handshakeMessages[d][epoch].append(chunk) { messages.append(($0, $1)) }
+        }
+        for (type, message) in messages { handshakeMessage(type, message, epoch: epoch, from: direction) }
+    }
+
+    private func handshakeMessage(_ type: UInt8, _ message: ArraySlice<UInt8>, epoch: Int, from direction: Direction) {
+        switch (direction, epoch, type) {
+        case (.fromClient, 0, 1):
+            guard let hello = TLSHandshakeObserver.clientHello(message, into: &tls, first: clientHellos == 0) else { return }
+            clientHellos += 1
+            if clientHellos == 1 {
+                clientRandom = hello.random
+                lookUpSecrets()
+            }
+        case (.fromServer, 0, 2):
+            guard let hello = TLSHandshakeObserver.serverHello(message, into: &tls), !hello.helloRetry, cipher == nil else { return }
+            cipher = TLSCipherParameters(suite: hello.cipherSuite)
+            if tls.earlyDataOffered && keyLog != nil { tls.earlyDataAccepted = false }
+            lookUpSecrets()
+            replayHeld()
+        case (.fromServer, 1, 8):
+            TLSHandshakeObserver.encryptedExtensions(message, into: &tls)
+        default:
+            break
+        }
+    }
+
+    /// Packets held until the ServerHello gave the cipher suite: handled now, in arrival order.
+    private func replayHeld() {
+        let items = held
+        held = []
+        heldBytes = 0
+        for item in items {
+            item.bytes.withUnsafeBytes { _ = packet($0, at: item.at, from: item.direction) }
+        }
+    }
+
+    // MARK: STREAM: HTTP/3
+
+    private func streamData(_ id: UInt64, _ data: UnsafeRawBufferPointer, at offset: UInt64, fin: Bool, ts: Timestamp,
+                            from direction: Direction) {
+        let d = direction.index
+        guard !closedStreams[d].contains(id) else { return }
+        let h3 = session()
+        var s = streams[d][id] ?? StreamData()
+        if fin { s.finalSize = offset + UInt64(data.count) }
+        s.reassembler.insert(data, at: offset, deliver: { h3.streamData(id, $0, at: ts, from: direction) },
+                             lost: { h3.streamGap(id, $0, at: ts, from: direction) })
+        if let size = s.finalSize, s.reassembler.delivered >= size {
+            streams[d][id] = nil
+            closedStreams[d].insert(id)
+            h3.streamEnded(id, at: ts, from: direction)
+            return
+        }
+        streams[d][id] = s
+    }
+
+    private func streamReset(_ id: UInt64, finalSize: UInt64, at ts: Timestamp, from direction: Direction) {
+        let d = direction.index
+        guard !closedStreams[d].contains(id) else { return }
+        streams[d][id] = nil
+        closedStreams[d].insert(id)
+        session().streamReset(id, at: ts, from: direction)
+    }
+
+    private func session() -> HTTP3Session {
+        if let http3 { return http3 }
+        let s = HTTP3Session(connection: connection, emitter: emitter, options: options)
+        http3 = s
+        return s
+    }
+
+    // MARK: End
+
+    /// The connection is over (idle, closed, or the capture ended): streams still open are
+    /// handed on with their holes declared lost, then the HTTP/3 session ends, then the
+    /// connection's facts are published for its outputs.
+    func finish(at ts: Timestamp) {
+        if !held.isEmpty { connection.note(.quicKeysNotFound); held = [] }
+        if let keyLog, keyLog.count > 0 || keyLog.growing, !clientRandom.isEmpty {
+            // The key log has no secrets for this connection, or not those of its traffic.
+            if secrets == nil { lookUpSecrets() }
+            if secrets?.clientTraffic0 == nil || secrets?.serverTraffic0 == nil { connection.note(.quicKeysNotFound) }
+        }
+        if let h3 = http3 {
+            for d in 0..<2 {
+                let direction: Direction = d == 0 ? .fromClient : .fromServer
+                for (id, var s) in streams[direction.index].sorted(by: { $0.key < $1.key }) {
+                    s.reassembler.skipHoles(deliver: { h3.streamData(id, $0, at: ts, from: direction) },
+                                            lost: { h3.streamGap(id, $0, at: ts, from: direction) })
+                    if let size = s.finalSize {
+                        s.reassembler.lose(upTo: size, lost: { h3.streamGap(id, $0, at: ts, from: direction) })
+                        h3.streamEnded(id, at: ts, from: direction)
+                    }
+                }
+                streams[direction.index] = [:]
+            }
+            h3.finish(at: ts)
+            info.requests = h3.requests
+            info.pushes = h3.pushes
+        }
+        if info.end == nil { info.end = "idle" }
+        if secrets != nil && !info.decrypted { info.decrypted = false }
+        connection.halves.0.bytes = info.bytesFromClient
+        connection.halves.1.bytes = info.bytesFromServer
+        connection.quic = info
+        connection.tls = tls
+        connection.finishedAt = ts
+    }
+
+    /// The facts the transactions of this connection read when they are emitted (timings).
+    func publishHandshake() {
+        connection.quic = info
+        connection.tls = tls
+    }
+}

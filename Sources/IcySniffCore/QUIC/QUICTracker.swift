@@ -1,0 +1,223 @@
+/// Finds the QUIC connections among UDP datagrams, on any port, and hands each datagram to its
+/// connection (`QUICConnectionSession`).
+///
+/// A connection begins with a client's long-header Initial packet of a version icy-sniff reads
+/// (or, for Version Negotiation, a datagram of the 1,200 bytes a client Initial is padded to,
+/// with a version it does not); it counts as QUIC once a packet of it decrypts or a Version
+/// Negotiation answers it, and only then is it reported. Later datagrams are found by their
+/// Destination Connection ID: every CID either side announced (the client's and the server's
+/// SCIDs, a Retry's, NEW_CONNECTION_ID frames), for short headers by the lengths in use; a
+/// zero-length CID (Chromium's client side) by the address pair. A client datagram from a new
+/// address with a known DCID is the same connection, migrated.
+///
+/// Input: `UDPDatagram`s. Output: finished connections (`onFinished`), and their transactions
+/// through the emitter. Memory: the open connections, at most `maxConnections`.
+final class QUICTracker {
+    private var byCID: [[UInt8]: QUICConnectionSession] = [:]
+    private var byAddress: [AddressPair: QUICConnectionSession] = [:]
+    /// The lengths of the CIDs in `byCID` (a short header does not say its DCID's length).
+    private var cidLengths: [Int: Int] = [:]
+    private var open: [ObjectIdentifier: QUICConnectionSession] = [:]
+    /// The CIDs and address pairs registered for each open connection (removed with it).
+    private var registered: [ObjectIdentifier: (cids: [[UInt8]], pairs: [AddressPair])] = [:]
+    private let keyLog: KeyLog?
+    private unowned let emitter: TransactionEmitter
+    private let options: HTTPParserOptions
+    private let nextID: () -> UInt64
+    /// Gives back an id `nextID` answered, when its connection was discarded at once.
+    var giveBackID: (UInt64) -> Void = { _ in }
+    var onFinished: (Connection) -> Void = { _ in }
+    /// Connections reported so far (confirmed QUIC).
+    private(set) var connectionsSeen: UInt64 = 0
+    static let maxConnections = 1 << 16
+
+    struct AddressPair: Hashable {
+        var a: Endpoint
+        var b: Endpoint
+        init(_ x: Endpoint, _ y: Endpoint) {
+            if x < y { a = x; b = y } else { a = y; b = x }
+        }
+    }
+
+    init(keyLog: KeyLog?, emitter: TransactionEmitter, options: HTTPParserOptions, nextID: @escaping () -> UInt64) {
+        self.keyLog = keyLog
+        self.emitter = emitter
+        self.options = options
+        self.nextID = nextID
+    }
+
+    var openConnections: Int { open.count }
+
+    /// One UDP datagram: answers whether it belongs to a QUIC connection.
+    @discardableResult
+    func observe(_ d: UDPDatagram) -> Bool {
+        let p = d.payload
+        guard p.count >= 1 + 4 + 16 else { return false }
+        let first = p[0]
+        if first & 0x80 != 0 {
+            return longHeader(d)
+        }
+        // A short header: the DCID of each length in use, else the address pair.
+        guard first & 0x40 != 0 else { return false }
+        var session: QUICConnectionSession? = nil
+        for (length, _) in cidLengths where length > 0 && p.count > 1 + length {
+            if let s = byCID[Array(p[1..<(1 + length)])] { session = s; break }
+        }
+        if session == nil { session = byAddress[AddressPair(d.source, d.destination)] }
+        guard let session else {
+            // Perhaps a packet that overtook its connection's first Initial: kept a moment.
+            keepOrphan(d)
+            return false
+        }
+        deliver(d, to: session)
+        return true
+    }
+
+    private func longHeader(_ d: UDPDatagram) -> Bool {
+        let p = d.payload
+        var r = QUICReader(p, at: 1)
+        guard let version = r.u32(), let dl = r.u8(), dl <= 20, let dcidBytes = r.take(Int(dl)),
+              let sl = r.u8(), sl <= 20, let scidBytes = r.take(Int(sl)) else { return false }
+        let dcid = Array(dcidBytes), scid = Array(scidBytes)
+        if version == 0 {
+            // Version Negotiation (RFC 9000 §17.2.1): the server echoes the client's CIDs swapped.
+            guard let s = byCID[scid] ?? byCID[dcid] ?? byAddress[AddressPair(d.source, d.destination)] else { return false }
+            var versions: [UInt32] = []
+            while let v = r.u32() { versions.append(v) }
+            s.versionNegotiation(versions)
+            deliver(d, to: s)
+            return true
+        }
+        if let s = byCID[dcid] {
+            deliver(d, to: s)
+            return true
+        }
+        let known = QUICVersion(version)
+        let isInitial = known.map { $0.packetType((p[0] >> 4) & 3) == .initial } ?? (p.count >= 1200)
+        // The client starting again after Version Negotiation or Retry, perhaps with new CIDs.
+        if let s = byAddress[AddressPair(d.source, d.destination)], s.serverEndpoint == d.destination,
+           isInitial, s.restarted || !s.confirmed {
+            register(dcid, for: s)
+            if !scid.isEmpty { register(scid, for: s) }
+            deliver(d, to: s)
+            return true
+        }
+        // A server's long header to a client whose CID is empty: by address.
+        if let s = byAddress[AddressPair(d.source, d.destination)] {
+            deliver(d, to: s)
+            return true
+        }
+        guard isInitial, p.count >= 1200 || known != nil, p[0] & 0x40 != 0 || known == nil, open.count < Self.maxConnections else {
+            if known != nil { keepOrphan(d) }
+            return false
+        }
+        let s = QUICConnectionSession(id: nextID(), client: d.source, server: d.destination, dcid: dcid, scid: scid, version: version,
+                                      at: d.timestamp, keyLog: keyLog, emitter: emitter, options: options)
+        open[ObjectIdentifier(s)] = s
+        register(dcid, for: s)
+        if !scid.isEmpty { register(scid, for: s) }
+        pair(AddressPair(d.source, d.destination), for: s)
+        deliver(d, to: s)
+        if known != nil && !s.confirmed {
+            // Not a client's first Initial (its keys derive from its own DCID): a server's Initial
+            // that came before the client's (reordered, or the capture began mid-handshake).
+            // Kept a moment, in case the connection it belongs to turns up.
+            discard(s)
+            giveBackID(s.connection.id)
+            keepOrphan(d)
+            return false
+        }
+        replayOrphans(for: s)
+        return true
+    }
+
+    /// Datagrams that matched no connection yet (a server's Initial or Handshake, or a 1-RTT packet,
+    /// that overtook the client's first Initial), at most `maxOrphans` (and bytes). They are not
+    /// counted as QUIC unless a connection takes them.
+    private var orphans: [(bytes: [UInt8], source: Endpoint, destination: Endpoint, at: Timestamp)] = []
+    private var orphanBytes = 0
+    static let maxOrphans = 64
+    static let maxOrphanBytes = 128 << 10
+    /// How long an orphan waits for its connection (capture time).
+    static let orphanLifetime: Int64 = 2_000_000_000
+
+    private func keepOrphan(_ d: UDPDatagram) {
+        if orphans.count == Self.maxOrphans || orphanBytes + d.payload.count > Self.maxOrphanBytes {
+            guard !orphans.isEmpty else { return }
+            orphanBytes -= orphans.removeFirst().bytes.count
+        }
+        orphans.append((Array(d.payload), d.source, d.destination, d.timestamp))
+        orphanBytes += d.payload.count
+    }
+
+    /// Orphans of the connection that just began (same address pair), handed to it in order.
+    private func replayOrphans(for s: QUICConnectionSession) {
+        guard !orphans.isEmpty else { return }
+        let pair = AddressPair(s.clientEndpoint, s.serverEndpoint)
+        let now = s.lastSeen
+        var kept: [(bytes: [UInt8], source: Endpoint, destination: Endpoint, at: Timestamp)] = []
+        var mine: [(bytes: [UInt8], source: Endpoint, destination: Endpoint, at: Timestamp)] = []
+        for o in orphans where now.nanoseconds - o.at.nanoseconds <= Self.orphanLifetime {
+            if AddressPair(o.source, o.destination) == pair { mine.append(o) } else { kept.append(o) }
+        }
+        orphans = kept
+        orphanBytes = kept.reduce(0) { $0 + $1.bytes.count }
+        for o in mine {
+            o.bytes.withUnsafeBytes { deliver(UDPDatagram(source: o.source, destination: o.destination, payload: $0, timestamp: o.at), to: s) }
+        }
+    }
+
+    /// A connection that turned out not to be one: forgotten without a word.
+    private func discard(_ s: QUICConnectionSession) {
+        open[ObjectIdentifier(s)] = nil
+        let mine = registered.removeValue(forKey: ObjectIdentifier(s)) ?? ([], [])
+        for cid in mine.cids where byCID[cid] === s {
+            byCID[cid] = nil
+            cidLengths[cid.count, default: 1] -= 1
+            if cidLengths[cid.count] == 0 { cidLengths[cid.count] = nil }
+        }
+        for pair in mine.pairs where byAddress[pair] === s { byAddress[pair] = nil }
+    }
+
+    private func pair(_ pair: AddressPair, for s: QUICConnectionSession) {
+        byAddress[pair] = s
+        registered[ObjectIdentifier(s), default: ([], [])].pairs.append(pair)
+    }
+
+    private func register(_ cid: [UInt8], for s: QUICConnectionSession) {
+        guard !cid.isEmpty, byCID[cid] !== s else { return }
+        if byCID[cid] == nil { cidLengths[cid.count, default: 0] += 1 }
+        byCID[cid] = s
+        registered[ObjectIdentifier(s), default: ([], [])].cids.append(cid)
+    }
+
+    private func deliver(_ d: UDPDatagram, to s: QUICConnectionSession) {
+        let oldClient = s.clientEndpoint
+        s.datagram(d.payload, from: d.source, to: d.destination, at: d.timestamp)
+        if s.clientEndpoint != oldClient { pair(AddressPair(s.clientEndpoint, s.serverEndpoint), for: s) }
+        if !s.newCIDs.isEmpty {
+            for cid in s.newCIDs { register(cid, for: s) }
+            s.newCIDs = []
+        }
+    }
+
+    /// Ends the connections idle for longer than `idle` nanoseconds.
+    func expire(now: Timestamp, idleLongerThan idle: Int64) {
+        for s in open.values where now.nanoseconds - s.lastSeen.nanoseconds > idle {
+            end(s, at: s.lastSeen)
+        }
+    }
+
+    /// Ends every open connection (the end of the capture, or of a piece of it).
+    func finishAll(at ts: Timestamp) {
+        for s in open.values.sorted(by: { $0.connection.id < $1.connection.id }) { end(s, at: ts) }
+    }
+
+    private func end(_ s: QUICConnectionSession, at ts: Timestamp) {
+        discard(s)
+        guard s.confirmed else { return }
+        s.finish(at: ts)
+        connectionsSeen += 1
+        onFinished(s.connection)
+    }
+}
