@@ -104,4 +104,13 @@ struct ConformanceTests {
         #expect(r.passed >= 31)
         #expect(r.failed == 0, "\(r.failures)")
     }
+
+    /// HTTP/3 over QUIC (issue 29): every case of the QUIC corpus, with and without the key logs:
+    /// the QUIC metadata of every connection, the HTTP/3 transactions, the ssl-timing check.
+    @Test func quicCorpusPassesEveryCase() throws {
+        let r = try check("conformance", ["--corpus", CLI.shared.appendingPathComponent("corpus/quic").path,
+                                          "--keylog-opt", "--keylog {keylog}"])
+        #expect(r.passed >= 16)
+        #expect(r.failed == 0, "\(r.failures)")
+    }
 }

@@ -1,0 +1,49 @@
+import Foundation
+import Testing
+
+/// HTTP/3 over QUIC from the command line, on the recorded fixture (an aioquic client and
+/// server: Tests/Fixtures/quic): the connection without keys, the transactions with them.
+@Suite struct QUICTests {
+    let capture = CLI.packageRoot.appendingPathComponent("Tests/Fixtures/quic/h3-concurrent-qpack-statuses.pcap").path
+    let keys = CLI.packageRoot.appendingPathComponent("Tests/Fixtures/quic/h3-concurrent-qpack-statuses.keys").path
+
+    @Test func keylessConnectionIsListedAndCounted() throws {
+        let r = try CLI.run(["-r", capture, "--connections", "--format", "tsv"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let rows = r.text.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
+        try #require(rows.count == 2, "\(r.text)")
+        let row = Dictionary(uniqueKeysWithValues: zip(rows[0], rows[1]))
+        #expect(row["transport"] == "quic" && row["sni"] == "www.icy.test" && row["tls_version"] == "QUIC v1")
+        #expect(row["cipher"] == "TLS_AES_256_GCM_SHA384")
+        #expect(r.stderr.contains("1 QUIC connection; 1 encrypted (--keylog FILE decrypts them"), "\(r.stderr)")
+    }
+
+    @Test func keyedHARHasHTTP3Entries() throws {
+        let r = try CLI.run(["-r", capture, "--keylog", keys, "--har", "--quiet"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let har = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any])
+        let log = try #require(har["log"] as? [String: Any])
+        let entries = try #require(log["entries"] as? [[String: Any]])
+        #expect(entries.count == 13)
+        let versions = Set(entries.compactMap { ($0["response"] as? [String: Any])?["httpVersion"] as? String })
+        #expect(versions == ["HTTP/3"])
+        let connections = try #require(log["_connections"] as? [[String: Any]])
+        let quic = try #require(connections.first?["quic"] as? [String: Any])
+        #expect(connections.first?["transport"] as? String == "quic")
+        #expect(quic["version"] as? String == "QUIC v1" && quic["alpn"] as? String == "h3" && quic["keyUpdates"] as? Int == 0)
+        // The first request's connect is the QUIC handshake, ssl inside it.
+        let first = try #require(entries.min { ($0["startedDateTime"] as? String ?? "") < ($1["startedDateTime"] as? String ?? "") })
+        let timings = try #require(first["timings"] as? [String: Any])
+        let ssl = try #require(timings["ssl"] as? Double), connect = try #require(timings["connect"] as? Double)
+        #expect(ssl > 0 && connect >= ssl)
+    }
+
+    @Test func tableNamesTheProtocol() throws {
+        let r = try CLI.run(["-r", capture, "--keylog", keys, "--format", "tsv", "--fields", "method,url,status,protocol", "--quiet"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.text.split(separator: "\n")
+        #expect(lines.count == 14)
+        #expect(lines.dropFirst().allSatisfy { $0.hasSuffix("\th3") })
+        #expect(lines.contains("DELETE\thttps://www.icy.test/app.js\t405\th3"))
+    }
+}

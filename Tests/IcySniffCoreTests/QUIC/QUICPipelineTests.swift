@@ -1,0 +1,206 @@
+import Foundation
+import Testing
+@testable import IcySniffCore
+
+/// Client Initial packets made as a QUIC client makes them (RFC 9000 §17.2.2, RFC 9001 §5), for
+/// the shapes real captures rarely show: a ClientHello over several Initial packets in any
+/// order, coalesced packets with junk after them.
+struct QUICClientWire {
+    let dcid: [UInt8] = [0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88]
+    let scid: [UInt8] = [0xaa, 0xbb, 0xcc, 0xdd]
+    let client = Endpoint(address: IPAddress(ipv4: 0x0A00_0002), port: 50000)
+    let server = Endpoint(address: IPAddress(ipv4: 0x0A00_0001), port: 8443)
+    let keys: QUICPacketKeys
+
+    init() { keys = QUICPacketKeys.initial(dcid: dcid, version: QUICVersion(QUICVersion.v1)!, server: false)! }
+
+    /// A TLS 1.3 ClientHello offering `sni` and ALPN h3 (handshake message header included).
+    static func clientHello(sni: String) -> [UInt8] {
+        func vector(_ bytes: [UInt8], _ n: Int) -> [UInt8] {
+            (0..<n).reversed().map { UInt8(truncatingIfNeeded: bytes.count >> (8 * $0)) } + bytes
+        }
+        let name = Array(sni.utf8)
+        let sniExt = [0, 0] + vector(vector([0] + vector(name, 2), 2), 2)
+        let alpnExt = [0, 16] + vector(vector(vector(Array("h3".utf8), 1), 2), 2)
+        let versions = [0, 43] + vector(vector([0x03, 0x04], 1), 2)
+        var body: [UInt8] = [0x03, 0x03] + [UInt8](repeating: 0x42, count: 32) + [0]
+        body += vector([0x13, 0x01], 2) + [1, 0] + vector(sniExt + alpnExt + versions, 2)
+        return [1] + vector(body, 3)
+    }
+
+    static func crypto(_ data: ArraySlice<UInt8>, at offset: Int) -> [UInt8] {
+        [0x06, 0x40 | UInt8(offset >> 8), UInt8(offset & 0xff), 0x40 | UInt8(data.count >> 8), UInt8(data.count & 0xff)] + data
+    }
+
+    /// A protected Initial packet with packet number `pn` carrying `frames`, padded to 1,200 bytes.
+    func initial(_ frames: [UInt8], pn: UInt64) -> [UInt8] {
+        var header: [UInt8] = [0xc1, 0, 0, 0, 1, UInt8(dcid.count)] + dcid + [UInt8(scid.count)] + scid + [0]
+        let payload = frames + [UInt8](repeating: 0, count: max(0, 1200 - header.count - 4 - frames.count - 16))
+        let length = 2 + payload.count + 16
+        header += [0x40 | UInt8(length >> 8), UInt8(length & 0xff)]
+        let pnOffset = header.count
+        header += [UInt8(pn >> 8), UInt8(pn & 0xff)]
+        let sealed = keys.seal(packetNumber: pn, header: header, plaintext: payload)!
+        let mask = sealed.withUnsafeBytes { keys.mask(UnsafeRawBufferPointer(rebasing: $0[2..<18]))! }
+        header[0] ^= mask.0 & 0x0f
+        header[pnOffset] ^= mask.1
+        header[pnOffset + 1] ^= mask.2
+        return header + sealed
+    }
+
+    func send(_ datagram: [UInt8], to pipeline: Pipeline, at ms: Int64) {
+        datagram.withUnsafeBytes {
+            pipeline.ingest(UDPDatagram(source: client, destination: server, payload: $0, timestamp: Timestamp(nanoseconds: 1_700_000_000_000_000_000 + ms * 1_000_000)))
+        }
+    }
+}
+
+@Suite struct QUICPipelineTests {
+    static func permutations(_ a: [Int]) -> [[Int]] {
+        guard a.count > 1 else { return [a] }
+        return a.indices.flatMap { i in permutations(Array(a[..<i] + a[(i + 1)...])).map { [a[i]] + $0 } }
+    }
+
+    /// A ClientHello over three Initial packets, in every order: the same facts each time.
+    @Test(arguments: permutations([0, 1, 2]))
+    func clientHelloOverSeveralInitials(_ order: [Int]) throws {
+        let wire = QUICClientWire()
+        let hello = QUICClientWire.clientHello(sni: "split.example")
+        let cut = [0, hello.count / 3, 2 * hello.count / 3, hello.count]
+        let sink = CollectingSink()
+        let pipeline = Pipeline(sink: sink)
+        for (i, part) in order.enumerated() {
+            let frame = QUICClientWire.crypto(hello[cut[part]..<cut[part + 1]], at: cut[part])
+            wire.send(wire.initial(frame, pn: UInt64(part)), to: pipeline, at: Int64(i))
+        }
+        pipeline.finish()
+        let c = try #require(sink.connections.first)
+        #expect(sink.connections.count == 1 && c.transport == .quic)
+        #expect(c.tls?.sni == "split.example")
+        #expect(c.tls?.alpnOffered == ["h3"])
+        #expect(c.quic?.originalDCID == wire.dcid && c.quic?.clientCID == wire.scid)
+        #expect(c.quic?.packetsDecrypted == 3)
+        #expect(pipeline.stats.quicConnections == 1)
+    }
+
+    /// Two packets coalesced in one datagram (RFC 9000 §12.2), junk after them: both read, the
+    /// junk ignored.
+    @Test func coalescedWithJunk() throws {
+        let wire = QUICClientWire()
+        let hello = QUICClientWire.clientHello(sni: "coalesced.example")
+        let half = hello.count / 2
+        var first = wire.initial(QUICClientWire.crypto(hello[0..<half], at: 0), pn: 0)
+        // Not padded: the datagram is, by the second packet.
+        first = Array(first)
+        let datagram = first + wire.initial(QUICClientWire.crypto(hello[half...], at: half), pn: 1) + [UInt8](repeating: 0xEE, count: 37)
+        let sink = CollectingSink()
+        let pipeline = Pipeline(sink: sink)
+        wire.send(datagram, to: pipeline, at: 0)
+        pipeline.finish()
+        let c = try #require(sink.connections.first)
+        #expect(c.tls?.sni == "coalesced.example")
+        #expect(c.quic?.packetsDecrypted == 2)
+    }
+
+    /// A large UDP datagram that only looks like a long header is not a QUIC connection.
+    @Test func notQUIC() {
+        let wire = QUICClientWire()
+        var junk = [UInt8](repeating: 0x5A, count: 1250)
+        junk[0] = 0xc3
+        let sink = CollectingSink()
+        let pipeline = Pipeline(sink: sink)
+        wire.send(junk, to: pipeline, at: 0)
+        // A known version whose Initial does not decrypt: never confirmed either.
+        junk[1...4] = [0, 0, 0, 1]
+        wire.send(junk, to: pipeline, at: 1)
+        pipeline.finish()
+        #expect(sink.connections.isEmpty)
+        #expect(pipeline.stats.quicConnections == 0)
+    }
+}
+
+/// The recorded HTTP/3 fixtures (aioquic client and server, Tests/Fixtures/quic, from
+/// ../shared/corpus/quic): what shows without keys, and the transactions with them.
+@Suite struct QUICCaptureTests {
+    static func run(_ name: String, keys: Bool, shuffleWindow: Int = 0) throws -> (CollectingSink, RunStats) {
+        var options = PipelineOptions()
+        if keys { options.keyLog = try KeyLog(paths: ["Tests/Fixtures/quic/\(name).keys"]) }
+        let sink = CollectingSink()
+        let pipeline = Pipeline(sink: sink, options: options)
+        let source = try PcapSource.open(path: "Tests/Fixtures/quic/\(name).pcap")
+        if shuffleWindow == 0 {
+            _ = pipeline.run(source)
+        } else {
+            // The datagrams in another order: reversed in windows of `shuffleWindow` (CRYPTO and
+            // STREAM data out of order, acknowledged packets after their successors).
+            var packets: [(bytes: [UInt8], ts: Timestamp, wire: Int)] = []
+            while case .packet(let p) = source.next() { packets.append((Array(p.bytes), p.timestamp, p.wireLength)) }
+            var decoder = PacketDecoder(linkType: source.linkType)
+            var i = 0
+            while i < packets.count {
+                let window = packets[i..<min(packets.count, i + shuffleWindow)]
+                for p in window.reversed() {
+                    p.bytes.withUnsafeBytes { pipeline.process(CapturedPacket(bytes: $0, timestamp: p.ts, wireLength: p.wire), decoder: &decoder) }
+                }
+                i += shuffleWindow
+            }
+        }
+        pipeline.finish()
+        return (sink, pipeline.stats)
+    }
+
+    @Test func keyless() throws {
+        let (sink, stats) = try Self.run("h3-concurrent-qpack-statuses", keys: false)
+        #expect(sink.transactions.isEmpty)
+        let c = try #require(sink.connections.first)
+        #expect(c.transport == .quic && stats.quicConnections == 1 && stats.quicDecrypted == 0)
+        #expect(c.tls?.sni == "www.icy.test" && c.tls?.cipherSuite == 0x1302 && c.tls?.alpn == nil)
+        #expect(QUICInfo.hex(c.quic!.originalDCID) == "4b7388933c139d8c")
+        #expect(QUICInfo.hex(c.quic!.serverCID!) == "4bb3346ce8d8ab12")
+        #expect(abs((c.quic?.handshakeMilliseconds ?? 0) - 9.343) < 0.01)
+        #expect(c.quic?.version == QUICVersion.v1 && c.quic?.decrypted == false)
+    }
+
+    @Test(arguments: [0, 3, 8])
+    func keyed(shuffleWindow: Int) throws {
+        let (sink, stats) = try Self.run("h3-concurrent-qpack-statuses", keys: true, shuffleWindow: shuffleWindow)
+        #expect(stats.quicDecrypted == 1)
+        let statuses = sink.transactions.map { $0.response?.status ?? 0 }.sorted()
+        #expect(statuses == [200, 200, 200, 200, 200, 200, 200, 200, 204, 302, 304, 404, 405])
+        #expect(sink.transactions.allSatisfy { $0.protocolName == "h3" && $0.host == "www.icy.test" && $0.allWeirds.isEmpty })
+        let sizes = sink.transactions.map { Int($0.response?.decodedBytes ?? 0) }.sorted()
+        #expect(sizes == [0, 0, 0, 6, 19, 36, 908, 1119, 1330, 1541, 2659, 5300, 9100])
+        let first = try #require(sink.transactions.first { $0.depth == 1 })
+        #expect(first.timings.ssl >= 0 && first.timings.connect >= first.timings.ssl)
+        #expect(sink.connections.first?.tls?.alpn == "h3")
+    }
+
+    /// ChaCha20-Poly1305, and a 1-RTT key update in the middle of the connection.
+    @Test func keyUpdate() throws {
+        let (sink, _) = try Self.run("h3-chacha20-keyupdate", keys: true)
+        #expect(sink.transactions.count == 5)
+        #expect(sink.transactions.map { $0.response?.decodedBytes ?? 0 }.sorted() == [336, 378, 421, 58000, 96000])
+        #expect(sink.connections.first?.quic?.keyUpdates == 1)
+        #expect(sink.connections.first?.tls?.cipherSuite == 0x1303)
+    }
+
+    /// Wrong keys: flagged, nothing made up.
+    @Test func wrongKeys() throws {
+        var options = PipelineOptions()
+        let log = try String(contentsOfFile: "Tests/Fixtures/quic/h3-concurrent-qpack-statuses.keys", encoding: .utf8)
+        // The same client random, every secret's last byte changed.
+        let tampered = log.split(separator: "\n").map { line -> String in
+            let last = line.last == "0" ? "1" : "0"
+            return String(line.dropLast()) + last
+        }.joined(separator: "\n")
+        options.keyLog = KeyLog(text: tampered)
+        let sink = CollectingSink()
+        let pipeline = Pipeline(sink: sink, options: options)
+        _ = pipeline.run(try PcapSource.open(path: "Tests/Fixtures/quic/h3-concurrent-qpack-statuses.pcap"))
+        pipeline.finish()
+        #expect(sink.transactions.isEmpty)
+        let c = try #require(sink.connections.first)
+        #expect(c.weirds.contains { $0.0 == .quicDecryptionFailed })
+        #expect(c.quic?.decrypted == false && c.tls?.sni == "www.icy.test")
+    }
+}
