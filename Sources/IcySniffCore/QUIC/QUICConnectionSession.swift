@@ -33,7 +33,9 @@ final class QUICConnectionSession {
     private(set) var confirmed = false
     var lastSeen: Timestamp
     /// Connection IDs the tracker should route to this connection (drained by it).
-    var newCIDs: [[UInt8]] = []
+    var newCIDs: [[UInt8]] = [] {
+        didSet { for cid in newCIDs { knownCIDs.insert(cid) } }
+    }
     /// The client's Initial DCIDs, newest first: the Initial keys derive from the current one
     /// (after a Retry, the Retry's SCID).
     private var initialDCIDs: [[UInt8]]
@@ -95,6 +97,7 @@ final class QUICConnectionSession {
         self.emitter = emitter
         self.options = options
         initialDCIDs = [dcid]
+        knownCIDs = [dcid, scid]
         info.originalDCID = dcid
         info.clientCID = scid
         info.initialVersion = version
@@ -171,9 +174,9 @@ final class QUICConnectionSession {
     private func packet(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) -> Int? {
         guard let first = bytes.first else { return nil }
         if first & 0x80 == 0 {
-            // A short header has its fixed bit set: zeros here are the padding after a long-header
-            // packet (or junk), not a packet.
-            guard first & 0x40 != 0 else { return nil }
+            // A short header: its fixed bit is set, or (greased, RFC 9287) its DCID is this
+            // connection's. Anything else here is the padding after a long-header packet, or junk.
+            guard first & 0x40 != 0 || startsWithConnectionID(bytes, from: direction) else { return nil }
             return shortPacket(bytes, at: ts, from: direction)
         }
         var r = QUICReader(bytes, at: 1)
@@ -252,15 +255,54 @@ final class QUICConnectionSession {
     }
 
     /// A short-header (1-RTT) packet: its DCID is as long as the one its receiver chose.
-    private func shortPacket(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) -> Int? {
+    /// The DCID a short header of `direction` carries: the receiver's CID (its length; the bytes
+    /// of the one it chose first).
+    private func receiverCID(_ direction: Direction) -> [UInt8] {
+        direction == .fromClient ? (info.serverCID ?? []) : info.clientCID
+    }
+
+    private func startsWithConnectionID(_ bytes: UnsafeRawBufferPointer, from direction: Direction) -> Bool {
+        let cid = receiverCID(direction)
+        guard !cid.isEmpty, bytes.count > cid.count else { return false }
+        return knownCIDs.contains(Array(bytes[1...cid.count]))
+    }
+
+    /// Every CID either side announced (the tracker routes by them too).
+    private var knownCIDs = Set<[UInt8]>()
+
+    /// Where the next packet starts in a datagram that holds several short-header packets: a
+    /// capture on the sending host sees UDP GSO's super-datagrams (equal segments, one after the
+    /// other), and a short header carries no length. The next segment starts with a byte and the
+    /// same DCID; nil: this packet runs to the end.
+    private func nextSegment(_ bytes: UnsafeRawBufferPointer, dcid: [UInt8], minimum: Int) -> Int? {
+        guard dcid.count >= 4, bytes.count > minimum + dcid.count else { return nil }
+        let first = dcid[0]
+        var i = minimum
+        while i + dcid.count < bytes.count {
+            if bytes[i + 1] == first, bytes[i] & 0x80 == 0,
+               UnsafeRawBufferPointer(rebasing: bytes[(i + 1)..<(i + 1 + dcid.count)]).elementsEqual(dcid) { return i }
+            i += 1
+        }
+        return nil
+    }
+
+    private func shortPacket(_ whole: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) -> Int? {
+        let dcid = Array(whole[1..<min(whole.count, 1 + receiverCID(direction).count)])
+        // A GSO super-datagram: one segment at a time (the shortest QUIC packet is well over 20 bytes).
+        let end = whole.count > 1500 ? (nextSegment(whole, dcid: dcid, minimum: 21 + dcid.count) ?? whole.count) : whole.count
+        let bytes = UnsafeRawBufferPointer(rebasing: whole[0..<end])
+        _ = shortPacketAlone(bytes, at: ts, from: direction)
+        return end
+    }
+
+    private func shortPacketAlone(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) -> Int? {
         guard confirmed, let keyLog else { return bytes.count }
         guard cipher != nil else {
             // Overtook the ServerHello (reordered, or its Initial was retransmitted): kept.
             if keyLog.count > 0 || keyLog.growing { hold(bytes, at: ts, from: direction) }
             return bytes.count
         }
-        let dcidLength = direction == .fromClient ? (info.serverCID?.count ?? 0) : info.clientCID.count
-        let pnOffset = 1 + dcidLength
+        let pnOffset = 1 + receiverCID(direction).count
         guard bytes.count >= pnOffset + 4 + 16 else { return bytes.count }
         guard let version = negotiatedVersion ?? QUICVersion(info.version), appKeys(direction, version: version) != nil,
               let plaintext = openShort(bytes, pnOffset: pnOffset, from: direction) else { return bytes.count }

@@ -57,8 +57,9 @@ final class QUICTracker {
         if first & 0x80 != 0 {
             return longHeader(d)
         }
-        // A short header: the DCID of each length in use, else the address pair.
-        guard first & 0x40 != 0 else { return false }
+        // A short header: the DCID of each length in use, else the address pair. Its fixed bit
+        // may be 0 (peers that agreed to grease it, RFC 9287): only a datagram matching nothing
+        // is judged by it.
         var session: QUICConnectionSession? = nil
         for (length, _) in cidLengths where length > 0 && p.count > 1 + length {
             if let s = byCID[Array(p[1..<(1 + length)])] { session = s; break }
@@ -66,7 +67,7 @@ final class QUICTracker {
         if session == nil { session = byAddress[AddressPair(d.source, d.destination)] }
         guard let session else {
             // Perhaps a packet that overtook its connection's first Initial: kept a moment.
-            keepOrphan(d)
+            if first & 0x40 != 0 { keepOrphan(d) }
             return false
         }
         deliver(d, to: session)
