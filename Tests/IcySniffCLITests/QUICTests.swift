@@ -47,3 +47,20 @@ import Testing
         #expect(lines.contains("DELETE\thttps://www.icy.test/app.js\t405\th3"))
     }
 }
+
+/// captures/h3-sample.pcap: another implementation (ngtcp2, nghttp3, GnuTLS), recorded on the
+/// sending host: packets coalesced by UDP GSO into one datagram, short headers with a greased
+/// fixed bit. Every request is found.
+@Suite struct QUICSampleTests {
+    @Test func ngtcp2SampleWithGSOAndGreasedBit() throws {
+        let r = try CLI.run(["-r", CLI.capture("h3-sample.pcap"), "--keylog", CLI.capture("h3-sample.keys"), "--format", "tsv",
+                             "--fields", "url,status,protocol,size"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let rows = r.text.split(separator: "\n").dropFirst().map { $0.split(separator: "\t").map(String.init) }
+        #expect(rows.count == 8, "\(r.text)")
+        #expect(rows.allSatisfy { $0[2] == "h3" })
+        #expect(rows.filter { $0[1] == "200" }.count == 7 && rows.filter { $0[1] == "404" }.count == 1)
+        #expect(rows.contains { $0[0].hasSuffix("/img/2.png") && $0[3] == "24000" })
+        #expect(r.stderr.contains("2 QUIC connections (2 decrypted)"), "\(r.stderr)")
+    }
+}

@@ -120,7 +120,7 @@ struct QUICClientWire {
 }
 
 /// The recorded HTTP/3 fixtures (aioquic client and server, Tests/Fixtures/quic, from
-/// ../shared/corpus/quic): what shows without keys, and the transactions with them.
+/// the QUIC conformance corpus): what shows without keys, and the transactions with them.
 @Suite struct QUICCaptureTests {
     static func run(_ name: String, keys: Bool, shuffleWindow: Int = 0) throws -> (CollectingSink, RunStats) {
         var options = PipelineOptions()
