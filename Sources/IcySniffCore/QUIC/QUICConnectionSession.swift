@@ -34,7 +34,7 @@ final class QUICConnectionSession {
     var lastSeen: Timestamp
     /// Connection IDs the tracker should route to this connection (drained by it).
     var newCIDs: [[UInt8]] = [] {
-        didSet { for cid in newCIDs { knownCIDs.insert(cid) } }
+        didSet { for cid in newCIDs { knownCIDs.insert(CIDKey(cid)) } }
     }
     /// The client's Initial DCIDs, newest first: the Initial keys derive from the current one
     /// (after a Retry, the Retry's SCID).
@@ -67,9 +67,19 @@ final class QUICConnectionSession {
     static let maxHeldBytes = 1 << 20
     private var failedPackets = 0
     /// Where packets are decrypted to (one at a time).
-    private var scratch = [UInt8](repeating: 0, count: 65536 + 64)
+    /// Where a packet is unprotected and decrypted, one at a time: its frames are read from here
+    /// (nothing re-enters packet handling while they are: held packets are replayed after the
+    /// datagram, `replayPending`). Allocated once, freed with the session.
+    private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536 + 64, alignment: 16)
+    /// The ServerHello came: the packets held for its suite are handled once the current
+    /// datagram is done.
+    private var replayPending = false
 
-    struct StreamData {
+    deinit { scratch.deallocate() }
+
+    /// One direction of an open stream (a class: the table holds it, and each frame changes it
+    /// where it lies).
+    final class StreamData {
         var reassembler = OffsetReassembler()
         var finalSize: UInt64? = nil
     }
@@ -97,7 +107,7 @@ final class QUICConnectionSession {
         self.emitter = emitter
         self.options = options
         initialDCIDs = [dcid]
-        knownCIDs = [dcid, scid]
+        knownCIDs = [CIDKey(dcid), CIDKey(scid)]
         info.originalDCID = dcid
         info.clientCID = scid
         info.initialVersion = version
@@ -145,6 +155,7 @@ final class QUICConnectionSession {
             guard let used = packet(rest, at: ts, from: direction), used > 0 else { break }
             at += used
         }
+        if replayPending { replayHeld() }
     }
 
     /// A Version Negotiation packet from the server: the versions it offers.
@@ -262,13 +273,13 @@ final class QUICConnectionSession {
     }
 
     private func startsWithConnectionID(_ bytes: UnsafeRawBufferPointer, from direction: Direction) -> Bool {
-        let cid = receiverCID(direction)
-        guard !cid.isEmpty, bytes.count > cid.count else { return false }
-        return knownCIDs.contains(Array(bytes[1...cid.count]))
+        let length = direction == .fromClient ? (info.serverCID?.count ?? 0) : info.clientCID.count
+        guard length > 0, bytes.count > length else { return false }
+        return knownCIDs.contains(CIDKey(UnsafeRawBufferPointer(rebasing: bytes[1...length])))
     }
 
     /// Every CID either side announced (the tracker routes by them too).
-    private var knownCIDs = Set<[UInt8]>()
+    private var knownCIDs = Set<CIDKey>()
 
     /// Where the next packet starts in a datagram that holds several short-header packets: a
     /// capture on the sending host sees UDP GSO's super-datagrams (equal segments, one after the
@@ -287,9 +298,12 @@ final class QUICConnectionSession {
     }
 
     private func shortPacket(_ whole: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) -> Int? {
-        let dcid = Array(whole[1..<min(whole.count, 1 + receiverCID(direction).count)])
-        // A GSO super-datagram: one segment at a time (the shortest QUIC packet is well over 20 bytes).
-        let end = whole.count > 1500 ? (nextSegment(whole, dcid: dcid, minimum: 21 + dcid.count) ?? whole.count) : whole.count
+        var end = whole.count
+        if whole.count > 1500 {
+            // A GSO super-datagram: one segment at a time (the shortest QUIC packet is well over 20 bytes).
+            let dcid = Array(whole[1..<min(whole.count, 1 + receiverCID(direction).count)])
+            end = nextSegment(whole, dcid: dcid, minimum: 21 + dcid.count) ?? whole.count
+        }
         let bytes = UnsafeRawBufferPointer(rebasing: whole[0..<end])
         _ = shortPacketAlone(bytes, at: ts, from: direction)
         return end
@@ -302,7 +316,7 @@ final class QUICConnectionSession {
             if keyLog.count > 0 || keyLog.growing { hold(bytes, at: ts, from: direction) }
             return bytes.count
         }
-        let pnOffset = 1 + receiverCID(direction).count
+        let pnOffset = 1 + (direction == .fromClient ? (info.serverCID?.count ?? 0) : info.clientCID.count)
         guard bytes.count >= pnOffset + 4 + 16 else { return bytes.count }
         guard let version = negotiatedVersion ?? QUICVersion(info.version), appKeys(direction, version: version) != nil,
               let plaintext = openShort(bytes, pnOffset: pnOffset, from: direction) else { return bytes.count }
@@ -335,6 +349,12 @@ final class QUICConnectionSession {
         return false
     }
 
+    /// A secret this packet needs is missing: a key log being written (live) may have it by now;
+    /// a finished one was read when the ClientHello and the ServerHello came, and holds no more.
+    private func lookUpLateSecrets() {
+        if keyLog?.growing == true { lookUpSecrets() }
+    }
+
     private func lookUpSecrets() {
         guard let keyLog, !clientRandom.isEmpty else { return }
         if secrets == nil || keyLog.growing {
@@ -345,7 +365,7 @@ final class QUICConnectionSession {
     private func handshakeKeys(_ direction: Direction, version: QUICVersion) -> QUICPacketKeys? {
         if let k = handshakeKeys[direction.index] { return k }
         guard let cipher else { return nil }
-        if secrets?.clientHandshake == nil { lookUpSecrets() }
+        if secrets?.clientHandshake == nil { lookUpLateSecrets() }
         guard let secret = direction == .fromClient ? secrets?.clientHandshake : secrets?.serverHandshake else { return nil }
         let k = QUICPacketKeys(secret: secret, cipher: cipher, version: version)
         handshakeKeys[direction.index] = k
@@ -354,7 +374,7 @@ final class QUICConnectionSession {
 
     private func zeroRTTKeys(version: QUICVersion) -> QUICPacketKeys? {
         if let earlyKeys { return earlyKeys }
-        if secrets?.clientEarly == nil { lookUpSecrets() }
+        if secrets?.clientEarly == nil { lookUpLateSecrets() }
         // The early secret's suite is the resumed session's: the one the server picks again.
         guard let secret = secrets?.clientEarly, let cipher else { return nil }
         earlyKeys = QUICPacketKeys(secret: secret, cipher: cipher, version: version)
@@ -364,7 +384,7 @@ final class QUICConnectionSession {
     private func appKeys(_ direction: Direction, version: QUICVersion) -> PhaseKeys? {
         if let k = appKeys[direction.index] { return k }
         guard let cipher else { return nil }
-        if (direction == .fromClient ? secrets?.clientTraffic0 : secrets?.serverTraffic0) == nil { lookUpSecrets() }
+        if (direction == .fromClient ? secrets?.clientTraffic0 : secrets?.serverTraffic0) == nil { lookUpLateSecrets() }
         guard let secret = direction == .fromClient ? secrets?.clientTraffic0 : secrets?.serverTraffic0,
               let keys = QUICPacketKeys(secret: secret, cipher: cipher, version: version) else { return nil }
         appKeys[direction.index] = PhaseKeys(current: keys)
@@ -390,15 +410,14 @@ final class QUICConnectionSession {
         guard let mask = keys.mask(sample) else { return nil }
         let first = whole[0] ^ (mask.0 & (longHeader ? 0x0f : 0x1f))
         let pnLength = Int(first & 3) + 1
-        let m = [mask.1, mask.2, mask.3, mask.4]
         var truncated: UInt64 = 0
-        scratch.withUnsafeMutableBytes { out in
-            out.copyMemory(from: UnsafeRawBufferPointer(rebasing: whole[0..<(pnOffset + pnLength)]))
-            out[0] = first
-            for k in 0..<pnLength {
-                out[pnOffset + k] = whole[pnOffset + k] ^ m[k]
-                truncated = truncated << 8 | UInt64(out[pnOffset + k])
-            }
+        let out = scratch
+        out.copyMemory(from: UnsafeRawBufferPointer(rebasing: whole[0..<(pnOffset + pnLength)]))
+        out[0] = first
+        for k in 0..<pnLength {
+            let m = k == 0 ? mask.1 : k == 1 ? mask.2 : k == 2 ? mask.3 : mask.4
+            out[pnOffset + k] = whole[pnOffset + k] ^ m
+            truncated = truncated << 8 | UInt64(out[pnOffset + k])
         }
         let pn = decodePacketNumber(largest: largestPN[direction.index][space.rawValue], truncated: truncated, bits: pnLength * 8)
         return (pnOffset + pnLength, pn, first & 0x04 != 0)
@@ -407,11 +426,9 @@ final class QUICConnectionSession {
     private func decrypt(_ whole: UnsafeRawBufferPointer, header: Int, pn: UInt64, keys: QUICPacketKeys, space: QUICSpace,
                          from direction: Direction, quiet: Bool) -> UnsafeRawBufferPointer? {
         let sealed = UnsafeRawBufferPointer(rebasing: whole[header...])
-        let n: Int? = scratch.withUnsafeMutableBytes { out in
-            let headerBytes = UnsafeRawBufferPointer(rebasing: out[0..<header])
-            let plain = UnsafeMutableRawBufferPointer(rebasing: out[header...])
-            return keys.open(packetNumber: pn, header: headerBytes, sealed: sealed, into: plain)
-        }
+        let headerBytes = UnsafeRawBufferPointer(rebasing: scratch[0..<header])
+        let plain = UnsafeMutableRawBufferPointer(rebasing: scratch[header...])
+        let n = keys.open(packetNumber: pn, header: headerBytes, sealed: sealed, into: plain)
         guard let n else {
             if !quiet { packetFailed() }
             return nil
@@ -420,7 +437,7 @@ final class QUICConnectionSession {
         largestPN[direction.index][s] = max(largestPN[direction.index][s] ?? 0, pn)
         info.packetsDecrypted += 1
         if space != .initial { info.decrypted = true; tls.decrypted = true }
-        return scratch.withUnsafeBytes { UnsafeRawBufferPointer(rebasing: $0[header..<(header + n)]) }
+        return UnsafeRawBufferPointer(rebasing: scratch[header..<(header + n)])
     }
 
     private func packetFailed() {
@@ -471,10 +488,9 @@ final class QUICConnectionSession {
     /// The frames of a decrypted packet (RFC 9000 §19). An unknown frame type cannot be skipped:
     /// the rest of the packet is left.
     private func frames(_ plaintext: UnsafeRawBufferPointer, epoch: Int, at ts: Timestamp, from direction: Direction) {
-        // The plaintext lies in `scratch`, which opening another packet overwrites: copy it.
-        let bytes = Array(plaintext)
-        bytes.withUnsafeBytes { raw in
-            var r = QUICReader(raw)
+        // The plaintext lies in `scratch`: nothing here opens another packet.
+        do {
+            var r = QUICReader(plaintext)
             while r.remaining > 0 {
                 guard let type = r.varint() else { return }
                 switch type {
@@ -556,7 +572,7 @@ final class QUICConnectionSession {
             cipher = TLSCipherParameters(suite: hello.cipherSuite)
             if tls.earlyDataOffered && keyLog != nil { tls.earlyDataAccepted = false }
             lookUpSecrets()
-            replayHeld()
+            replayPending = !held.isEmpty
         case (.fromServer, 1, 8):
             TLSHandshakeObserver.encryptedExtensions(message, into: &tls)
         default:
@@ -566,11 +582,19 @@ final class QUICConnectionSession {
 
     /// Packets held until the ServerHello gave the cipher suite: handled now, in arrival order.
     private func replayHeld() {
+        replayPending = false
         let items = held
         held = []
         heldBytes = 0
         for item in items {
-            item.bytes.withUnsafeBytes { _ = packet($0, at: item.at, from: item.direction) }
+            item.bytes.withUnsafeBytes { bytes in
+                // A held remainder may hold several packets (GSO segments).
+                var at = 0
+                while at < bytes.count, let used = packet(UnsafeRawBufferPointer(rebasing: bytes[at...]), at: item.at, from: item.direction),
+                      used > 0 {
+                    at += used
+                }
+            }
         }
     }
 
@@ -581,7 +605,11 @@ final class QUICConnectionSession {
         let d = direction.index
         guard !closedStreams[d].contains(id) else { return }
         let h3 = session()
-        var s = streams[d][id] ?? StreamData()
+        let s: StreamData
+        if let existing = streams[d][id] { s = existing } else {
+            s = StreamData()
+            streams[d][id] = s
+        }
         if fin { s.finalSize = offset + UInt64(data.count) }
         s.reassembler.insert(data, at: offset, deliver: { h3.streamData(id, $0, at: ts, from: direction) },
                              lost: { h3.streamGap(id, $0, at: ts, from: direction) })
@@ -589,9 +617,7 @@ final class QUICConnectionSession {
             streams[d][id] = nil
             closedStreams[d].insert(id)
             h3.streamEnded(id, at: ts, from: direction)
-            return
         }
-        streams[d][id] = s
     }
 
     private func streamReset(_ id: UInt64, finalSize: UInt64, at ts: Timestamp, from direction: Direction) {
@@ -624,7 +650,7 @@ final class QUICConnectionSession {
         if let h3 = http3 {
             for d in 0..<2 {
                 let direction: Direction = d == 0 ? .fromClient : .fromServer
-                for (id, var s) in streams[direction.index].sorted(by: { $0.key < $1.key }) {
+                for (id, s) in streams[direction.index].sorted(by: { $0.key < $1.key }) {
                     s.reassembler.skipHoles(deliver: { h3.streamData(id, $0, at: ts, from: direction) },
                                             lost: { h3.streamGap(id, $0, at: ts, from: direction) })
                     if let size = s.finalSize {

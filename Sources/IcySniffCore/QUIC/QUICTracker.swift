@@ -1,3 +1,21 @@
+    /// A connection ID (at most 20 bytes) as a fixed-size key: hashing three words is cheaper
+/// than hashing an array byte by byte, and making one allocates nothing.
+struct CIDKey: Hashable {
+    var length: Int
+    var w0: UInt64 = 0, w1: UInt64 = 0, w2: UInt64 = 0
+
+    init(_ bytes: UnsafeRawBufferPointer) {
+        length = bytes.count
+        var words: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes.prefix(24))) }
+        (w0, w1, w2) = words
+    }
+
+    init(_ bytes: [UInt8]) {
+        self = bytes.withUnsafeBytes { CIDKey($0) }
+    }
+}
+
 /// Finds the QUIC connections among UDP datagrams, on any port, and hands each datagram to its
 /// connection (`QUICConnectionSession`).
 ///
@@ -13,13 +31,16 @@
 /// Input: `UDPDatagram`s. Output: finished connections (`onFinished`), and their transactions
 /// through the emitter. Memory: the open connections, at most `maxConnections`.
 final class QUICTracker {
-    private var byCID: [[UInt8]: QUICConnectionSession] = [:]
+    private var byCID: [CIDKey: QUICConnectionSession] = [:]
+    /// The connection the last short header went to, and its DCID: consecutive datagrams mostly
+    /// belong to one connection, and a compare is cheaper than a look-up.
+    private var lastShort: (key: CIDKey, session: QUICConnectionSession)? = nil
     private var byAddress: [AddressPair: QUICConnectionSession] = [:]
     /// The lengths of the CIDs in `byCID` (a short header does not say its DCID's length).
     private var cidLengths: [Int: Int] = [:]
     private var open: [ObjectIdentifier: QUICConnectionSession] = [:]
     /// The CIDs and address pairs registered for each open connection (removed with it).
-    private var registered: [ObjectIdentifier: (cids: [[UInt8]], pairs: [AddressPair])] = [:]
+    private var registered: [ObjectIdentifier: (cids: [CIDKey], pairs: [AddressPair])] = [:]
     private let keyLog: KeyLog?
     private unowned let emitter: TransactionEmitter
     private let options: HTTPParserOptions
@@ -61,8 +82,14 @@ final class QUICTracker {
         // may be 0 (peers that agreed to grease it, RFC 9287): only a datagram matching nothing
         // is judged by it.
         var session: QUICConnectionSession? = nil
-        for (length, _) in cidLengths where length > 0 && p.count > 1 + length {
-            if let s = byCID[Array(p[1..<(1 + length)])] { session = s; break }
+        if let last = lastShort, p.count > 1 + last.key.length,
+           CIDKey(UnsafeRawBufferPointer(rebasing: p[1..<(1 + last.key.length)])) == last.key {
+            session = last.session
+        } else {
+            for (length, _) in cidLengths where length > 0 && p.count > 1 + length {
+                let key = CIDKey(UnsafeRawBufferPointer(rebasing: p[1..<(1 + length)]))
+                if let s = byCID[key] { session = s; lastShort = (key, s); break }
+            }
         }
         if session == nil { session = byAddress[AddressPair(d.source, d.destination)] }
         guard let session else {
@@ -80,16 +107,17 @@ final class QUICTracker {
         guard let version = r.u32(), let dl = r.u8(), dl <= 20, let dcidBytes = r.take(Int(dl)),
               let sl = r.u8(), sl <= 20, let scidBytes = r.take(Int(sl)) else { return false }
         let dcid = Array(dcidBytes), scid = Array(scidBytes)
+        let dcidKey = CIDKey(dcidBytes)
         if version == 0 {
             // Version Negotiation (RFC 9000 §17.2.1): the server echoes the client's CIDs swapped.
-            guard let s = byCID[scid] ?? byCID[dcid] ?? byAddress[AddressPair(d.source, d.destination)] else { return false }
+            guard let s = byCID[CIDKey(scid)] ?? byCID[dcidKey] ?? byAddress[AddressPair(d.source, d.destination)] else { return false }
             var versions: [UInt32] = []
             while let v = r.u32() { versions.append(v) }
             s.versionNegotiation(versions)
             deliver(d, to: s)
             return true
         }
-        if let s = byCID[dcid] {
+        if let s = byCID[dcidKey] {
             deliver(d, to: s)
             return true
         }
@@ -174,9 +202,10 @@ final class QUICTracker {
         let mine = registered.removeValue(forKey: ObjectIdentifier(s)) ?? ([], [])
         for cid in mine.cids where byCID[cid] === s {
             byCID[cid] = nil
-            cidLengths[cid.count, default: 1] -= 1
-            if cidLengths[cid.count] == 0 { cidLengths[cid.count] = nil }
+            cidLengths[cid.length, default: 1] -= 1
+            if cidLengths[cid.length] == 0 { cidLengths[cid.length] = nil }
         }
+        if lastShort?.session === s { lastShort = nil }
         for pair in mine.pairs where byAddress[pair] === s { byAddress[pair] = nil }
     }
 
@@ -186,10 +215,11 @@ final class QUICTracker {
     }
 
     private func register(_ cid: [UInt8], for s: QUICConnectionSession) {
-        guard !cid.isEmpty, byCID[cid] !== s else { return }
-        if byCID[cid] == nil { cidLengths[cid.count, default: 0] += 1 }
-        byCID[cid] = s
-        registered[ObjectIdentifier(s), default: ([], [])].cids.append(cid)
+        let key = CIDKey(cid)
+        guard !cid.isEmpty, byCID[key] !== s else { return }
+        if byCID[key] == nil { cidLengths[cid.count, default: 0] += 1 }
+        byCID[key] = s
+        registered[ObjectIdentifier(s), default: ([], [])].cids.append(key)
     }
 
     private func deliver(_ d: UDPDatagram, to s: QUICConnectionSession) {
