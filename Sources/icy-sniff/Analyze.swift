@@ -20,11 +20,11 @@ extension OutputFormat: ExpressibleByArgument {}
 struct Analyze: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "analyze",
-        abstract: "Passive HTTP/1.x and HTTP/2 traffic analyzer, HTTPS too: requests, responses, timings, cache freshness, TLS, HAR.",
+        abstract: "Passive HTTP/1.x, HTTP/2 and HTTP/3 traffic analyzer, HTTPS and QUIC too: requests, responses, timings, cache freshness, TLS, HAR.",
         discussion: """
         Reads capture files (pcap, pcapng; gzip, zstd, lz4, xz or bzip2 compressed too; '-' is standard \
-        input) or a live interface, reassembles TCP, parses HTTP/1.x and HTTP/2 (inside TLS with a key \
-        log, inside proxy tunnels), pairs requests with responses and \
+        input) or a live interface, reassembles TCP and QUIC, parses HTTP/1.x, HTTP/2 and HTTP/3 (inside TLS \
+        and QUIC with a key log, inside proxy tunnels), pairs requests with responses and \
         writes them as HAR 1.2 or as tabular logs (table, TSV, CSV, NDJSON).
 
         EXAMPLES
@@ -229,7 +229,7 @@ struct OutputOptions: ParsableArguments {
     @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Write to a file (atomically: a temporary file, then renamed; a device or FIFO such as /dev/null is written directly).", valueName: "file"), completion: .file())
     var outputPath: String?
 
-    @Flag(name: .customLong("connections"), help: "List TCP connections (endpoints, handshake RTT, bytes, gaps, anomalies) instead of transactions.")
+    @Flag(name: .customLong("connections"), help: "List connections, TCP and QUIC (endpoints, handshake time, bytes, gaps, anomalies, TLS and QUIC facts) instead of transactions.")
     var connections = false
 
     @Flag(name: .customLong("bodies"), help: "Include request and response bodies in the HAR (content.text; base64 for binary types), each kept up to 16 MiB (beyond: cut and flagged body_truncated_in_memory; sizes stay exact).")

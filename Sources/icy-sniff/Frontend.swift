@@ -221,7 +221,7 @@ struct Frontend {
             return Exit.outputFailed
         }
         if !output.quiet {
-            Summary.print(pipeline.stats)
+            Summary.print(pipeline.stats, keyLogGiven: keyLog != nil)
         }
         // Reading files stopped by a signal: exit 130 (a live capture ends that way normally).
         if Signals.stop && live == nil { code = max(code, .interrupted) }
@@ -240,22 +240,29 @@ struct Frontend {
 }
 
 enum Summary {
-    static func print(_ stats: RunStats) {
-        var line = "icy-sniff: \(stats.packets) packets, \(stats.connections) TCP connections, \(stats.transactions) HTTP transactions"
+    /// `keyLogGiven`: a key log was named (`--keylog`): what stays encrypted had no secrets in it.
+    static func print(_ stats: RunStats, keyLogGiven: Bool = false) {
+        let advice = keyLogGiven
+            ? "the key log has no secrets for them; their handshakes are in --connections and the HAR's _connections"
+            : "--keylog FILE decrypts them; their handshakes are in --connections and the HAR's _connections"
+        /// "1 TCP connection", "2 TCP connections".
+        func count(_ n: UInt64, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
+        var line = "icy-sniff: \(count(stats.packets, "packet")), \(count(stats.connections, "TCP connection")), "
+            + count(stats.transactions, "HTTP transaction")
         if stats.tlsConnections > 0 {
             let hidden = stats.tlsConnections - stats.tlsDecrypted
-            line += ", \(stats.tlsConnections) TLS connections"
+            line += ", " + count(stats.tlsConnections, "TLS connection")
             if stats.tlsDecrypted > 0 { line += " (\(stats.tlsDecrypted) decrypted)" }
             if hidden > 0 {
-                line += "; \(hidden) encrypted (--keylog FILE decrypts them; their handshakes are in --connections and the HAR's _connections)"
+                line += "; \(hidden) encrypted (\(advice))"
             }
         }
         if stats.quicConnections > 0 {
             let hidden = stats.quicConnections - stats.quicDecrypted
-            line += ", \(stats.quicConnections) QUIC connection\(stats.quicConnections == 1 ? "" : "s")"
+            line += ", " + count(stats.quicConnections, "QUIC connection")
             if stats.quicDecrypted > 0 { line += " (\(stats.quicDecrypted) decrypted)" }
             if hidden > 0 {
-                line += "; \(hidden) encrypted (--keylog FILE decrypts them; their handshakes are in --connections and the HAR's _connections)"
+                line += "; \(hidden) encrypted (\(advice))"
             }
         }
         func byCount(_ a: (key: Weird, value: UInt64), _ b: (key: Weird, value: UInt64)) -> Bool {

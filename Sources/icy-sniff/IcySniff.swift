@@ -8,7 +8,7 @@ import Glibc
 struct IcySniff: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "icy-sniff",
-        abstract: "Passive HTTP/1.x and HTTP/2 traffic analyzer, HTTPS too: requests, responses, timings, cache freshness, TLS, HAR.",
+        abstract: "Passive HTTP/1.x, HTTP/2 and HTTP/3 traffic analyzer, HTTPS and QUIC too: requests, responses, timings, cache freshness, TLS, HAR.",
         version: IcySniffVersion.current,
         subcommands: [Analyze.self, ReportCommand.self],
         defaultSubcommand: Analyze.self
