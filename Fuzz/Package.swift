@@ -3,7 +3,7 @@ import PackageDescription
 
 // libFuzzer targets for icy-sniff. Build and run with ../scripts/fuzz (see docs/FUZZING.md):
 //   swift build -c release -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library
-let targets = ["FuzzHTTPParser", "FuzzPacketDecode", "FuzzReassembly", "FuzzContentDecoder", "FuzzPipeline", "FuzzTLS", "FuzzHTTP2"]
+let targets = ["FuzzHTTPParser", "FuzzPacketDecode", "FuzzReassembly", "FuzzContentDecoder", "FuzzPipeline", "FuzzTLS", "FuzzHTTP2", "FuzzQUIC"]
 
 let package = Package(
     name: "icy-sniff-fuzz",
