@@ -68,15 +68,14 @@ public final class Pipeline {
             SessionSlot(factory: factory, emitter: emitter)
         }
         let table = self.table
-        quic = QUICTracker(keyLog: keyLog, emitter: emitter, options: options.http, nextID: { table.takeID() })
+        quic = QUICTracker(keyLog: keyLog, emitter: emitter, options: options.http, decryption: decryption, nextID: { table.takeID() })
         quic.giveBackID = { table.giveBack($0) }
         table.onFinished = { [unowned self] connection in
             // After what its TLS session still has to do with records being decrypted.
             if let decryption { decryption.later { self.connectionFinished(connection) } } else { connectionFinished(connection) }
         }
-        quic.onFinished = { [unowned self] connection in
-            if let decryption { decryption.later { self.connectionFinished(connection) } } else { connectionFinished(connection) }
-        }
+        // The tracker already waits for the connection's packets on the decryption thread.
+        quic.onFinished = { [unowned self] connection in connectionFinished(connection) }
     }
 
     private unowned let sink: TransactionSink

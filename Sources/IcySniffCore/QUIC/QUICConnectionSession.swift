@@ -60,6 +60,9 @@ final class QUICConnectionSession {
     private var http3: HTTP3Session? = nil
     private unowned let emitter: TransactionEmitter
     private let options: HTTPParserOptions
+    /// Where 1-RTT packets are opened (reading a file: the second core, `DecryptionQueue`); nil:
+    /// here, as they come. Whatever reads streams waits its turn behind the packets there.
+    let decryption: DecryptionQueue?
     /// 0-RTT and other packets that came before their keys could be known (ServerHello not yet
     /// read): copies, handled once it is.
     private var held: [(bytes: [UInt8], at: Timestamp, direction: Direction)] = []
@@ -96,7 +99,8 @@ final class QUICConnectionSession {
     }
 
     init(id: UInt64, client: Endpoint, server: Endpoint, dcid: [UInt8], scid: [UInt8], version: UInt32, at ts: Timestamp,
-         keyLog: KeyLog?, emitter: TransactionEmitter, options: HTTPParserOptions) {
+         keyLog: KeyLog?, emitter: TransactionEmitter, options: HTTPParserOptions, decryption: DecryptionQueue? = nil) {
+        self.decryption = decryption
         connection = Connection(id: id, first: client, second: server, timestamp: ts)
         connection.clientSide = 0
         connection.transport = .quic
@@ -254,7 +258,7 @@ final class QUICConnectionSession {
         }
         guard let keys else { return end }
         if let plaintext = open(whole, pnOffset: pnOffset, keys: keys, space: space, from: direction, longHeader: true) {
-            frames(plaintext, epoch: type == .handshake ? 1 : 2, at: ts, from: direction)
+            if type == .handshake { frames(plaintext, epoch: 1, at: ts, from: direction) } else { applicationFrames(plaintext, at: ts, from: direction) }
         }
         return end
     }
@@ -318,9 +322,15 @@ final class QUICConnectionSession {
         }
         let pnOffset = 1 + (direction == .fromClient ? (info.serverCID?.count ?? 0) : info.clientCID.count)
         guard bytes.count >= pnOffset + 4 + 16 else { return bytes.count }
-        guard let version = negotiatedVersion ?? QUICVersion(info.version), appKeys(direction, version: version) != nil,
-              let plaintext = openShort(bytes, pnOffset: pnOffset, from: direction) else { return bytes.count }
-        frames(plaintext, epoch: 2, at: ts, from: direction)
+        guard let version = negotiatedVersion ?? QUICVersion(info.version), appKeys(direction, version: version) != nil else {
+            return bytes.count
+        }
+        if let decryption, decryption.willTake(packetBytes: bytes.count) {
+            submitShort(bytes, pnOffset: pnOffset, to: decryption, at: ts, from: direction)
+            return bytes.count
+        }
+        guard let plaintext = openShort(bytes, pnOffset: pnOffset, from: direction) else { return bytes.count }
+        applicationFrames(plaintext, at: ts, from: direction)
         return bytes.count
     }
 
@@ -436,7 +446,7 @@ final class QUICConnectionSession {
         let s = space.rawValue
         largestPN[direction.index][s] = max(largestPN[direction.index][s] ?? 0, pn)
         info.packetsDecrypted += 1
-        if space != .initial { info.decrypted = true; tls.decrypted = true }
+        if space != .initial && !info.decrypted { info.decrypted = true; tls.decrypted = true }
         return UnsafeRawBufferPointer(rebasing: scratch[header..<(header + n)])
     }
 
@@ -444,6 +454,60 @@ final class QUICConnectionSession {
         info.packetsUndecryptable += 1
         failedPackets += 1
         connection.note(.quicDecryptionFailed)
+    }
+
+    /// The frames of a 0-RTT or 1-RTT packet opened here: at once, or — while packets before it
+    /// wait on the decryption thread — in its turn (streams are read in the capture's order).
+    private func applicationFrames(_ plaintext: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) {
+        guard let decryption, decryption.isHolding else { return frames(plaintext, epoch: 2, at: ts, from: direction) }
+        let copy = Array(plaintext)
+        decryption.later { [self] in copy.withUnsafeBytes { frames($0, epoch: 2, at: ts, from: direction) } }
+    }
+
+    /// A 1-RTT packet for the decryption thread: header protection removed and the keys chosen
+    /// here, by the key phase bit and the packet number alone (the thread cannot tell back which
+    /// keys opened it): the other phase is the previous keys for a packet numbered below the
+    /// first of the current phase, else the next phase's (a key update).
+    private func submitShort(_ whole: UnsafeRawBufferPointer, pnOffset: Int, to decryption: DecryptionQueue, at ts: Timestamp,
+                             from direction: Direction) {
+        let d = direction.index
+        guard let current = appKeys[d]?.current,
+              let (header, pn, phase) = unprotect(whole, pnOffset: pnOffset, keys: current, space: .application, from: direction,
+                                                  longHeader: false) else { return packetFailed() }
+        let keys: QUICPacketKeys
+        if phase == appKeys[d]!.phase {
+            // The common case: the keys as they are (the table's entry is changed in place only
+            // when it must be, not copied out and back for every packet).
+            keys = current
+            if appKeys[d]!.firstPacketOfCurrent == nil { appKeys[d]!.firstPacketOfCurrent = pn }
+        } else if let previous = appKeys[d]!.previous, let start = appKeys[d]!.firstPacketOfCurrent, pn < start {
+            keys = previous
+        } else if let next = appKeys[d]!.next ?? current.next() {
+            appKeys[d]!.previous = current
+            appKeys[d]!.current = next
+            appKeys[d]!.next = nil
+            appKeys[d]!.phase = phase
+            appKeys[d]!.firstPacketOfCurrent = pn
+            appKeys[d]!.updates += 1
+            info.keyUpdates = max(appKeys[0]?.updates ?? 0, appKeys[1]?.updates ?? 0)
+            keys = next
+        } else {
+            return packetFailed()
+        }
+        let s = QUICSpace.application.rawValue
+        if pn > largestPN[d][s] ?? 0 { largestPN[d][s] = pn }
+        var packet = decryption.sparePacket()
+        packet.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[0..<header]))
+        packet.append(contentsOf: UnsafeRawBufferPointer(rebasing: whole[header...]))
+        decryption.submit(packet: packet, headerLength: header, packetNumber: pn, keys: keys, of: self, from: direction, at: ts)
+    }
+
+    /// A packet the decryption thread opened (nil: it did not authenticate), in its turn.
+    func opened(_ plaintext: UnsafeRawBufferPointer?, packetNumber: UInt64, at ts: Timestamp, from direction: Direction) {
+        guard let plaintext else { return packetFailed() }
+        info.packetsDecrypted += 1
+        if !info.decrypted { info.decrypted = true; tls.decrypted = true }
+        frames(plaintext, epoch: 2, at: ts, from: direction)
     }
 
     /// A 1-RTT packet: the key phase bit picks the current, next or previous keys (RFC 9001 §6).

@@ -60,7 +60,12 @@ final class QUICTracker {
         }
     }
 
-    init(keyLog: KeyLog?, emitter: TransactionEmitter, options: HTTPParserOptions, nextID: @escaping () -> UInt64) {
+    /// Where the connections' 1-RTT packets are opened (reading a file: the second core).
+    private let decryption: DecryptionQueue?
+
+    init(keyLog: KeyLog?, emitter: TransactionEmitter, options: HTTPParserOptions, decryption: DecryptionQueue? = nil,
+         nextID: @escaping () -> UInt64) {
+        self.decryption = decryption
         self.keyLog = keyLog
         self.emitter = emitter
         self.options = options
@@ -141,7 +146,7 @@ final class QUICTracker {
             return false
         }
         let s = QUICConnectionSession(id: nextID(), client: d.source, server: d.destination, dcid: dcid, scid: scid, version: version,
-                                      at: d.timestamp, keyLog: keyLog, emitter: emitter, options: options)
+                                      at: d.timestamp, keyLog: keyLog, emitter: emitter, options: options, decryption: decryption)
         open[ObjectIdentifier(s)] = s
         register(dcid, for: s)
         if !scid.isEmpty { register(scid, for: s) }
@@ -247,8 +252,12 @@ final class QUICTracker {
     private func end(_ s: QUICConnectionSession, at ts: Timestamp) {
         discard(s)
         guard s.confirmed else { return }
-        s.finish(at: ts)
         connectionsSeen += 1
-        onFinished(s.connection)
+        // After its packets still on the decryption thread.
+        let report = { [onFinished] in
+            s.finish(at: ts)
+            onFinished(s.connection)
+        }
+        if let decryption { decryption.later(report) } else { report() }
     }
 }

@@ -2,8 +2,9 @@
 import Glibc
 #endif
 
-/// Takes the AEAD work of TLS application data off the pipeline's thread, so that decrypting
-/// runs on the second core while the pipeline reads, reassembles and parses.
+/// Takes the AEAD work of TLS application data and of QUIC 1-RTT packets off the pipeline's
+/// thread, so that decrypting runs on the second core while the pipeline reads, reassembles and
+/// parses.
 ///
 /// Input: the records of directions whose handshake is over (`submit`), in the order the
 /// pipeline reads them, and every later step of a TLS session's plaintext (`later`: what goes to
@@ -34,12 +35,35 @@ final class DecryptionQueue: @unchecked Sendable {
         var start = 0
     }
 
+    /// A QUIC 1-RTT packet whose header protection is removed and whose keys are chosen (on the
+    /// pipeline's thread): its AEAD is opened here, in place, and its frames read in its turn.
+    struct PacketJob {
+        let session: QUICConnectionSession
+        let direction: Direction
+        let keys: QUICPacketKeys
+        let packetNumber: UInt64
+        /// The unprotected header, then the ciphertext (opened where it lies).
+        var packet: [UInt8]
+        let headerLength: Int
+        let at: Timestamp
+        var plaintextLength: Int? = nil
+
+        mutating func open() {
+            let (keys, pn, h) = (self.keys, packetNumber, headerLength)
+            plaintextLength = packet.withUnsafeMutableBytes { raw in
+                keys.open(packetNumber: pn, header: UnsafeRawBufferPointer(rebasing: raw[0..<h]),
+                          sealed: UnsafeRawBufferPointer(rebasing: raw[h...]), into: UnsafeMutableRawBufferPointer(rebasing: raw[h...]))
+            }
+        }
+    }
+
     /// A batch: its records, each opened where its body lies (the plaintext overwrites the
     /// ciphertext: no second buffer to keep warm). Filled on the pipeline's thread, opened on
     /// the decryption thread, read again on the pipeline's thread once `openedCount` says so:
     /// one thread at a time (the hand-overs go through the queue's mutex).
     final class Batch {
         var jobs: [Job] = []
+        var packets: [PacketJob] = []
         var bytes = 0
         /// Delivered up to here (pipeline's thread).
         var delivered = 0
@@ -50,7 +74,25 @@ final class DecryptionQueue: @unchecked Sendable {
             for i in jobs.indices {
                 (jobs[i].opened, jobs[i].start) = jobs[i].decryptor.openInPlace(&jobs[i].record)
             }
+            for i in packets.indices { packets[i].open() }
         }
+
+        /// Hands the `i`th QUIC packet's result to its connection.
+        func deliverPacket(_ i: Int) {
+            // Read where it lies: copying the job out would retain and release its session, keys
+            // and buffer for every packet.
+            packets.withUnsafeBufferPointer { all in
+                let job = all.baseAddress! + i
+                let h = job.pointee.headerLength
+                job.pointee.packet.withUnsafeBytes { raw in
+                    job.pointee.session.opened(job.pointee.plaintextLength.map { UnsafeRawBufferPointer(rebasing: raw[h..<(h + $0)]) },
+                                               packetNumber: job.pointee.packetNumber, at: job.pointee.at, from: job.pointee.direction)
+                }
+            }
+            delivered += 1
+        }
+
+        var count: Int { jobs.count + packets.count }
 
         /// Hands the `i`th record's result to its session.
         func deliver(_ i: Int) {
@@ -64,6 +106,7 @@ final class DecryptionQueue: @unchecked Sendable {
 
         func reset() {
             jobs.removeAll(keepingCapacity: true)
+            packets.removeAll(keepingCapacity: true)
             bytes = 0
             delivered = 0
             collected = false
@@ -73,6 +116,7 @@ final class DecryptionQueue: @unchecked Sendable {
     private enum Step {
         case call(() -> Void)
         case record(Batch, Int)
+        case packet(Batch, Int)
     }
 
     /// Record bytes per batch: large enough that handing over costs nothing next to the AEAD,
@@ -154,6 +198,28 @@ final class DecryptionQueue: @unchecked Sendable {
         return true
     }
 
+    /// A QUIC packet to open; its connection's `opened` gets the result in its turn. Answers
+    /// whether a batch took it (false before the thread runs: the connection opens it at once).
+    /// Before the thread runs, asks nothing of the caller but its size (`willTake`).
+    func willTake(packetBytes: Int) -> Bool {
+        submittedBytes &+= packetBytes
+        if !threaded {
+            guard submittedBytes >= startAfter, startThread() else { return false }
+            threaded = true
+        }
+        return true
+    }
+
+    /// The packet (unprotected header, then ciphertext) of a `willTake` that answered true.
+    func submit(packet: [UInt8], headerLength: Int, packetNumber: UInt64, keys: QUICPacketKeys,
+                of session: QUICConnectionSession, from direction: Direction, at ts: Timestamp) {
+        recordsQueued += 1
+        filling.packets.append(PacketJob(session: session, direction: direction, keys: keys, packetNumber: packetNumber,
+                                         packet: packet, headerLength: headerLength, at: ts))
+        steps.append(.packet(filling, filling.packets.count - 1))
+        filling.bytes += max(packet.count, 64)
+    }
+
     /// After each packet: a full batch (or one with many steps held behind it) goes to the
     /// thread; beyond `maxInFlight` batches there, the oldest is waited for and its steps run.
     @inline(__always) func cycle() {
@@ -177,7 +243,7 @@ final class DecryptionQueue: @unchecked Sendable {
     /// Every record submitted is opened and every step held has run before this returns.
     func drain() {
         guard !running else { return }
-        if !filling.jobs.isEmpty {
+        if filling.count > 0 {
             handOverFilling()
         }
         while !inFlight.isEmpty { collectOldest() }
@@ -208,7 +274,12 @@ final class DecryptionQueue: @unchecked Sendable {
                 guard batch.collected else { return compact() }
                 head += 1
                 batch.deliver(i)
-                if batch.delivered == batch.jobs.count { recycle(batch) }
+                if batch.delivered == batch.count { recycle(batch) }
+            case .packet(let batch, let i):
+                guard batch.collected else { return compact() }
+                head += 1
+                batch.deliverPacket(i)
+                if batch.delivered == batch.count { recycle(batch) }
             }
         }
         compact()
@@ -223,9 +294,21 @@ final class DecryptionQueue: @unchecked Sendable {
     /// A buffer for the next record body of a reader whose last one was submitted.
     func spareBody() -> [UInt8] { spareBodies.popLast() ?? [] }
 
+    /// An empty buffer (with the capacity of a packet delivered before) for the next QUIC packet.
+    func sparePacket() -> [UInt8] {
+        guard var p = sparePackets.popLast() else { return [] }
+        p.removeAll(keepingCapacity: true)
+        return p
+    }
+    private var sparePackets: [[UInt8]] = []
+    private static let maxSparePackets = 4096
+
     private func recycle(_ batch: Batch) {
         for i in batch.jobs.indices where spareBodies.count < Self.maxSpareBodies {
             if let body = batch.jobs[i].record.body { spareBodies.append(body) }
+        }
+        for i in batch.packets.indices where sparePackets.count < Self.maxSparePackets {
+            sparePackets.append(batch.packets[i].packet)
         }
         batch.reset()
         spares.append(batch)
