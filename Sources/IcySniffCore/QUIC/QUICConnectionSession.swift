@@ -322,8 +322,11 @@ final class QUICConnectionSession {
         }
         let pnOffset = 1 + (direction == .fromClient ? (info.serverCID?.count ?? 0) : info.clientCID.count)
         guard bytes.count >= pnOffset + 4 + 16 else { return bytes.count }
-        guard let version = negotiatedVersion ?? QUICVersion(info.version), appKeys(direction, version: version) != nil else {
-            return bytes.count
+        // The keys exist (the common case, checked without copying them out), or can be made.
+        if appKeys[direction.index] == nil {
+            guard let version = negotiatedVersion ?? QUICVersion(info.version), appKeys(direction, version: version) != nil else {
+                return bytes.count
+            }
         }
         if let decryption, decryption.willTake(packetBytes: bytes.count) {
             submitShort(bytes, pnOffset: pnOffset, to: decryption, at: ts, from: direction)
