@@ -226,8 +226,19 @@ struct OutputOptions: ParsableArguments {
     @Option(name: .customLong("format"), help: ArgumentHelp("Output format: table, tsv, csv, ndjson, har or heads (-V). Default: table on a terminal, TSV otherwise.", valueName: "format"), completion: .list(["table", "tsv", "csv", "ndjson", "har", "heads"]))
     var format: OutputFormat?
 
-    @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Write to a file (atomically: a temporary file, then renamed; a device or FIFO such as /dev/null is written directly).", valueName: "file"), completion: .file())
+    @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Write to a file (atomically: a temporary file, then renamed; a device or FIFO such as /dev/null is written directly). Without --format or --har, the format follows the file's extension: .har, .ndjson or .jsonl, .csv, .tsv.", valueName: "file"), completion: .file())
     var outputPath: String?
+
+    /// The format the output file's extension names (as tshark and pandas read it): nil when
+    /// there is no file or its extension names none.
+    var formatFromPath: OutputFormat? {
+        guard let path = outputPath?.lowercased() else { return nil }
+        if path.hasSuffix(".har") { return .har }
+        if path.hasSuffix(".ndjson") || path.hasSuffix(".jsonl") { return .ndjson }
+        if path.hasSuffix(".csv") { return .csv }
+        if path.hasSuffix(".tsv") { return .tsv }
+        return nil
+    }
 
     @Flag(name: .customLong("connections"), help: "List connections, TCP and QUIC (endpoints, handshake time, bytes, gaps, anomalies, TLS and QUIC facts) instead of transactions.")
     var connections = false

@@ -121,7 +121,8 @@ struct Frontend {
             return Exit.outputFailed
         }
 
-        let format: OutputFormat = output.har ? .har : output.heads ? .heads : (output.format ?? (out?.isTerminal == true ? .table : .tsv))
+        let format: OutputFormat = output.har ? .har : output.heads ? .heads
+            : (output.format ?? output.formatFromPath ?? (out?.isTerminal == true ? .table : .tsv))
         var factory = sinkFactory(format: format)
         // Live: every row reaches the terminal or the pipe as soon as its response completes.
         factory.flushEachRow = input.interface != nil

@@ -32,6 +32,27 @@ import Testing
         }
     }
 
+    /// `-o x.har` without --har writes HAR (it wrote TSV into the .har file); .ndjson, .jsonl,
+    /// .csv and .tsv likewise; --format still wins.
+    @Test func outputFormatFollowsTheExtension() throws {
+        let dir = CLI.temporaryDirectory()
+        for (name, check) in [("w.har", { (t: String) in t.hasPrefix("{") && t.contains("\"entries\"") }),
+                              ("w.ndjson", { (t: String) in t.hasPrefix("{\"") && t.split(separator: "\n").count == 15 }),
+                              ("w.jsonl", { (t: String) in t.hasPrefix("{\"") }),
+                              ("w.csv", { (t: String) in t.hasPrefix("time,client,method") }),
+                              ("w.tsv", { (t: String) in t.hasPrefix("time\tclient\tmethod") })] {
+            let path = dir.appendingPathComponent(name).path
+            let r = try CLI.run(["-r", CLI.capture("wikipedia.pcap"), "-o", path, "--quiet"])
+            #expect(r.status == 0, "\(r.stderr)")
+            let text = try String(contentsOfFile: path, encoding: .utf8)
+            #expect(check(text), "\(name): \(text.prefix(80))")
+        }
+        let forced = dir.appendingPathComponent("x.har").path
+        let r = try CLI.run(["-r", CLI.capture("wikipedia.pcap"), "-o", forced, "--format", "tsv", "--quiet"])
+        #expect(r.status == 0)
+        #expect(try String(contentsOfFile: forced, encoding: .utf8).hasPrefix("time\t"))
+    }
+
     @Test func connectionsListing() throws {
         let r = try CLI.run(["-r", CLI.corpus("zeek/get.pcap"), "--connections", "--format", "tsv", "--quiet"])
         let lines = r.text.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false) }
