@@ -84,6 +84,13 @@ struct Analyze: ParsableCommand {
         if output.connections && (output.har || output.format == .har) {
             throw ValidationError("--connections lists connections as a table, TSV, CSV or NDJSON; a HAR has them in log._connections (use --har alone)")
         }
+        let named = output.har ? OutputFormat.har : output.heads ? .heads : (output.format ?? output.formatFromPath)
+        if output.fields != nil && !output.connections, let f = named, f == .ndjson || f == .har || f == .heads {
+            throw ValidationError("--fields chooses the columns of the table, TSV and CSV; \(f == .heads ? "-V shows whole heads" : "NDJSON and HAR carry every field") (drop --fields, or use --format tsv)")
+        }
+        if output.bodies && named == .heads {
+            throw ValidationError("--bodies puts bodies into the HAR (and --out-dir's HARs); -V shows heads only (use --har --bodies)")
+        }
         if output.outDir != nil && output.format == .table {
             throw ValidationError("--out-dir writes files: choose --format tsv, csv, ndjson or har (the table is for a terminal)")
         }

@@ -53,6 +53,19 @@ import Testing
         #expect(try String(contentsOfFile: forced, encoding: .utf8).hasPrefix("time\t"))
     }
 
+    /// Options that would be ignored are refused with one line: --fields with NDJSON, HAR or -V,
+    /// --bodies with -V (issue 30).
+    @Test func ignoredCombinationsAreRefused() throws {
+        for args in [["--format", "ndjson", "--fields", "url"], ["--har", "--fields", "url"], ["-V", "--fields", "url"],
+                     ["-o", "/tmp/icy-x.ndjson", "--fields", "url"], ["-V", "--bodies"]] {
+            let r = try CLI.run(["-r", CLI.capture("wikipedia.pcap")] + args)
+            #expect(r.status != 0, "\(args)")
+            #expect(r.stderr.contains("--fields") || r.stderr.contains("--bodies"), "\(args): \(r.stderr)")
+        }
+        let ok = try CLI.run(["-r", CLI.capture("wikipedia.pcap"), "--format", "tsv", "--fields", "url", "--quiet"])
+        #expect(ok.status == 0 && ok.text.hasPrefix("url\n"))
+    }
+
     @Test func connectionsListing() throws {
         let r = try CLI.run(["-r", CLI.corpus("zeek/get.pcap"), "--connections", "--format", "tsv", "--quiet"])
         let lines = r.text.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false) }
