@@ -35,6 +35,14 @@ enum Diagnostics {
         do {
             let keyLog = try KeyLog(paths: paths, growing: growing)
             for path in keyLog.notYetWritten { warning("key log '\(path)' does not exist yet: it is read as a client writes it") }
+            if keyLog.count == 0 && !growing {
+                // Not a key log, or an empty one: nothing will be decrypted, and the user should know
+                // now, not from a summary that says nothing was.
+                let bad = keyLog.malformedLines
+                let names = paths.map { "'\($0)'" }.joined(separator: ", ")
+                warning("key log \(names) holds no secrets" + (bad > 0 ? " (\(bad) lines are not 'LABEL client_random secret')" : "")
+                        + ": nothing will be decrypted")
+            }
             return keyLog
         } catch {
             Self.error(error.message)

@@ -115,6 +115,15 @@ import Testing
         #expect(missing.status == 2 && missing.stderr.hasPrefix("icy-sniff: cannot read key log '/nonexistent.keys'"), "\(missing.stderr)")
     }
 
+    /// A file that is no key log (README.md) is named at once, and the summary does not advise
+    /// --keylog to a user who gave one (issue 30).
+    @Test func aKeyLogWithoutSecretsIsNamed() throws {
+        let r = try CLI.run(["-r", capture, "--keylog", CLI.packageRoot.appendingPathComponent("README.md").path])
+        #expect(r.status == 0)
+        #expect(r.stderr.contains("README.md' holds no secrets ("), "\(r.stderr)")
+        #expect(r.stderr.contains("the key log has no secrets for them") && !r.stderr.contains("--keylog FILE decrypts"), "\(r.stderr)")
+    }
+
     /// One byte of an encrypted record changed in the capture: that direction stops being
     /// decrypted at that record (flagged), the other connections are unaffected.
     @Test func aTamperedRecordIsFlagged() throws {
