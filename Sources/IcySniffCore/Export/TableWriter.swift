@@ -396,8 +396,12 @@ public final class TableWriter {
             }
             return fromEnd ? out.reversed() : out
         }
-        let head = keepEnd ? (width - 1) * 2 / 3 : width - 1
+        // A URL keeps its end — the file a row is about, where rows of one page differ — and of
+        // its start a third of the width: the host with its slash when that fits
+        // ("upload.wikimedia.org/…/Wikipedia-logo.png"), else the host's first letters.
+        let head = keepEnd ? max(1, (width - 1) / 3) : width - 1
         var out = take(head, fromEnd: false)
+        if keepEnd, let slash = scalars.firstIndex(of: "/"), slash + 1 <= out.count, slash > 0 { out = Array(scalars[...slash]) }
         out.append("…")
         if keepEnd { out += take(width - Self.cells(String(String.UnicodeScalarView(out))), fromEnd: true) }
         return String(String.UnicodeScalarView(out))

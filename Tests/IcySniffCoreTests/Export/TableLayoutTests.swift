@@ -37,6 +37,34 @@ import Testing
         #expect(TableWriter.cells("ｈｉ") == 4, "fullwidth forms")
     }
 
+    /// Shortened URLs of one page still differ (issue 30: at 80 columns six Wikipedia rows all
+    /// read `upload.wikimedi….svg.png`): the end of the path is kept, and the host with its slash
+    /// when it fits.
+    @Test func shortenedURLsKeepTheirEnds() throws {
+        let names = ["Wikipedia-logo.png", "Wiktionary-logo-en.svg.png", "Wikisource-logo.svg.png"]
+        let transactions = names.flatMap { name in
+            Transcript("""
+            >>>
+            GET /wikipedia/commons/thumb/a/ab/\(name)/35px-\(name) HTTP/1.1
+            Host: upload.wikimedia.org
+
+            <<<
+            HTTP/1.1 200 OK
+            Content-Length: 0
+
+            """).run()
+        }
+        let out = OutputFile(memory: true)
+        let writer = TableWriter(format: .table, output: out, options: ExportOptions(), width: 80)
+        for t in transactions { writer.consume(t) }
+        writer.finish()
+        let rows = String(decoding: out.takeBytes(), as: UTF8.self).split(separator: "\n").dropFirst()
+        #expect(rows.count == 3)
+        let urls = rows.compactMap { $0.split(separator: " ").first { $0.contains("…") } }
+        #expect(Set(urls).count == 3, "\(urls)")
+        for (url, name) in zip(urls, names) { #expect(url.hasSuffix(String(name.suffix(8))), "\(url)") }
+    }
+
     @Test func wideCharactersAreCutByCells() {
         let transactions = Transcript("""
         >>>
