@@ -38,6 +38,17 @@ import Testing
         #expect(ssl > 0 && connect >= ssl)
     }
 
+    /// The report says first what the capture was: here one device, HTTP/3, or (without keys)
+    /// QUIC connections whose requests are not seen (issue 30).
+    @Test func reportSaysWhatTheCaptureWas() throws {
+        let keyless = try CLI.run(["report", "-r", capture])
+        #expect(keyless.text.split(separator: "\n").dropFirst().first?.hasPrefix("Capture: ") == true, "\(keyless.text)")
+        #expect(keyless.text.contains("encrypted, requests not seen: 1 QUIC connection\n"), "\(keyless.text)")
+        #expect(keyless.text.contains("QUIC: 1 connection (handshakes only: not decrypted)"))
+        let keyed = try CLI.run(["report", "-r", capture, "--keylog", keys])
+        #expect(keyed.text.contains("1 device, 1 host; 13 h3\n"), "\(keyed.text)")
+    }
+
     @Test func tableNamesTheProtocol() throws {
         let r = try CLI.run(["-r", capture, "--keylog", keys, "--format", "tsv", "--fields", "method,url,status,protocol", "--quiet"])
         #expect(r.status == 0, "\(r.stderr)")

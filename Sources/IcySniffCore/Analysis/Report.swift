@@ -45,6 +45,25 @@ public struct Report: Sendable {
     public static let hostsKept = 1000
 
     public var capture = ""
+    /// What the capture was, before the details: its span (the first to the last packet of its
+    /// connections), the devices (client addresses) and hosts, the protocols the transactions
+    /// travelled on, and the encrypted connections whose requests are not seen.
+    public struct Overview: Sendable {
+        public var start: Timestamp? = nil
+        public var end: Timestamp? = nil
+        public var devices = 0
+        public var hosts = 0
+        /// Transactions per protocol ("http/1.1", "h2", "h3", …), most first.
+        public var protocols: [(name: String, count: Int)] = []
+        /// TLS and QUIC connections whose traffic was not decrypted.
+        public var encryptedTLS = 0
+        public var encryptedQUIC = 0
+        public var durationMilliseconds: Double? {
+            guard let start, let end else { return nil }
+            return end.milliseconds(since: start)
+        }
+    }
+    public var overview = Overview()
     public var requests = 0
     public var responses = 0
     public var connections = 0
@@ -220,7 +239,17 @@ public final class ReportCollector: TransactionSink {
 
     public init() {}
 
+    /// The overview's counts (devices and hosts bounded: beyond 100,000 each they are counted no more).
+    private var devices = Set<IPAddress>()
+    private var hostNames = Set<String>()
+    private var protocols: [String: Int] = [:]
+    private var span: (start: Timestamp, end: Timestamp)? = nil
+    private var encrypted = (tls: 0, quic: 0)
+
     public func consume(_ t: Transaction) {
+        if devices.count < 100_000 { devices.insert(t.connection.client.address) }
+        if hostNames.count < 100_000 { hostNames.insert(t.host.lowercased()) }
+        protocols[t.protocolName, default: 0] += 1
         let line = Report.Line(time: t.startTime, method: t.request?.method ?? "", url: t.url, host: t.host.lowercased(),
                                status: t.response?.status ?? 0,
                                bytes: t.response?.bodyBytes ?? 0, note: "")
@@ -280,6 +309,11 @@ public final class ReportCollector: TransactionSink {
     }
 
     public func connectionFinished(_ connection: Connection) {
+        if devices.count < 100_000 { devices.insert(connection.client.address) }
+        let first = connection.synTime ?? connection.firstSeen, last = connection.lastSeen
+        span = span.map { (min($0.start, first), max($0.end, last)) } ?? (first, last)
+        if let q = connection.quic { if !q.decrypted { encrypted.quic += 1 } }
+        else if let tls = connection.tls, !tls.decrypted { encrypted.tls += 1 }
         // Transactions whose bytes were contradicted after they were emitted.
         for sequence in connection.contradictedTransactions {
             if let line = recentLines.value(for: sequence) {
@@ -353,6 +387,13 @@ public final class ReportCollector: TransactionSink {
         open.removeAll()
         var out = r
         out.capture = capture
+        out.overview.start = span?.start
+        out.overview.end = span?.end
+        out.overview.devices = devices.count
+        out.overview.hosts = hostNames.count
+        out.overview.protocols = protocols.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map { ($0.key, $0.value) }
+        out.overview.encryptedTLS = encrypted.tls
+        out.overview.encryptedQUIC = encrypted.quic
         out.connections = connectionCount
         out.slowestByWait = slowest
         let hosts = byHost.values.sorted { ($0.connections, $0.host) > ($1.connections, $1.host) }

@@ -43,6 +43,20 @@ public enum ReportWriter {
             if items.count > maxLines { line("  … \(items.count - maxLines) more") }
         }
         line("== \(r.capture)")
+        let o = r.overview
+        if let start = o.start, let duration = o.durationMilliseconds {
+            func plural(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
+            let seconds = ByteBuffer(capacity: 32)
+            JSONWriter.appendNumber(duration / 1000, decimals: 1, to: seconds)
+            var text = "Capture: \(start.iso8601(fractionDigits: 3)), \(seconds.text) s; "
+                + plural(o.devices, "device") + ", " + plural(o.hosts, "host")
+            if !o.protocols.isEmpty { text += "; " + o.protocols.map { "\($0.count) \($0.name)" }.joined(separator: ", ") }
+            var hidden: [String] = []
+            if o.encryptedTLS > 0 { hidden.append(plural(o.encryptedTLS, "TLS connection")) }
+            if o.encryptedQUIC > 0 { hidden.append(plural(o.encryptedQUIC, "QUIC connection")) }
+            if !hidden.isEmpty { text += "; encrypted, requests not seen: " + hidden.joined(separator: ", ") }
+            line(text)
+        }
         line("Traffic: \(r.requests) requests, \(r.responses) responses, \(bytes(r.wireBytes)) on the wire, \(bytes(r.decodedBytes)) of decoded bodies")
         let perConn = (r.requestsPerConnection * 10).rounded() / 10
         line("Connections: \(r.connections), \(perConn) requests per connection (max \(r.maxRequestsPerConnection)), \(r.reusedConnections) reused (keep-alive)")
@@ -157,6 +171,15 @@ public enum ReportWriter {
         for r in reports {
             w.beginObject()
             w.string("capture", r.capture)
+            w.key("overview"); w.beginObject()
+            w.optionalString("start", r.overview.start?.iso8601(fractionDigits: 6))
+            w.optionalNumber("durationMs", r.overview.durationMilliseconds)
+            w.int("devices", r.overview.devices)
+            w.int("hosts", r.overview.hosts)
+            w.key("protocols"); w.beginObject(); for p in r.overview.protocols { w.key(text: p.name); w.int(p.count) }; w.endObject()
+            w.int("encryptedTLSConnections", r.overview.encryptedTLS)
+            w.int("encryptedQUICConnections", r.overview.encryptedQUIC)
+            w.endObject()
             w.int("requests", r.requests)
             w.int("responses", r.responses)
             w.int("wireBytes", r.wireBytes)
