@@ -24,7 +24,7 @@ struct ReportCommand: ParsableCommand {
     @Option(name: [.customShort("f"), .customLong("filter")], help: ArgumentHelp("BPF capture filter.", valueName: "bpf"))
     var filter: String?
 
-    @Option(name: .customLong("keylog"), help: ArgumentHelp("Decrypt TLS with the secrets in this NSS key log (repeatable).", valueName: "file"))
+    @Option(name: .customLong("keylog"), help: ArgumentHelp("Decrypt TLS and QUIC with the secrets in this NSS key log (repeatable).", valueName: "file"))
     var keylog: [String] = []
 
     @Option(name: .customLong("format"), help: "text (default) or json.")
@@ -32,6 +32,9 @@ struct ReportCommand: ParsableCommand {
 
     @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Write to a file (atomically).", valueName: "file"))
     var outputPath: String?
+
+    @Flag(name: .customLong("keep-secrets"), help: "Keep secret query parameters (token, key, password, …) in the URLs listed (redacted by default, as in every output).")
+    var keepSecrets = false
 
     func validate() throws {
         if read.isEmpty { throw ValidationError("give a capture with -r FILE") }
@@ -48,10 +51,12 @@ struct ReportCommand: ParsableCommand {
         driver.shouldStop = { Signals.stop }
         // One report per capture set (the pieces of a rotated capture are one stream), and one
         // of them all, fed the same judged transactions.
-        let combined = ReportCollector()
+        var exportOptions = ExportOptions()
+        exportOptions.keepSecrets = keepSecrets
+        let combined = ReportCollector(options: exportOptions)
         var analysed = 0
         for set in expanded.sets {
-            let collector = ReportCollector()
+            let collector = ReportCollector(options: exportOptions)
             let pipeline = Pipeline(sink: CacheJudgingSink(next: BothSinks(collector, combined)), options: options)
             let outcomes = driver.run(set, through: pipeline)
             for outcome in outcomes {

@@ -235,9 +235,14 @@ public final class ReportCollector: TransactionSink {
     private var tlsHandshakes = HandshakeAggregate()
     private var quicHandshakes = HandshakeAggregate()
 
-    private let time = TimeBreakdownCollector()
+    private let time: TimeBreakdownCollector
+    /// Secrets (query parameters) are taken out of every URL the report keeps, when it keeps it.
+    private let options: ExportOptions
 
-    public init() {}
+    public init(options: ExportOptions = ExportOptions()) {
+        self.options = options
+        time = TimeBreakdownCollector(options: options)
+    }
 
     /// The overview's counts (devices and hosts bounded: beyond 100,000 each they are counted no more).
     private var devices = Set<IPAddress>()
@@ -250,7 +255,8 @@ public final class ReportCollector: TransactionSink {
         if devices.count < 100_000 { devices.insert(t.connection.client.address) }
         if hostNames.count < 100_000 { hostNames.insert(t.host.lowercased()) }
         protocols[t.protocolName, default: 0] += 1
-        let line = Report.Line(time: t.startTime, method: t.request?.method ?? "", url: t.url, host: t.host.lowercased(),
+        let line = Report.Line(time: t.startTime, method: t.request?.method ?? "", url: EntryEncoder.redactURL(t.url, options: options),
+                               host: t.host.lowercased(),
                                status: t.response?.status ?? 0,
                                bytes: t.response?.bodyBytes ?? 0, note: "")
         time.add(t, line)

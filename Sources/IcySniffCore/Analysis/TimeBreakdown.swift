@@ -75,6 +75,9 @@ extension Report {
 /// first `samplesKept` of each phase), top-N lists and open redirect chains (least recently
 /// used out), never the transactions.
 final class TimeBreakdownCollector {
+    /// Secret query parameters are taken out of the URLs kept (page titles, chains' ends).
+    private let options: ExportOptions
+    init(options: ExportOptions = ExportOptions()) { self.options = options }
     private struct Samples {
         var requests = 0
         var roundTrip: [Double] = []
@@ -137,9 +140,10 @@ final class TimeBreakdownCollector {
         let wire = (t.request?.wireBytes ?? 0) + (t.response?.wireBytes ?? 0)
         if index == pages.count {
             let page = grouper.pages[index]
-            pages.append(.init(title: page.title, document: page.comment == nil, requests: 0, wireBytes: 0, first: start, last: end))
+            pages.append(.init(title: EntryEncoder.redactURL(page.title, options: options), document: page.comment == nil, requests: 0,
+                               wireBytes: 0, first: start, last: end))
         }
-        pages[index].title = grouper.pages[index].title
+        pages[index].title = EntryEncoder.redactURL(grouper.pages[index].title, options: options)
         pages[index].requests += t.request != nil ? 1 : 0
         pages[index].wireBytes += wire
         if start < pages[index].first { pages[index].first = start }
@@ -174,7 +178,8 @@ final class TimeBreakdownCollector {
                         last: Report.Line? = nil) {
         b.redirectChainCount += 1
         guard b.redirectChains.count < Report.examplesKept else { return }
-        b.redirectChains.append(.init(steps: chain.steps + (last.map { [$0] } ?? []), finalURL: finalURL, complete: complete,
+        b.redirectChains.append(.init(steps: chain.steps + (last.map { [$0] } ?? []), finalURL: EntryEncoder.redactURL(finalURL, options: options),
+                                      complete: complete,
                                       milliseconds: end.milliseconds(since: chain.start)))
     }
 
@@ -186,7 +191,7 @@ final class TimeBreakdownCollector {
             let target = String(key.split(separator: " ", maxSplits: 1).last ?? "")
             out.redirectChainCount += 1
             if out.redirectChains.count < Report.examplesKept, let last = c.steps.last {
-                out.redirectChains.append(.init(steps: c.steps, finalURL: target, complete: false,
+                out.redirectChains.append(.init(steps: c.steps, finalURL: EntryEncoder.redactURL(target, options: options), complete: false,
                                                  milliseconds: last.time.milliseconds(since: c.start)))
             }
         }

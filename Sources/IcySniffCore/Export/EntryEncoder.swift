@@ -30,7 +30,7 @@ enum EntryEncoder {
         w.int("_clientPort", t.connection.client.port)
         w.int("_serverPort", t.connection.server.port)
         w.int("_depth", t.depth)
-        if let r = t.request { w.string("_requestTarget", r.targetString) }
+        if let r = t.request { w.string("_requestTarget", redactURL(r.targetString, options: options)) }
         if let stream = t.streamID { w.int("_streamId", stream) }
         if t.pushed { w.bool("_pushed", true) }
         let flags = t.allWeirds
@@ -59,16 +59,19 @@ enum EntryEncoder {
     static func writeHeaders(_ headers: HeaderFields, to w: JSONWriter, options: ExportOptions) {
         w.key("headers"); w.beginArray()
         for i in headers.indices {
+            let secret = !options.keepSecrets && headers.id(at: i).isSecret
+            let url = !options.keepSecrets && !secret && carriesURL(headers, at: i)
             // The usual field: plain ASCII, not a secret — one run of bytes.
-            if options.keepSecrets || !headers.id(at: i).isSecret,
-               headers.withNameAndValueBytes(at: i, { w.nameValueObject($0, $1) }) { continue }
+            if !secret && !url, headers.withNameAndValueBytes(at: i, { w.nameValueObject($0, $1) }) { continue }
             w.beginObject()
             w.key("name"); w.fieldText(headers, at: i, name: true)
-            if !options.keepSecrets && headers.id(at: i).isSecret {
+            if secret {
                 w.key("value")
                 if headers.id(at: i) != .cookie || !writeRedactedCookieHeader(headers, at: i, to: w) {
                     w.string(redact(header: headers[i], options: options))
                 }
+            } else if url {
+                w.key("value"); w.string(redact(header: headers[i], options: options))
             } else {
                 w.key("value"); w.fieldText(headers, at: i, name: false)
             }
@@ -105,9 +108,32 @@ enum EntryEncoder {
 
     /// Secret values are replaced, keeping their length visible: `[redacted 32 bytes]`; for cookies
     /// the names stay (`a=[redacted]; b=[redacted]`).
+    /// Whether field `i` carries a URL with a query (Referer, Location, Content-Location, the
+    /// :path pseudo-header), whose secret parameters are redacted like the entry's URL. Read from
+    /// the header bytes: no String for the fields that do not.
+    static func carriesURL(_ headers: HeaderFields, at i: Int) -> Bool {
+        let id = headers.id(at: i)
+        guard id == .referer || id == .location || id == .other else { return false }
+        return headers.withNameAndValueBytes(at: i) { name, value in
+            guard value.contains(0x3F) else { return false }
+            if id != .other { return true }
+            if equalsBytes(name, ":path") { return true }
+            guard name.count == 16 else { return false }
+            return zip(name, "content-location".utf8).allSatisfy { ($0 | 0x20) == $1 || $0 == $1 }
+        }
+    }
+
     static func redact(header h: HTTPHeader, options: ExportOptions) -> String {
         let id = FieldName(h.name)
-        guard !options.keepSecrets, id.isSecret else { return h.value }
+        guard !options.keepSecrets else { return h.value }
+        // Fields that carry a URL (HTTP/2's and HTTP/3's :path, Referer, Location,
+        // Content-Location): their secret query parameters, as the entry's URL.
+        if !id.isSecret {
+            if id == .referer || id == .location || h.name.lowercased() == ":path" || h.name.lowercased() == "content-location" {
+                return redactURL(h.value, options: options)
+            }
+            return h.value
+        }
         switch id {
         case .cookie:
             return Cookies.parseRequest(h.value).map { "\($0.name)=\(redacted($0.value))" }.joined(separator: "; ")
@@ -255,7 +281,7 @@ enum EntryEncoder {
             if r.bodyTruncated { w.string("comment", "body cut at the in-memory cap; size is exact") }
         }
         w.endObject()
-        w.headerValue("redirectURL", r.headers, .location, absent: .empty)
+        writeURLHeader("redirectURL", r.headers, .location, absent: .empty, to: w, options: options)
         w.int("headersSize", r.headersComplete ? r.headersSize : -1)
         w.int("bodySize", r.bodyBytes)
         w.endObject()
@@ -289,6 +315,17 @@ enum EntryEncoder {
         w.bool("avoidable", c.avoidable)
         if c.dependsOnEvictedEntry { w.bool("dependsOnEvictedEntry", true) }
         w.endObject()
+    }
+
+    /// A header that carries a URL (Referer, Location) as a string value, its secret query
+    /// parameters redacted: the header buffer's bytes as they are when there is no query (the
+    /// common case), else the redacted text.
+    static func writeURLHeader(_ k: StaticString, _ headers: HeaderFields?, _ id: FieldName, absent: JSONWriter.Absent = .null,
+                               to w: JSONWriter, options: ExportOptions) {
+        guard !options.keepSecrets, let headers, let value = headers.first(id), value.utf8.contains(0x3F) else {
+            return w.headerValue(k, headers, id, absent: absent)
+        }
+        w.string(k, redactURL(value, options: options))
     }
 
     static func redactURL(_ url: String, options: ExportOptions) -> String {

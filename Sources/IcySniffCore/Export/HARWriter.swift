@@ -99,7 +99,7 @@ public final class HARWriter: TransactionSink {
             w.beginObject()
             w.string("startedDateTime", page.started.iso8601(fractionDigits: 3))
             w.string("id", page.id)
-            w.string("title", page.title)
+            w.string("title", EntryEncoder.redactURL(page.title, options: options))
             if let comment = page.comment { w.string("comment", comment) }
             w.key("pageTimings"); w.beginObject()
             w.number("onContentLoad", -1); w.number("onLoad", -1)

@@ -143,7 +143,7 @@ public final class TableWriter {
         case .server: return t.connection.server.description
         case .method: return req?.method ?? missing
         case .host: return t.host
-        case .path: return req?.targetString ?? missing
+        case .path: return req.map { EntryEncoder.redactURL($0.targetString, options: options) } ?? missing
         case .url:
             guard req != nil else { return missing }
             let url = EntryEncoder.redactURL(t.url, options: options)
@@ -496,12 +496,12 @@ enum NDJSONEncoder {
         w.int("server_port", t.connection.server.port)
         w.optionalString("method", req?.method)
         w.string("host", t.host)
-        w.optionalString("target", req?.targetString)
+        w.optionalString("target", req.map { EntryEncoder.redactURL($0.targetString, options: options) })
         w.optionalString("url", req.map { _ in EntryEncoder.redactURL(t.url, options: options) })
         w.string("protocol", t.protocolName)
         w.optionalString("request_version", req?.versionText)
         w.headerValue("user_agent", req?.headers, .userAgent)
-        w.headerValue("referrer", req?.headers, .referer)
+        EntryEncoder.writeURLHeader("referrer", req?.headers, .referer, to: w, options: options)
         w.key("request_body_len"); if let req { w.int(req.decodedBytes) } else { w.null() }
         w.key("status"); if let resp { w.int(resp.status) } else { w.null() }
         w.optionalString("reason", resp?.reason)
@@ -510,7 +510,7 @@ enum NDJSONEncoder {
         w.headerValue("content_encoding", resp?.headers, .contentEncoding)
         w.key("response_body_len"); if let resp { w.int(resp.decodedBytes) } else { w.null() }
         w.key("response_encoded_len"); if let resp { w.int(resp.bodyBytes) } else { w.null() }
-        w.headerValue("location", resp?.headers, .location)
+        EntryEncoder.writeURLHeader("location", resp?.headers, .location, to: w, options: options)
         w.number("time_ms", t.timings.total)
         // Phases that did not happen are null, not HAR's -1, so that AVG() and friends in SQL
         // engines count only the transactions that had them.

@@ -1,0 +1,87 @@
+import Testing
+@testable import IcySniffCore
+
+/// Secrets planted in a request and its response — a cookie, an Authorization header, a
+/// Set-Cookie, secret query parameters in the URL, the Referer and the Location — appear in no
+/// output: HAR (entries, `_requestTarget`, pages' titles), table, TSV, CSV, NDJSON (`url`,
+/// `target`), heads (-V), the report (text and JSON); with `--keep-secrets`, everywhere
+/// (issue 30). The secret query parameter names are `ExportOptions.secretParameters`.
+@Suite struct RedactionTests {
+    static let secrets = ["hunter2pw", "keyv4lue", "s3cr3tcookie", "t0ps3cr3t", "reft0ken", "setc00kie", "s1gvalue"]
+
+    static func transactions() -> [Transaction] {
+        Transcript("""
+        >>>
+        GET /index.html?password=hunter2pw&key=keyv4lue&q=ok HTTP/1.1
+        Host: h.example
+        Cookie: sid=s3cr3tcookie; theme=dark
+        Authorization: Bearer t0ps3cr3t
+        Referer: http://h.example/start?token=reft0ken
+
+        <<<
+        HTTP/1.1 302 Found
+        Set-Cookie: sess=setc00kie; Path=/
+        Location: /next?sig=s1gvalue&page=2
+        Content-Length: 0
+
+        """).run()
+    }
+
+    /// Every output of the transactions, as one text.
+    static func everyOutput(keepSecrets: Bool) -> [(String, String)] {
+        var options = ExportOptions()
+        options.keepSecrets = keepSecrets
+        let ts = transactions()
+        var outs: [(String, String)] = []
+        let har = HARWriter(options: options)
+        for t in ts { har.consume(t) }
+        let harOut = OutputFile(memory: true)
+        har.write(to: harOut)
+        outs.append(("har", String(decoding: harOut.takeBytes(), as: UTF8.self)))
+        for format in [TableFormat.table, .tsv, .csv, .ndjson, .heads] {
+            let out = OutputFile(memory: true)
+            let writer = TableWriter(format: format, output: out, options: options, width: 400)
+            for t in ts { writer.consume(t) }
+            writer.finish()
+            outs.append(("\(format)", String(decoding: out.takeBytes(), as: UTF8.self)))
+        }
+        let report = ReportCollector(options: options)
+        for t in ts { report.consume(t) }
+        let r = report.report(capture: "test")
+        outs.append(("report text", ReportWriter.text(r)))
+        outs.append(("report json", String(decoding: ReportWriter.json([r]), as: UTF8.self)))
+        return outs
+    }
+
+    @Test func noSecretInAnyOutput() {
+        let outs = Self.everyOutput(keepSecrets: false)
+        #expect(outs.count == 8)
+        for (name, text) in outs {
+            #expect(!text.isEmpty, "\(name)")
+            for secret in Self.secrets { #expect(!text.contains(secret), "\(name) shows \(secret)") }
+        }
+        // What is not secret stays: the names, the other parameters, the lengths.
+        let har = outs[0].1
+        #expect(har.contains("q=ok") && har.contains("page=2") && har.contains("theme=dark") || har.contains("\"theme\""))
+        #expect(har.contains("redacted 9 bytes"), "the password's length")
+    }
+
+    @Test func keepSecretsKeepsThemEverywhere() {
+        for (name, text) in Self.everyOutput(keepSecrets: true) where name == "har" || name == "heads" {
+            for secret in Self.secrets { #expect(text.contains(secret), "\(name) lacks \(secret)") }
+        }
+        for (name, text) in Self.everyOutput(keepSecrets: true) where ["ndjson", "tsv"].contains(name) {
+            #expect(text.contains("hunter2pw") && text.contains("keyv4lue"), "\(name)")
+        }
+    }
+
+    /// HTTP/2's and HTTP/3's `:path` (what -V and the HAR list) is a URL like any other.
+    @Test func pseudoHeaderPath() {
+        let h = HTTPHeader(name: ":path", value: "/api.json?token=abc123&x=1")
+        let shown = EntryEncoder.redact(header: h, options: ExportOptions())
+        #expect(!shown.contains("abc123") && shown.contains("x=1"))
+        var keep = ExportOptions()
+        keep.keepSecrets = true
+        #expect(EntryEncoder.redact(header: h, options: keep) == h.value)
+    }
+}
