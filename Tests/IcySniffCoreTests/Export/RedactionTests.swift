@@ -9,6 +9,19 @@ import Testing
 @Suite struct RedactionTests {
     static let secrets = ["hunter2pw", "keyv4lue", "s3cr3tcookie", "t0ps3cr3t", "reft0ken", "setc00kie", "s1gvalue"]
 
+    /// The same secrets over HTTP/2 (h2c): `:path`, cookie, authorization, referer; set-cookie
+    /// and location in the response.
+    static func http2Transactions() -> [Transaction] {
+        let c = HPACKEncoder(), s = HPACKEncoder()
+        var client = HTTP2FrameHeader.preface + H2.settings()
+        client += H2.frame(.headers, flags: H2.endHeaders | H2.endStream, stream: 1, c.encode([
+            (":method", "GET"), (":scheme", "http"), (":authority", "h.example"), (":path", "/index.html?password=hunter2pw&key=keyv4lue&q=ok"),
+            ("cookie", "sid=s3cr3tcookie"), ("authorization", "Bearer t0ps3cr3t"), ("referer", "http://h.example/start?token=reft0ken")]))
+        let server = H2.settings() + H2.settings(ack: true) + H2.frame(.headers, flags: H2.endHeaders | H2.endStream, stream: 1, s.encode([
+            (":status", "302"), ("set-cookie", "sess=setc00kie; Path=/"), ("location", "/next?sig=s1gvalue&page=2")]))
+        return Transcript(blocks: [(.client, client), (.server, server)]).run()
+    }
+
     static func transactions() -> [Transaction] {
         Transcript("""
         >>>
@@ -28,10 +41,10 @@ import Testing
     }
 
     /// Every output of the transactions, as one text.
-    static func everyOutput(keepSecrets: Bool) -> [(String, String)] {
+    static func everyOutput(keepSecrets: Bool, http2: Bool = false) -> [(String, String)] {
         var options = ExportOptions()
         options.keepSecrets = keepSecrets
-        let ts = transactions()
+        let ts = http2 ? http2Transactions() : transactions()
         var outs: [(String, String)] = []
         let har = HARWriter(options: options)
         for t in ts { har.consume(t) }
@@ -64,6 +77,17 @@ import Testing
         let har = outs[0].1
         #expect(har.contains("q=ok") && har.contains("page=2") && har.contains("theme=dark") || har.contains("\"theme\""))
         #expect(har.contains("redacted 9 bytes"), "the password's length")
+    }
+
+    @Test func noSecretInAnyOutputOverHTTP2() {
+        let outs = Self.everyOutput(keepSecrets: false, http2: true)
+        #expect(outs[0].1.contains("HTTP/2.0"), "the conversation was read as HTTP/2")
+        for (name, text) in outs {
+            for secret in Self.secrets { #expect(!text.contains(secret), "h2 \(name) shows \(secret)") }
+        }
+        for (name, text) in Self.everyOutput(keepSecrets: true, http2: true) where name == "har" || name == "heads" {
+            for secret in Self.secrets { #expect(text.contains(secret), "h2 \(name) lacks \(secret)") }
+        }
     }
 
     @Test func keepSecretsKeepsThemEverywhere() {
