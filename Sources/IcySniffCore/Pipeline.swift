@@ -171,8 +171,7 @@ public final class Pipeline {
             counts.tcpSegments &+= 1
             table.ingest(segment)
         case .udp(let datagram):
-            counts.udpDatagrams &+= 1
-            if !quic.observe(datagram) { dns.observe(datagram) }
+            udp(datagram)
         case .skipped:
             counts.skippedPackets &+= 1
         case .skippedNamed(let weird):
@@ -209,9 +208,15 @@ public final class Pipeline {
     /// Feeds one UDP datagram that was decoded elsewhere (tests, other capture front ends).
     public func ingest(_ datagram: UDPDatagram) {
         counts.packets &+= 1
-        counts.udpDatagrams &+= 1
         if counts.firstPacket == nil { counts.firstPacket = datagram.timestamp }
         counts.lastPacket = max(counts.lastPacket ?? datagram.timestamp, datagram.timestamp)
+        udp(datagram)
+    }
+
+    /// A UDP datagram: QUIC's if it belongs to a QUIC connection, else looked at for DNS timing.
+    @inline(__always)
+    private func udp(_ datagram: UDPDatagram) {
+        counts.udpDatagrams &+= 1
         if !quic.observe(datagram) { dns.observe(datagram) }
     }
 

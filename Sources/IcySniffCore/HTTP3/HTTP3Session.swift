@@ -454,7 +454,6 @@ final class HTTP3Session {
     func finish(at ts: Timestamp) {
         decoders[0].finish()
         decoders[1].finish()
-        for s in streams.values where s.heldEnd != nil { s.heldEnd = nil }
         pairing.finish(at: ts)
     }
 }

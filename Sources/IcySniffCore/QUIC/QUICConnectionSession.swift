@@ -31,7 +31,8 @@ final class QUICConnectionSession {
     private(set) var restarted = false
     /// A packet decrypted (or a Version Negotiation seen): this is QUIC, not UDP that looks like it.
     private(set) var confirmed = false
-    var lastSeen: Timestamp
+    /// The capture time of its last datagram (the tracker ends idle connections by it).
+    var lastSeen: Timestamp { connection.lastSeen }
     /// Connection IDs the tracker should route to this connection (drained by it).
     var newCIDs: [[UInt8]] = [] {
         didSet { for cid in newCIDs { knownCIDs.insert(CIDKey(cid)) } }
@@ -68,7 +69,6 @@ final class QUICConnectionSession {
     private var held: [(bytes: [UInt8], at: Timestamp, direction: Direction)] = []
     private var heldBytes = 0
     static let maxHeldBytes = 1 << 20
-    private var failedPackets = 0
     /// Where packets are decrypted to (one at a time).
     /// Where a packet is unprotected and decrypted, one at a time: its frames are read from here
     /// (nothing re-enters packet handling while they are: held packets are replayed after the
@@ -106,7 +106,6 @@ final class QUICConnectionSession {
         connection.transport = .quic
         clientEndpoint = client
         serverEndpoint = server
-        lastSeen = ts
         self.keyLog = keyLog
         self.emitter = emitter
         self.options = options
@@ -138,7 +137,6 @@ final class QUICConnectionSession {
     /// in turn; bytes after the last packet that parses (padding, junk) are ignored.
     func datagram(_ payload: UnsafeRawBufferPointer, from source: Endpoint, to destination: Endpoint, at ts: Timestamp) {
         let direction = direction(source: source, destination: destination)
-        lastSeen = ts
         connection.lastSeen = ts
         connection.packets += 1
         if direction == .fromClient {
@@ -243,7 +241,8 @@ final class QUICConnectionSession {
         let keys: QUICPacketKeys?
         switch type {
         case .initial:
-            return openInitial(whole, pnOffset: pnOffset, version: version, at: ts, from: direction) ? end : end
+            openInitial(whole, pnOffset: pnOffset, version: version, at: ts, from: direction)
+            return end
         case .handshake, .zeroRTT:
             guard type == .handshake || direction == .fromClient else { return end }
             if cipher == nil {
@@ -269,15 +268,14 @@ final class QUICConnectionSession {
         held.append((Array(packet), ts, direction))
     }
 
-    /// A short-header (1-RTT) packet: its DCID is as long as the one its receiver chose.
-    /// The DCID a short header of `direction` carries: the receiver's CID (its length; the bytes
-    /// of the one it chose first).
-    private func receiverCID(_ direction: Direction) -> [UInt8] {
-        direction == .fromClient ? (info.serverCID ?? []) : info.clientCID
+    /// How long the DCID of a short header of `direction` is: the receiver's CID (the one it chose
+    /// first; its later ones have the same length).
+    private func receiverCIDLength(_ direction: Direction) -> Int {
+        direction == .fromClient ? (info.serverCID?.count ?? 0) : info.clientCID.count
     }
 
     private func startsWithConnectionID(_ bytes: UnsafeRawBufferPointer, from direction: Direction) -> Bool {
-        let length = direction == .fromClient ? (info.serverCID?.count ?? 0) : info.clientCID.count
+        let length = receiverCIDLength(direction)
         guard length > 0, bytes.count > length else { return false }
         return knownCIDs.contains(CIDKey(UnsafeRawBufferPointer(rebasing: bytes[1...length])))
     }
@@ -305,7 +303,7 @@ final class QUICConnectionSession {
         var end = whole.count
         if whole.count > 1500 {
             // A GSO super-datagram: one segment at a time (the shortest QUIC packet is well over 20 bytes).
-            let dcid = Array(whole[1..<min(whole.count, 1 + receiverCID(direction).count)])
+            let dcid = Array(whole[1..<min(whole.count, 1 + receiverCIDLength(direction))])
             end = nextSegment(whole, dcid: dcid, minimum: 21 + dcid.count) ?? whole.count
         }
         let bytes = UnsafeRawBufferPointer(rebasing: whole[0..<end])
@@ -320,7 +318,7 @@ final class QUICConnectionSession {
             if keyLog.count > 0 || keyLog.growing { hold(bytes, at: ts, from: direction) }
             return bytes.count
         }
-        let pnOffset = 1 + (direction == .fromClient ? (info.serverCID?.count ?? 0) : info.clientCID.count)
+        let pnOffset = 1 + receiverCIDLength(direction)
         guard bytes.count >= pnOffset + 4 + 16 else { return bytes.count }
         // The keys exist (the common case, checked without copying them out), or can be made.
         if appKeys[direction.index] == nil {
@@ -349,17 +347,15 @@ final class QUICConnectionSession {
 
     /// Initial packets: tried with the keys of each DCID the client has used, newest first.
     private func openInitial(_ whole: UnsafeRawBufferPointer, pnOffset: Int, version: QUICVersion, at ts: Timestamp,
-                             from direction: Direction) -> Bool {
+                             from direction: Direction) {
         for dcid in initialDCIDs {
             guard let keys = initialKeys(version: version, dcid: dcid, direction: direction) else { continue }
             if let plaintext = open(whole, pnOffset: pnOffset, keys: keys, space: .initial, from: direction, longHeader: true, quiet: true) {
                 confirmed = true
-                frames(plaintext, epoch: 0, at: ts, from: direction)
-                return true
+                return frames(plaintext, epoch: 0, at: ts, from: direction)
             }
         }
         info.packetsUndecryptable += 1
-        return false
     }
 
     /// A secret this packet needs is missing: a key log being written (live) may have it by now;
@@ -448,14 +444,12 @@ final class QUICConnectionSession {
         }
         let s = space.rawValue
         largestPN[direction.index][s] = max(largestPN[direction.index][s] ?? 0, pn)
-        info.packetsDecrypted += 1
-        if space != .initial && !info.decrypted { info.decrypted = true; tls.decrypted = true }
+        packetOpened(keyed: space != .initial)
         return UnsafeRawBufferPointer(rebasing: scratch[header..<(header + n)])
     }
 
     private func packetFailed() {
         info.packetsUndecryptable += 1
-        failedPackets += 1
         connection.note(.quicDecryptionFailed)
     }
 
@@ -508,9 +502,15 @@ final class QUICConnectionSession {
     /// A packet the decryption thread opened (nil: it did not authenticate), in its turn.
     func opened(_ plaintext: UnsafeRawBufferPointer?, packetNumber: UInt64, at ts: Timestamp, from direction: Direction) {
         guard let plaintext else { return packetFailed() }
-        info.packetsDecrypted += 1
-        if !info.decrypted { info.decrypted = true; tls.decrypted = true }
+        packetOpened(keyed: true)
         frames(plaintext, epoch: 2, at: ts, from: direction)
+    }
+
+    /// A packet authenticated, here or on the decryption thread; `keyed`: with a key log's
+    /// secrets (not the Initial keys anyone has), so the connection is decrypted.
+    private func packetOpened(keyed: Bool) {
+        info.packetsDecrypted += 1
+        if keyed && !info.decrypted { info.decrypted = true; tls.decrypted = true }
     }
 
     /// A 1-RTT packet: the key phase bit picks the current, next or previous keys (RFC 9001 §6).
@@ -732,17 +732,10 @@ final class QUICConnectionSession {
             info.pushes = h3.pushes
         }
         if info.end == nil { info.end = "idle" }
-        if secrets != nil && !info.decrypted { info.decrypted = false }
         connection.halves.0.bytes = info.bytesFromClient
         connection.halves.1.bytes = info.bytesFromServer
         connection.quic = info
         connection.tls = tls
         connection.finishedAt = ts
-    }
-
-    /// The facts the transactions of this connection read when they are emitted (timings).
-    func publishHandshake() {
-        connection.quic = info
-        connection.tls = tls
     }
 }

@@ -68,9 +68,7 @@ final class QUICPacketKeys {
         guard let key = TLSKeys.expandLabel(secret, p + "key", length: cipher.keyLength, sha384: cipher.sha384),
               let iv = TLSKeys.expandLabel(secret, p + "iv", length: 12, sha384: cipher.sha384),
               let a = key.withUnsafeBufferPointer({ icy_aead_new(cipher.kind, $0.baseAddress, $0.count) }) else { return nil }
-        let hpContext: UnsafeMutableRawPointer?
         if let earlier {
-            hpContext = nil
             self.hp = earlier.hp
             self.sharesHP = earlier
         } else {
@@ -79,11 +77,9 @@ final class QUICPacketKeys {
                 icy_aead_free(a)
                 return nil
             }
-            hpContext = h
             self.hp = OpaquePointer(h)
             self.sharesHP = nil
         }
-        _ = hpContext
         self.aead = OpaquePointer(a)
         self.iv = iv
         self.secret = secret

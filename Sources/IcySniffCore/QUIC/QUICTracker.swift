@@ -132,7 +132,7 @@ final class QUICTracker {
         if let s = byAddress[AddressPair(d.source, d.destination)], s.serverEndpoint == d.destination,
            isInitial, s.restarted || !s.confirmed {
             register(dcid, for: s)
-            if !scid.isEmpty { register(scid, for: s) }
+            register(scid, for: s)
             deliver(d, to: s)
             return true
         }
@@ -149,7 +149,7 @@ final class QUICTracker {
                                       at: d.timestamp, keyLog: keyLog, emitter: emitter, options: options, decryption: decryption)
         open[ObjectIdentifier(s)] = s
         register(dcid, for: s)
-        if !scid.isEmpty { register(scid, for: s) }
+        register(scid, for: s)
         pair(AddressPair(d.source, d.destination), for: s)
         deliver(d, to: s)
         if known != nil && !s.confirmed {
@@ -219,6 +219,7 @@ final class QUICTracker {
         registered[ObjectIdentifier(s), default: ([], [])].pairs.append(pair)
     }
 
+    /// Routes datagrams with this DCID to `s` (a zero-length CID routes nothing: by address).
     private func register(_ cid: [UInt8], for s: QUICConnectionSession) {
         let key = CIDKey(cid)
         guard !cid.isEmpty, byCID[key] !== s else { return }
