@@ -108,19 +108,19 @@ enum EntryEncoder {
 
     /// Secret values are replaced, keeping their length visible: `[redacted 32 bytes]`; for cookies
     /// the names stay (`a=[redacted]; b=[redacted]`).
-    /// Whether field `i` carries a URL with a query (Referer, Location, Content-Location, the
-    /// :path pseudo-header), whose secret parameters are redacted like the entry's URL. Read from
-    /// the header bytes: no String for the fields that do not.
+    /// The fields that carry a URL, whose secret query parameters are redacted like the entry's
+    /// URL: Referer, Location, Content-Location, and HTTP/2's and HTTP/3's :path. One decision for
+    /// the HAR's header list (read from the header bytes) and every other output (`redact(header:)`).
+    static func isURLField(_ id: FieldName, name: UnsafeBufferPointer<UInt8>) -> Bool {
+        if id == .referer || id == .location { return true }
+        return id == .other && (equalsIgnoringCase(name, ":path") || equalsIgnoringCase(name, "content-location"))
+    }
+
+    /// Whether field `i` is a URL field with a query: no String for the fields that are not.
     static func carriesURL(_ headers: HeaderFields, at i: Int) -> Bool {
         let id = headers.id(at: i)
         guard id == .referer || id == .location || id == .other else { return false }
-        return headers.withNameAndValueBytes(at: i) { name, value in
-            guard value.contains(0x3F) else { return false }
-            if id != .other { return true }
-            if equalsBytes(name, ":path") { return true }
-            guard name.count == 16 else { return false }
-            return zip(name, "content-location".utf8).allSatisfy { ($0 | 0x20) == $1 || $0 == $1 }
-        }
+        return headers.withNameAndValueBytes(at: i) { name, value in value.contains(0x3F) && isURLField(id, name: name) }
     }
 
     static func redact(header h: HTTPHeader, options: ExportOptions) -> String {
@@ -129,10 +129,8 @@ enum EntryEncoder {
         // Fields that carry a URL (HTTP/2's and HTTP/3's :path, Referer, Location,
         // Content-Location): their secret query parameters, as the entry's URL.
         if !id.isSecret {
-            if id == .referer || id == .location || h.name.lowercased() == ":path" || h.name.lowercased() == "content-location" {
-                return redactURL(h.value, options: options)
-            }
-            return h.value
+            var name = h.name
+            return name.withUTF8 { isURLField(id, name: $0) } ? redactURL(h.value, options: options) : h.value
         }
         switch id {
         case .cookie:
