@@ -250,21 +250,11 @@ enum Summary {
         func count(_ n: UInt64, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
         var line = "icy-sniff: \(count(stats.packets, "packet")), \(count(stats.connections, "TCP connection")), "
             + count(stats.transactions, "HTTP transaction")
-        if stats.tlsConnections > 0 {
-            let hidden = stats.tlsConnections - stats.tlsDecrypted
-            line += ", " + count(stats.tlsConnections, "TLS connection")
-            if stats.tlsDecrypted > 0 { line += " (\(stats.tlsDecrypted) decrypted)" }
-            if hidden > 0 {
-                line += "; \(hidden) encrypted (\(advice))"
-            }
-        }
-        if stats.quicConnections > 0 {
-            let hidden = stats.quicConnections - stats.quicDecrypted
-            line += ", " + count(stats.quicConnections, "QUIC connection")
-            if stats.quicDecrypted > 0 { line += " (\(stats.quicDecrypted) decrypted)" }
-            if hidden > 0 {
-                line += "; \(hidden) encrypted (\(advice))"
-            }
+        for (noun, total, decrypted) in [("TLS connection", stats.tlsConnections, stats.tlsDecrypted),
+                                         ("QUIC connection", stats.quicConnections, stats.quicDecrypted)] where total > 0 {
+            line += ", " + count(total, noun)
+            if decrypted > 0 { line += " (\(decrypted) decrypted)" }
+            if total > decrypted { line += "; \(total - decrypted) encrypted (\(advice))" }
         }
         func byCount(_ a: (key: Weird, value: UInt64), _ b: (key: Weird, value: UInt64)) -> Bool {
             (b.value, a.key.rawValue) < (a.value, b.key.rawValue)
