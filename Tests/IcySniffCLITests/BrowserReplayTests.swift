@@ -10,11 +10,12 @@ import Testing
 /// of its page from nginx.
 @Suite struct BrowserReplayTests {
     static var hasBrowser: Bool {
-        FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium")
-            && (try? CLI.run(["python3", "-c", "import playwright.sync_api"], executable: "/usr/bin/env").status) == 0
+        Unchecked.note(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium")
+            && (try? CLI.run(["python3", "-c", "import playwright.sync_api"], executable: "/usr/bin/env").status) == 0,
+                       "the HAR replay in Chromium (chromium, python playwright)")
     }
 
-    @Test(.enabled(if: getuid() == 0, "tcpdump on the loopback needs root"),
+    @Test(.enabled(if: CLI.isRoot, "tcpdump on the loopback needs root"),
           .enabled(if: BrowserReplayTests.hasBrowser || ProcessInfo.processInfo.environment["CI"] != nil,
                    "chromium or playwright is not installed (scripts/install-deps installs them)"),
           .timeLimit(.minutes(10)))

@@ -19,6 +19,19 @@ enum CLI {
         return packageRoot.appendingPathComponent(".build/debug/icy-sniff").path
     }
 
+    /// The environment of every child: the test's own, with the Python environment that
+    /// scripts/install-deps makes (`.venv`) first on PATH, so `python3` and the scripts'
+    /// `#!/usr/bin/env python3` find the packages it installed there.
+    static let childEnvironment: [String: String] = {
+        var env = ProcessInfo.processInfo.environment
+        let venv = packageRoot.appendingPathComponent(".venv/bin")
+        if FileManager.default.isExecutableFile(atPath: venv.appendingPathComponent("python3").path) {
+            env["PATH"] = venv.path + ":" + (env["PATH"] ?? "/usr/bin:/bin")
+            env["VIRTUAL_ENV"] = venv.deletingLastPathComponent().path
+        }
+        return env
+    }()
+
     struct Result {
         var status: Int32
         var stdout: Data
@@ -36,7 +49,7 @@ enum CLI {
                              "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])",
                              executable ?? binary] + arguments
         process.currentDirectoryURL = packageRoot
-        if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+        process.environment = childEnvironment.merging(environment ?? [:]) { $1 }
         // Files rather than pipes: no reader threads, and nothing blocks on a full pipe.
         let dir = temporaryDirectory()
         let outURL = dir.appendingPathComponent("stdout"), errURL = dir.appendingPathComponent("stderr")
@@ -66,7 +79,10 @@ enum CLI {
     /// repository alone has them; `../shared` is for the conformance tests only).
     static func corpus(_ relative: String) -> String { packageRoot.appendingPathComponent("Tests/Fixtures/corpus/\(relative)").path }
     /// Whether `../shared` is there (CI has it; a lone clone does not).
-    static var hasShared: Bool { FileManager.default.fileExists(atPath: shared.appendingPathComponent("tools/conformance").path) }
+    static var hasShared: Bool {
+        Unchecked.note(FileManager.default.fileExists(atPath: shared.appendingPathComponent("tools/conformance").path),
+                       "the conformance, TLS, QUIC and cache corpora (../shared is not beside the project)")
+    }
     static func capture(_ name: String) -> String { packageRoot.appendingPathComponent("captures/\(name)").path }
 
     static func temporaryDirectory() -> URL {
@@ -74,4 +90,36 @@ enum CLI {
         try! FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         return dir
     }
+}
+
+/// What this machine could not check, said in one line at the very end of `swift test`'s output
+/// (after Swift Testing's summary), so a new user knows which parts a green run did not cover:
+/// a lone clone has no `../shared`, a non-root run no live capture, a machine without
+/// scripts/install-deps no Python tools. Each test condition that can skip goes through `note`.
+enum Unchecked {
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var missing: [String] = []
+
+    /// `have`, after recording `what` as not checked when it is false.
+    static func note(_ have: Bool, _ what: String) -> Bool {
+        if have { return true }
+        lock.lock()
+        defer { lock.unlock() }
+        if missing.isEmpty { atexit { Unchecked.sayWhatWasNotChecked() } }
+        if !missing.contains(what) { missing.append(what) }
+        return false
+    }
+
+    private static func sayWhatWasNotChecked() {
+        lock.lock()
+        let list = missing
+        lock.unlock()
+        guard !list.isEmpty else { return }
+        FileHandle.standardError.write(Data("icy-sniff tests: not checked on this machine: \(list.joined(separator: "; ")) (see docs/TESTING.md)\n".utf8))
+    }
+}
+
+extension CLI {
+    /// Root: network namespaces, tcpdump on the loopback, changing user.
+    static var isRoot: Bool { Unchecked.note(getuid() == 0, "live capture, tcpdump and namespace tests (need root)") }
 }

@@ -8,7 +8,7 @@ import Testing
 /// Needs scapy (PyPI; scripts/install-deps installs it): skipped without it, except under CI.
 @Suite struct EncapsulationTests {
     static var hasScapy: Bool {
-        (try? CLI.run(["python3", "-c", "import scapy.all"], executable: "/usr/bin/env"))?.status == 0
+        Unchecked.note((try? CLI.run(["python3", "-c", "import scapy.all"], executable: "/usr/bin/env"))?.status == 0, "generated link-layer, tunnel and injection captures (python scapy)")
     }
 
     static let kinds = ["vlan-mpls", "qinq", "mpls-pseudowire", "pppoe", "ppp-hdlc", "ppp", "cisco-hdlc",

@@ -24,7 +24,7 @@ import Testing
     /// Run as an unprivileged user (nobody), as a user who forgot sudo would.
     static let asNobody = ["--reuid=65534", "--regid=65534", "--clear-groups"]
 
-    @Test(.enabled(if: getuid() == 0, "needs root to become nobody"))
+    @Test(.enabled(if: CLI.isRoot, "needs root to become nobody"))
     func permissionDeniedOnTheFile() throws {
         let file = CLI.temporaryDirectory().appendingPathComponent("root-only.pcap")
         try Data(contentsOf: URL(fileURLWithPath: CLI.capture("wikipedia.pcap"))).write(to: file)
@@ -34,7 +34,7 @@ import Testing
         expectOneLine(r, status: 2, contains: "cannot open '\(file.path)': Permission denied")
     }
 
-    @Test(.enabled(if: getuid() == 0, "needs root to become nobody"))
+    @Test(.enabled(if: CLI.isRoot, "needs root to become nobody"))
     func noCapturePermissionOnTheInterface() throws {
         let r = try CLI.run(Self.asNobody + [CLI.binary, "-i", "lo", "--quiet"], executable: "/usr/bin/setpriv")
         expectOneLine(r, status: 2, contains: "no permission to capture on 'lo'")

@@ -6,7 +6,7 @@ import Testing
 /// through `complete -C`. In each: without typing `analyze` (the default subcommand), files after
 /// -r and -o, interfaces after -i, users after -Z, formats and fields.
 @Suite struct ShellCompletionTests {
-    static func has(_ tool: String) -> Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/\(tool)") }
+    static func has(_ tool: String) -> Bool { Unchecked.note(FileManager.default.isExecutableFile(atPath: "/usr/bin/\(tool)"), "shell completion in \(tool)") }
     static var inCI: Bool { ProcessInfo.processInfo.environment["CI"] != nil }
 
     /// The completions, written once per test into a fresh directory.

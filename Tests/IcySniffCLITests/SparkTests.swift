@@ -14,7 +14,7 @@ import Testing
     static var hasSpark: Bool {
         let r = try? CLI.run(["python3", "-c", "import pyspark, pyarrow"], executable: "/usr/bin/env")
         let java = FileManager.default.isExecutableFile(atPath: "/usr/bin/java")
-        return r?.status == 0 && java
+        return Unchecked.note(r?.status == 0 && java, "the Spark job (python pyspark, pyarrow, Java)")
     }
 
     @Test(.enabled(if: SparkTests.hasSpark || ProcessInfo.processInfo.environment["CI"] != nil,
