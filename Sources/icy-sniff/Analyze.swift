@@ -32,7 +32,7 @@ struct Analyze: ParsableCommand {
           icy-sniff -r capture.pcapng.gz         table on a terminal, TSV in a pipe
           icy-sniff -r capture.pcap --format ndjson | jq .
           icy-sniff -r capture.pcap --connections
-          icy-sniff -r phone.pcap --keylog sslkeys.log --har    decrypt TLS 1.2/1.3
+          icy-sniff -r phone.pcap --keylog sslkeys.log --har    decrypt TLS and QUIC
           icy-sniff -i wlan0 -f 'tcp port 80'
           icy-sniff -i wlan0 --format ndjson -G 3600 -o 'http-%Y%m%d-%H.ndjson' --stats 60
 
@@ -159,7 +159,7 @@ struct InputOptions: ParsableArguments {
     @Flag(name: .customShort("n"), help: "Accepted for tcpdump's sake: icy-sniff never resolves addresses or ports to names.")
     var noNames = false
 
-    @Option(name: .customLong("keylog"), help: ArgumentHelp("Decrypt TLS with the secrets in this NSS key log (SSLKEYLOGFILE, as browsers, curl and OpenSSL write it). Repeatable; re-read when it grows.", valueName: "file"), completion: .file())
+    @Option(name: .customLong("keylog"), help: ArgumentHelp("Decrypt TLS and QUIC with the secrets in this NSS key log (SSLKEYLOGFILE, as browsers, curl and OpenSSL write it). Repeatable; re-read when it grows.", valueName: "file"), completion: .file())
     var keylog: [String] = []
 
     @Flag(name: .customLong("promisc"), help: "Put the interface into promiscuous mode.")
