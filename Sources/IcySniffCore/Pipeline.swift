@@ -247,4 +247,21 @@ public final class Pipeline {
     }
 
     public var openConnections: Int { table.openConnections + quic.openConnections }
+
+    /// The run's counts with the TLS and QUIC connections still open counted too: a live
+    /// capture's `--stats` line shows the encrypted connections from their handshake on, not
+    /// only once they end (a phone's HTTPS is never silence).
+    public var statsSoFar: RunStats {
+        var s = stats
+        table.forEachOpen { c in
+            guard let tls = c.tls, c.quic == nil else { return }
+            s.tlsConnections += 1
+            if tls.decrypted { s.tlsDecrypted += 1 }
+        }
+        quic.forEachOpen { c in
+            s.quicConnections += 1
+            if c.quic?.decrypted == true { s.quicDecrypted += 1 }
+        }
+        return s
+    }
 }

@@ -28,7 +28,7 @@ struct Heartbeat {
         guard now - lastTime >= interval else { return }
         let elapsed = now - lastTime
         lastTime = now
-        let stats = pipeline.stats
+        let stats = pipeline.statsSoFar
         var line = "icy-sniff: stats \(Timestamp.now().iso8601(fractionDigits: 0)): "
         line += "\(stats.packets) packets (+\(stats.packets &- lastPackets))"
         if let counters = source?.statistics() {
@@ -39,6 +39,10 @@ struct Heartbeat {
         }
         let rate = Double(stats.transactions &- lastTransactions) / max(elapsed, 0.001)
         line += ", \(pipeline.openConnections) connections open, \(stats.transactions) transactions (\(Self.format(rate))/s)"
+        for (noun, total, decrypted) in [("TLS", stats.tlsConnections, stats.tlsDecrypted), ("QUIC", stats.quicConnections, stats.quicDecrypted)]
+        where total > 0 {
+            line += ", \(total) \(noun) (\(total - decrypted) encrypted)"
+        }
         line += ", \(Self.format(Double(Self.residentBytes()) / 1_048_576)) MiB resident"
         lastPackets = stats.packets
         lastTransactions = stats.transactions

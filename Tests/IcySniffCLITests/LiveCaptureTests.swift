@@ -90,6 +90,14 @@ import Testing
         let replay = try CLI.run(["-r", dir.appendingPathComponent("live.pcap").path, "--keylog", dir.appendingPathComponent("keys").path,
                                   "--format", "ndjson", "--quiet"])
         #expect(replay.text.split(separator: "\n").count == expected.count)
+        // Without keys, --connections shows each HTTPS connection as it ends, before Ctrl-C, and
+        // the --stats line counts the encrypted ones (issue 30: never a blank screen).
+        let before = try read("connections-before-stop.ndjson").split(separator: "\n")
+        #expect(before.count == 3, "\(before)")
+        #expect(before.allSatisfy { $0.contains("\"sni\":\"tls.icy.test\"") })
+        let heartbeat = try read("connections-stderr.txt")
+        #expect(heartbeat.contains("3 TLS (3 encrypted)"), "\(heartbeat)")
+        #expect(heartbeat.contains("3 TLS connections; 3 encrypted") && heartbeat.contains("exit 0"), "\(heartbeat)")
     }
 
     /// A capture run as a service (scripts/live-rotation-check): -G 2 on the transactions and on

@@ -89,7 +89,11 @@ public struct SinkFactory {
 
     /// The writer of one file.
     private func makeWriter(_ output: OutputFile) -> OutputSink {
-        if connections { return ConnectionListWriter(output: output, format: format) }
+        if connections {
+            let writer = ConnectionListWriter(output: output, format: format)
+            writer.streaming = flushEachRow
+            return writer
+        }
         switch format {
         case .har:
             return HAROutput(writer: HARWriter(options: options), output: output)

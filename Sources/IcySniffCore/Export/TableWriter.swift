@@ -184,7 +184,9 @@ public final class TableWriter {
 
     /// The table's time: local time of day, as tcpdump prints it (TSV, NDJSON and HAR keep ISO
     /// 8601 in UTC), with milliseconds unless the column was narrowed.
-    private func clock(_ t: Timestamp) -> String {
+    private func clock(_ t: Timestamp) -> String { Self.clock(t, millis: clockMillis) }
+
+    static func clock(_ t: Timestamp, millis clockMillis: Bool) -> String {
         var seconds = time_t(t.nanoseconds >= 0 ? t.nanoseconds / 1_000_000_000 : (t.nanoseconds - 999_999_999) / 1_000_000_000)
         var parts = tm()
         guard localtime_r(&seconds, &parts) != nil else { return "-" }
@@ -380,7 +382,9 @@ public final class TableWriter {
 
     /// Shortens to `width` display cells with an ellipsis, in the middle for URLs (they keep
     /// both ends); wide characters count two cells, combining marks none.
-    private func fit(_ s: String, _ width: Int, keepEnd: Bool) -> String {
+    private func fit(_ s: String, _ width: Int, keepEnd: Bool) -> String { Self.fit(s, width, keepEnd: keepEnd) }
+
+    static func fit(_ s: String, _ width: Int, keepEnd: Bool) -> String {
         let scalars = Array(Self.printable(s).unicodeScalars)
         let total = scalars.reduce(0) { $0 + Self.cells($1) }
         if total <= width { return String(String.UnicodeScalarView(scalars)) }

@@ -74,6 +74,11 @@ final class QUICTracker {
 
     var openConnections: Int { open.count }
 
+    /// Every open connection confirmed as QUIC.
+    func forEachOpen(_ body: (Connection) -> Void) {
+        for session in open.values where session.confirmed { body(session.connection) }
+    }
+
     /// One UDP datagram: answers whether it belongs to a QUIC connection.
     @discardableResult
     func observe(_ d: UDPDatagram) -> Bool {

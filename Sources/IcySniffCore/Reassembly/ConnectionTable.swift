@@ -95,6 +95,11 @@ public final class ConnectionTable<Handler: StreamHandler> {
 
     public var openConnections: Int { flows.count }
 
+    /// Every open connection (the live `--stats` line counts the TLS ones seen so far).
+    public func forEachOpen(_ body: (Connection) -> Void) {
+        for flow in flows.values { body(flow.connection) }
+    }
+
     public func ingest(_ segment: TCPSegment) {
         let key = ConnectionKey(segment.source, segment.destination)
         let flags = segment.flags
