@@ -1,3 +1,4 @@
+import Glibc
 import ArgumentParser
 import IcySniffCore
 
@@ -78,7 +79,12 @@ struct ReportCommand: ParsableCommand {
         }
         switch format {
         case .json: out.write(ReportWriter.json(reports))
-        case .text: for (i, r) in reports.enumerated() { out.write((i > 0 ? "\n" : "") + ReportWriter.text(r)) }
+        case .text:
+            // On a terminal (or with COLUMNS set) every line fits the width; files and pipes get
+            // whole lines.
+            let columns = getenv("COLUMNS").map { String(cString: $0) } ?? ""
+            let width = out.isTerminal || !columns.isEmpty ? TableWriter.tableWidth(terminal: out.isTerminal) : nil
+            for (i, r) in reports.enumerated() { out.write((i > 0 ? "\n" : "") + ReportWriter.text(r, width: width)) }
         }
         do { try out.commit() } catch {
             Diagnostics.error(error.message)

@@ -39,6 +39,29 @@ import Testing
         return try #require(reports.first)
     }
 
+    /// On an 80-column terminal (COLUMNS here) no line of the report wraps: the timing table
+    /// narrows, URLs are cut in the middle, prose wraps with its indent; in a pipe, whole lines
+    /// (a URL stays whole for grep). QUIC connections are not "HTTP/1.x hosts with parallel
+    /// connections" (issue 30).
+    @Test func reportFitsEightyColumns() throws {
+        let captures = ["wikipedia.pcap", "nginx-cache-demo.pcap.gz", "h3-sample.pcap", "tunnel-sample.pcap", "tls-sample.pcap", "h2c-sample.pcap"]
+        var args = ["report"]
+        for c in captures { args += ["-r", CLI.capture(c)] }
+        args += ["--keylog", CLI.capture("h3-sample.keys"), "--keylog", CLI.capture("tunnel-sample.keys")]
+        for width in [80, 100] {
+            let r = try CLI.run(args, environment: ["COLUMNS": String(width)])
+            #expect(r.status == 0)
+            let lines = r.text.split(separator: "\n", omittingEmptySubsequences: false)
+            #expect(lines.count > 100)
+            for line in lines { #expect(line.unicodeScalars.count <= width, "\(width): \(line)") }
+            #expect(r.text.contains("  host                     requests      RTT    TTFB p50/p90  server p50/p90"))
+        }
+        let piped = try CLI.run(args, environment: ["COLUMNS": ""])
+        #expect(piped.text.contains("GET http://upload.wikimedia.org/wikipedia/commons/b/bd/Bookshelf-40x201_6.png → 304"))
+        let h3 = try CLI.run(["report", "-r", CLI.capture("h3-sample.pcap"), "--keylog", CLI.capture("h3-sample.keys")])
+        #expect(!h3.text.contains("HTTP/1.x hosts with parallel connections"), "\(h3.text)")
+    }
+
     @Test func streamsPerConnectionConcurrencyAndPush() throws {
         let report = try Self.report("h2c-sample.pcap")
         let h2 = try #require(report["http2"] as? [String: Any])

@@ -346,7 +346,8 @@ public final class ReportCollector: TransactionSink {
             http2Summary.reset += h2.reset
         }
         guard let c = open.removeValue(forKey: connection.id) else { return }
-        if connection.http2 == nil {
+        // HTTP/1.x only: HTTP/2 and HTTP/3 (QUIC) connections multiplex already.
+        if connection.http2 == nil && connection.transport == .tcp {
             let start = connection.synTime ?? connection.firstSeen
             let end = connection.finishedAt ?? connection.lastSeen
             let kept = intervalsKept

@@ -1,6 +1,59 @@
 /// Renders `Report`s as text for people or JSON for tools.
 public enum ReportWriter {
-    public static func text(_ r: Report, maxLines: Int = 10) -> String {
+    /// `width`: the terminal's width in cells: every line is made to fit it (a table narrows,
+    /// URLs are cut in the middle, prose wraps with its indent); nil keeps lines whole (files,
+    /// pipes: grep finds a whole URL).
+    public static func text(_ r: Report, maxLines: Int = 10, width: Int? = nil) -> String {
+        let text = unfitted(r, maxLines: maxLines, narrow: (width ?? .max) < 126)
+        guard let width else { return text }
+        var out = ""
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false).dropLast() {
+            for piece in fit(String(line), width) { out += piece + "\n" }
+        }
+        return out
+    }
+
+    /// One line made to fit `width` cells: its longest URL (or page title) is cut in the middle
+    /// to at least 24 cells, then what is still too long wraps at spaces, the rest indented.
+    static func fit(_ line: String, _ width: Int) -> [String] {
+        var line = line
+        var excess = TableWriter.cells(line) - width
+        if excess <= 0 { return [line] }
+        var words = line.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
+        let urls = words.indices.filter { words[$0].hasPrefix("http://") || words[$0].hasPrefix("https://") }
+        if let i = urls.max(by: { words[$0].count < words[$1].count }) {
+            // The scheme stays whole; the rest is cut as the table cuts a URL (host/…/file).
+            let scheme = words[i].hasPrefix("https://") ? "https://" : "http://"
+            let rest = String(words[i].dropFirst(scheme.count))
+            let room = max(16, TableWriter.cells(rest) - excess)
+            words[i] = scheme + TableWriter.fit(rest, room, keepEnd: true)
+            line = words.joined(separator: " ")
+            excess = TableWriter.cells(line) - width
+            if excess <= 0 { return [line] }
+        }
+        let lead = String(line.prefix { $0 == " " })
+        let indent = lead + "    "
+        var out: [String] = []
+        var current = lead
+        for word in line.dropFirst(lead.count).split(separator: " ", omittingEmptySubsequences: false) {
+            let bare = current == lead || current == indent
+            let candidate = bare ? current + word : current + " " + word
+            if TableWriter.cells(candidate) > width && !bare {
+                out.append(current)
+                current = indent + word
+            } else {
+                current = candidate
+            }
+        }
+        out.append(current)
+        return out.map { piece in
+            var piece = piece
+            while piece.hasSuffix(" ") { piece.removeLast() }
+            return TableWriter.cells(piece) > width ? TableWriter.fit(piece, width, keepEnd: false) : piece
+        }
+    }
+
+    static func unfitted(_ r: Report, maxLines: Int, narrow: Bool) -> String {
         var out = ""
         func line(_ s: String = "") { out += s + "\n" }
         func ms(_ v: Double?) -> String {
@@ -42,10 +95,11 @@ public enum ReportWriter {
             }
             if items.count > maxLines { line("  … \(items.count - maxLines) more") }
         }
+        /// "1 connection", "2 connections".
+        func plural(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
         line("== \(r.capture)")
         let o = r.overview
         if let start = o.start, let duration = o.durationMilliseconds {
-            func plural(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
             let seconds = ByteBuffer(capacity: 32)
             JSONWriter.appendNumber(duration / 1000, decimals: 1, to: seconds)
             var text = "Capture: \(start.iso8601(fractionDigits: 3)), \(seconds.text) s; "
@@ -61,7 +115,7 @@ public enum ReportWriter {
         let perConn = (r.requestsPerConnection * 10).rounded() / 10
         line("Connections: \(r.connections), \(perConn) requests per connection (max \(r.maxRequestsPerConnection)), \(r.reusedConnections) reused (keep-alive)")
         for h in r.hosts.prefix(maxLines) {
-            line("  \(h.host): \(h.connections) connections, \(h.requests) requests")
+            line("  \(h.host): \(plural(h.connections, "connection")), \(plural(h.requests, "request"))")
         }
         if r.hosts.count > maxLines { line("  … \(r.hosts.count - maxLines) more hosts") }
         if !r.shortConnectionHosts.isEmpty {
@@ -80,12 +134,21 @@ public enum ReportWriter {
                 for p in t.longestPages {
                     let size = bytes(p.wireBytes)
                     let what = p.document ? "" : "  (requests outside any browser page)"
-                    line("  \(num(p.spanMilliseconds))  \(column(String(p.requests), 8))  \(column(size, 9))  \(cut(p.title))  \(p.first.iso8601(fractionDigits: 3))\(what)")
+                    let when = narrow ? "" : "  \(p.first.iso8601(fractionDigits: 3))"
+                    line("  \(num(p.spanMilliseconds))  \(column(String(p.requests), 8))  \(column(size, 9))  \(cut(p.title))\(when)\(what)")
                 }
             }
-            line("  host                              requests      RTT   connect p50/p90      TTFB p50/p90    server p50/p90   receive p50/p90")
-            for h in t.hosts.prefix(maxLines) {
-                line("  \(column(cut(h.host, 32), 32, left: true)) \(column(String(h.requests), 10))  \(num(h.roundTrip))   \(pair(h.connect))   \(pair(h.ttfb))   \(pair(h.server))   \(pair(h.receive))")
+            if narrow {
+                // 80 columns: the connect and receive phases give way (the JSON has them all).
+                line("  host                     requests      RTT    TTFB p50/p90  server p50/p90")
+                for h in t.hosts.prefix(maxLines) {
+                    line("  \(column(cut(h.host, 24), 24, left: true)) \(column(String(h.requests), 8))  \(num(h.roundTrip))  \(pair(h.ttfb))  \(pair(h.server))")
+                }
+            } else {
+                line("  host                              requests      RTT   connect p50/p90      TTFB p50/p90    server p50/p90   receive p50/p90")
+                for h in t.hosts.prefix(maxLines) {
+                    line("  \(column(cut(h.host, 32), 32, left: true)) \(column(String(h.requests), 10))  \(num(h.roundTrip))   \(pair(h.connect))   \(pair(h.ttfb))   \(pair(h.server))   \(pair(h.receive))")
+                }
             }
             if t.hosts.count > maxLines { line("  … \(t.hosts.count - maxLines) more hosts") }
             line("Slowest by server time:")

@@ -72,7 +72,7 @@ public final class TableWriter {
 
     /// The table's width in display cells: the terminal's, else `COLUMNS` (as `ls` and `ps` read
     /// it when not writing to a terminal), else 160.
-    static func tableWidth(terminal: Bool) -> Int {
+    public static func tableWidth(terminal: Bool) -> Int {
         var ws = winsize()
         if terminal && ioctl(1, UInt(TIOCGWINSZ), &ws) == 0 && ws.ws_col >= 40 { return Int(ws.ws_col) }
         if let text = getenv("COLUMNS").map({ String(cString: $0) }), let n = Int(text), n >= 40 { return min(n, 1000) }
