@@ -27,6 +27,18 @@ final class InOrderPairing {
     private var held: [Transaction] = []
     private var holding = true
     private var discarded = false
+    /// Requests that wait for their response at once, at most. RFC 9112 sets no limit on
+    /// pipelining and real clients pipeline a handful; a peer that sends requests without end
+    /// (300,000 unanswered GETs: 495 MiB) must not hold memory without end. Past it the oldest
+    /// waiting request is written without its response, flagged.
+    static let maxWaiting = 1_000
+    /// Requests written early by the cap whose responses have not come yet (their depths run
+    /// from `evictedDepth`): the next responses are theirs, written on their own.
+    private var evictedAwaiting = 0
+    private var evictedDepth = 0
+    /// The response to such a request being read: written as soon as it ends, not behind the
+    /// requests that still wait (which would hold every such response).
+    private var stray: Transaction? = nil
 
     init(connection: Connection, emitter: TransactionEmitter, scheme: String, onTCPStream: Bool = false) {
         self.connection = connection
@@ -60,6 +72,25 @@ final class InOrderPairing {
         // Pipelined: an earlier request is still waiting for its response.
         if queue[head...].contains(where: { $0.response == nil || !$0.response!.ended }) { t.note(.pipelined) }
         queue.append(t)
+        if queue.count - head > Self.maxWaiting { evictOldestWaiting() }
+    }
+
+    /// The cap on waiting requests bit: the oldest, when it is whole and no response to it has
+    /// begun (the parsers are done with it), is written now, flagged.
+    private func evictOldestWaiting() {
+        let t = queue[head]
+        guard t.response == nil, !t.lostResponse, t.request?.ended == true, t !== tunnelTransaction else { return }
+        t.note(.waitingRequestsCapped)
+        t.note(.responseMissing)
+        connection.note(.waitingRequestsCapped)
+        if evictedAwaiting == 0 { evictedDepth = t.depth }
+        evictedAwaiting += 1
+        emit(t)
+        head += 1
+        if head > 64 && head * 2 > queue.count {
+            queue.removeFirst(head)
+            head = 0
+        }
     }
 
     func responseBegan(_ message: HTTPMessage) {
@@ -67,7 +98,20 @@ final class InOrderPairing {
             lastResponseStart = message.startOffset
             serverLosses.removeAll()
         }
-        if let first = firstUnansweredIndex {
+        if let t = stray, t.response == nil {
+            // The final response after an interim one.
+            t.response = message
+        } else if evictedAwaiting > 0 {
+            // The response of a request the cap wrote early: on its own, flagged.
+            if let earlier = stray { emit(earlier) }
+            evictedAwaiting -= 1
+            let t = Transaction(connection: ConnectionSnapshot(connection, scheme: scheme), depth: evictedDepth, scheme: scheme, tunnel: connection.tunnel)
+            evictedDepth += 1
+            t.response = message
+            t.note(.waitingRequestsCapped)
+            t.note(.requestMissing)
+            stray = t
+        } else if let first = firstUnansweredIndex {
             let answered = laterRequest(answeredBy: message, after: first) ?? first
             for k in first..<answered where queue[k].request != nil {
                 // Its response was in bytes the capture missed: it will not come.
@@ -96,6 +140,13 @@ final class InOrderPairing {
     }
 
     func responseHeadCompleted(_ message: HTTPMessage) -> HeadAction {
+        if let t = stray, t.response === message {
+            if message.isInterim {
+                t.interimResponses.append(message)
+                t.response = nil
+            }
+            return .none
+        }
         guard let t = queue[head...].first(where: { $0.response === message }) else { return .none }
         if message.isInterim {
             t.interimResponses.append(message)
@@ -135,6 +186,10 @@ final class InOrderPairing {
     }
 
     func messageEnded() {
+        if let t = stray, t.response?.ended == true {
+            stray = nil
+            emit(t)
+        }
         emitReady()
     }
 
@@ -143,6 +198,11 @@ final class InOrderPairing {
     func finish(tunnel: TunnelSummary) {
         if let t = tunnelTransaction { t.tunnel = tunnel }
         tunnelTransaction = nil
+        if let t = stray {
+            stray = nil
+            if t.response == nil { t.note(.responseMissing) }
+            emit(t)
+        }
         while head < queue.count {
             let t = queue[head]
             if t.request == nil { t.note(.requestMissing) }

@@ -34,6 +34,18 @@ final class StreamPairing {
     private let numbering: Numbering
     private var open: [UInt64: Transaction] = [:]
     private var depth = 0
+    /// Streams open at once, at most: a peer that opens streams without end and never answers
+    /// (200,000 unanswered h2c streams: 272 MiB) must not hold memory without end. Far above
+    /// what servers allow (nginx 128, most 100 to 1,000 concurrent streams). Past it the oldest
+    /// open stream whose request is whole and unanswered is written now, flagged.
+    static let maxOpen = 1_000
+    /// The open streams' keys in the order they opened (closed ones are skipped lazily, and
+    /// the list compacted when they are most of it).
+    private var openOrder: [UInt64] = []
+    private var orderHead = 0
+    /// Streams written early by the cap (the latest 4,096): a response that comes for one is
+    /// written on its own, flagged, not dropped as a straggler.
+    private var evicted = BoundedLRU<UInt64, Bool>(capacity: 4096)
     /// The highest key opened so far in each class: streams open in increasing order
     /// (RFC 9113 §5.1.1, RFC 9000 §2.1), so a lower key that is not open was closed already.
     private var highest: [UInt64?] = [nil, nil]
@@ -52,7 +64,7 @@ final class StreamPairing {
 
     /// Whether the stream was emitted already (a frame for it now is a straggler).
     func wasClosed(_ stream: UInt64) -> Bool {
-        guard open[stream] == nil else { return false }
+        guard open[stream] == nil, evicted.peek(stream) == nil else { return false }
         // QUIC delivers each stream in order, not the streams among themselves: a lower id can
         // open after a higher one, so HTTP/3 remembers which streams it closed.
         if numbering == .http3 { return closed.contains(stream) }
@@ -83,10 +95,51 @@ final class StreamPairing {
         t.request = request
         t.streamID = numbering == .http3 && pushed ? nil : stream
         t.pushed = pushed
+        if evicted.peek(stream) != nil {
+            // The response of a stream the cap wrote early: on its own, flagged.
+            evicted.update(stream) { $0 = nil }
+            t.note(.waitingRequestsCapped)
+        }
         open[stream] = t
+        openOrder.append(stream)
         countOpened(pushed: pushed)
         opened(stream)
+        if open.count > Self.maxOpen { evictOldestWaiting() }
+        if openOrder.count > 4 * Self.maxOpen + 64 {
+            // Mostly closed streams: keep the open ones, in order (amortised O(1) per stream).
+            openOrder = openOrder[orderHead...].filter { open[$0] != nil }
+            orderHead = 0
+        }
         return t
+    }
+
+    /// The cap on open streams bit: the oldest open stream whose request is whole and has no
+    /// response yet (the session is done with it) is written now, flagged.
+    private func evictOldestWaiting() {
+        var i = orderHead
+        var scanned = 0
+        while i < openOrder.count && scanned < 64 {
+            let stream = openOrder[i]
+            if let t = open[stream] {
+                scanned += 1
+                if t.response == nil, t.interimResponses.isEmpty, t.request?.ended == true {
+                    t.note(.waitingRequestsCapped)
+                    t.note(.responseMissing)
+                    connection.note(.waitingRequestsCapped)
+                    _ = evicted.set(stream, true)
+                    close(stream, t)
+                    break
+                }
+            } else if i == orderHead {
+                orderHead += 1
+            }
+            i += 1
+        }
+        while orderHead < openOrder.count && open[openOrder[orderHead]] == nil { orderHead += 1 }
+        if orderHead > 64 && orderHead * 2 > openOrder.count {
+            openOrder.removeFirst(orderHead)
+            orderHead = 0
+        }
     }
 
     /// h2c after Upgrade: the HTTP/1.1 request that asked for it is stream 1, whose response
