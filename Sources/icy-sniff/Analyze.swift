@@ -69,6 +69,7 @@ struct Analyze: ParsableCommand {
         }
         if output.outDir != nil && input.interface != nil { throw ValidationError("--out-dir applies to captures read with -r") }
         if let jobs = output.jobs, jobs < 1 { throw ValidationError("-j needs at least 1") }
+        if let n = input.maxConnections, n < 16 { throw ValidationError("--max-connections needs at least 16") }
         if output.outDir != nil && output.outputPath != nil { throw ValidationError("use either -o (one output) or --out-dir (one output per capture)") }
         if input.interface == nil && (input.user != nil || input.duration != nil) {
             throw ValidationError("-Z and --duration apply to live capture (-i)")
@@ -185,6 +186,9 @@ struct InputOptions: ParsableArguments {
 
     @Option(name: [.customShort("B"), .customLong("buffer-size")], help: ArgumentHelp("Live capture: the kernel's capture buffer in KiB, as tcpdump -B (default: \(PcapSource.defaultBufferKiB), see docs/BENCHMARK.md).", valueName: "KiB"))
     var bufferKiB: Int?
+
+    @Option(name: .customLong("max-connections"), help: ArgumentHelp("TCP connections followed at once (default: \(ReassemblyLimits().maxConnections)): past it the longest idle quarter is ended early, flagged connection_evicted, so that a flood of connections cannot exhaust memory (about 5 KiB each with a request waiting). Raise it for a busy link.", valueName: "n"))
+    var maxConnections: Int?
 
     @Option(name: .customLong("stats"), help: ArgumentHelp("Print a line of figures on standard error every this many seconds: packets, kernel and interface drops since the last line, open connections, transactions per second, memory.", valueName: "seconds"))
     var statsSeconds: Double?

@@ -81,6 +81,7 @@ struct Frontend {
         var pipelineOptions = PipelineOptions()
         pipelineOptions.http.keepBodies = output.bodies
         pipelineOptions.keyLog = keyLog
+        if let n = input.maxConnections { pipelineOptions.reassembly.maxConnections = n }
         return pipelineOptions
     }
 

@@ -131,6 +131,41 @@ extension CLI {
         #expect(underAddressSanitizer || mib < 64, "peak RSS \(mib) MiB")
     }
 
+    /// The shapes of scripts/make-hostile-captures (issue 31) at a third of their size: 33,340
+    /// connections each with a request never answered are followed 8,192 at a time (the longest
+    /// idle quarter ended early, flagged), every request still written; --max-connections lifts
+    /// the cap; 66,680 unanswered h2c streams and 100,019 unanswered pipelined GETs are written
+    /// with the waiting cap; the CONTINUATION flood ends. Each under 64 MiB.
+    @Test(.timeLimit(.minutes(10)))
+    func generatedHostileShapesStayBounded() throws {
+        let dir = CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let make = try CLI.run(["python3", CLI.packageRoot.appendingPathComponent("scripts/make-hostile-captures").path, dir.path, "0.3334"],
+                               executable: "/usr/bin/env")
+        try #require(make.status == 0, "\(make.stderr)")
+        func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
+
+        let (many, manyMiB) = try CLI.runMeasured(["-r", path("many-unanswered.pcap"), "--format", "tsv", "--fields", "path,status,flags"])
+        #expect(many.status == 0)
+        let rows = many.text.split(separator: "\n").dropFirst()
+        #expect(rows.count == 33_340 && rows.allSatisfy { $0.contains("request_without_response") })
+        #expect(many.stderr.contains("33340 TCP connections, 33340 HTTP transactions") && many.stderr.contains("connection_evicted"), "\(many.stderr)")
+        #expect(underAddressSanitizer || manyMiB < 64, "peak RSS \(manyMiB) MiB")
+        let lifted = try CLI.run(["-r", path("many-unanswered.pcap"), "--format", "tsv", "--max-connections", "65536", "-o", "/dev/null"])
+        #expect(lifted.status == 0 && !lifted.stderr.contains("connection_evicted"), "\(lifted.stderr)")
+        let (connections, connectionsMiB) = try CLI.runMeasured(["-r", path("many-unanswered.pcap"), "--connections", "--format", "tsv"])
+        #expect(connections.text.split(separator: "\n").count == 33_341)
+        #expect(underAddressSanitizer || connectionsMiB < 64, "--connections peak RSS \(connectionsMiB) MiB")
+
+        for (name, transactions) in [("h2c-unanswered.pcap", 66_680), ("pipelined-unanswered.pcap", 100_019)] {
+            let (r, mib) = try CLI.runMeasured(["-r", path(name), "--format", "ndjson", "-o", "/dev/null"])
+            #expect(r.status == 0 && r.stderr.contains("\(transactions) HTTP transactions") && r.stderr.contains("waiting_requests_capped"), "\(name): \(r.stderr)")
+            #expect(underAddressSanitizer || mib < 64, "\(name): peak RSS \(mib) MiB")
+        }
+        let flood = try CLI.run(["-r", path("continuation-flood.pcap"), "--format", "ndjson", "-o", "/dev/null"])
+        #expect(flood.status == 0 && flood.stderr.contains("1 HTTP transaction"), "\(flood.stderr)")
+    }
+
     /// A 2 GiB response body (past 2^31, in 65,000-byte segments) streamed through `-r -` from a
     /// generator: nothing is written to disk, sizes are counted as the body passes, and with
     /// `--bodies` the kept copy stops at the documented 16 MiB cap (flagged) while the sizes stay exact.

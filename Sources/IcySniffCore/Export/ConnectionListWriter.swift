@@ -1,12 +1,16 @@
 /// `--connections`: one line per connection, TCP or QUIC.
 ///
-/// Files: the lines in connection order at the end. Live (`streaming`): each line as its
-/// connection ends, flushed, so a phone's HTTPS shows up while it happens. The terminal table is
+/// Files: the lines in connection order at the end; each line is rendered when its connection
+/// ends and kept as bytes (spilled to a temporary file past 4 MiB), so a capture of 100,000
+/// connections does not hold 100,000 summaries (161 MiB before). Live (`streaming`): each line
+/// as its connection ends, flushed, so a phone's HTTPS shows up while it happens. The terminal table is
 /// a narrower set of columns than TSV/CSV/NDJSON (which keep every field), laid out once for the
 /// terminal's width (80 columns and up) so that a line never wraps and lines can be written one
 /// by one.
 public final class ConnectionListWriter: OutputSink {
-    private var summaries: [ConnectionSummary] = []
+    /// Files: the rendered lines, and where each connection's is (24 bytes per connection).
+    private let store = SpillStore()
+    private var lines: [(id: UInt64, offset: Int, length: Int)] = []
     private let output: OutputFile
     private let format: OutputFormat
     /// Write each connection as it ends (live captures), not all of them at the end.
@@ -50,18 +54,24 @@ public final class ConnectionListWriter: OutputSink {
     public func connectionFinished(_ connection: Connection) {
         let summary = ConnectionSummary(connection)
         if streaming {
-            write(summary)
+            if !wroteHeader { writeHeader() }
+            output.write(render(summary))
             output.flush()
         } else {
-            summaries.append(summary)
+            let bytes = Array(render(summary).utf8)
+            let offset = bytes.withUnsafeBufferPointer { store.append($0) }
+            lines.append((summary.id, offset, bytes.count))
         }
     }
 
     public func finish(comment: String?) throws(OutputError) {
-        summaries.sort { $0.id < $1.id }
-        for s in summaries { write(s) }
-        summaries = []
         if !wroteHeader { writeHeader() }
+        lines.sort { $0.id < $1.id }
+        for line in lines {
+            let read = store.withBytes(offset: line.offset, length: line.length) { output.write($0) }
+            if !read { throw OutputError(message: "--connections: a line could not be read back from its temporary file: \(store.readFailure ?? "unknown error")") }
+        }
+        lines = []
     }
 
     private func writeHeader() {
@@ -75,8 +85,8 @@ public final class ConnectionListWriter: OutputSink {
         }
     }
 
-    private func write(_ s: ConnectionSummary) {
-        if !wroteHeader { writeHeader() }
+    /// One connection's line, with its newline.
+    private func render(_ s: ConnectionSummary) -> String {
         switch format {
         case .ndjson, .har:
             let w = JSONWriter(indent: 0)
@@ -100,9 +110,9 @@ public final class ConnectionListWriter: OutputSink {
             if let tunnel = s.tunnel { ConnectionSummary.write(tunnel, to: w) }
             w.endObject()
             w.append(0x0A)
-            output.write(w.buffer)
+            return w.text
         case .table:
-            output.write(tableLine(layout.map { ($0.column, tableCell($0.column, s)) }) + "\n")
+            return tableLine(layout.map { ($0.column, tableCell($0.column, s)) }) + "\n"
         case .tsv, .csv, .heads:
             // A missing value is an empty cell (analytics tools then type a column of numbers as
             // numbers); text from the wire (SNI, ALPN) and lists escaped as the transactions'
@@ -116,7 +126,7 @@ public final class ConnectionListWriter: OutputSink {
             row.append(text(s.weirds.map { $0.0.rawValue }.joined(separator: ",")))
             row += [version, s.tls?.sni.map(text) ?? "", s.tls?.alpn.map(text) ?? "", s.tls?.cipherName.map(text) ?? ""]
             row += [s.tls?.handshakeMilliseconds.map { String(format3: $0) } ?? "", resumed, text(s.seenText ?? "")]
-            output.write(row.joined(separator: format == .csv ? "," : "\t") + "\n")
+            return row.joined(separator: format == .csv ? "," : "\t") + "\n"
         }
     }
 

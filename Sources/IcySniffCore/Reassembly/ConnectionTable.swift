@@ -8,9 +8,11 @@ public struct ReassemblyLimits: Sendable {
     public var idleTimeout: Int64 = 300_000_000_000
     /// Idle time after which a connection that never carried data (a lone SYN) is dropped.
     public var halfOpenTimeout: Int64 = 30_000_000_000
-    /// Connections kept at once; past this the longest idle quarter is flushed (a SYN flood
-    /// cannot grow memory without bound: about 1 KiB per connection).
-    public var maxConnections = 1 << 17
+    /// Connections kept at once; past this the longest idle quarter is flushed, flagged
+    /// `connection_evicted` (a flood of connections cannot grow memory without bound: about
+    /// 1 KiB per bare connection, 5 KiB with a request waiting, so 8,192 stay within about
+    /// 40 MiB; 131,072 let 100,000 unanswered requests take 431 MiB). `--max-connections`.
+    public var maxConnections = 1 << 13
     public init() {}
 }
 
