@@ -47,6 +47,22 @@ public final class KeyLog: @unchecked Sendable {
     private var mutex = pthread_mutex_t()
     /// Lines that were not `LABEL hex hex` (counted, never shown: they may hold secrets).
     public private(set) var malformedLines = 0
+    /// Lines that were `LABEL hex hex` (whatever the label).
+    public private(set) var secretLines = 0
+    /// Key logs that are streams (pipes, FIFOs) of a live capture: kept open and read on as they
+    /// grow; the part of a line read so far.
+    private var streams: [String: Int32] = [:]
+    private var partial: [String: [UInt8]] = [:]
+    /// A line is at most this long (key log lines are under 300 bytes): past it the rest of the
+    /// line is skipped, counted malformed, so that a file without line ends (`/dev/zero`) cannot
+    /// make the parser hold it whole.
+    static let maxLineBytes = 4096
+    /// With no key log line in this many bytes of a stream or device, it is refused as not a key log.
+    static let probeBytes = 1 << 20
+    private var bytesSeen = 0
+    private var skippingLongLine = false
+    /// Why the input read was refused (set by `consume`).
+    private var notAKeyLog: String? = nil
     /// The files are being written as the capture runs (live capture): a connection whose
     /// secrets are not there yet waits for them (see `TLSSession`).
     public let growing: Bool
@@ -63,14 +79,41 @@ public final class KeyLog: @unchecked Sendable {
         self.growing = growing
         pthread_mutex_init(&mutex, nil)
         for path in paths {
-            guard let text = Self.read(path, from: 0) else {
+            // Non-blocking open: a FIFO without a writer must not block the run.
+            let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else {
                 // Live, the client that will write it may not have started yet.
                 if growing && errno == ENOENT { consumed[path] = 0; notYetWritten.append(path); continue }
                 throw KeyLogError(message: "cannot read key log '\(path)': \(String(cString: strerror(errno)))")
             }
-            let whole = growing ? (text.lastIndex(of: 0x0A).map { $0 + 1 } ?? 0) : text.count
-            parse(text[..<whole])
-            consumed[path] = whole
+            var st = stat()
+            fstat(fd, &st)
+            let kind = st.st_mode & S_IFMT
+            if kind == S_IFDIR {
+                close(fd)
+                throw KeyLogError(message: "cannot read key log '\(path)': it is a directory")
+            }
+            if kind == S_IFREG {
+                defer { close(fd) }
+                guard let end = consume(fd, path: path, from: 0, seekable: true, wholeLinesOnly: growing) else {
+                    throw KeyLogError(message: "cannot read key log '\(path)': \(String(cString: strerror(errno)))")
+                }
+                consumed[path] = end
+            } else {
+                // A pipe, a FIFO, a device: read as a stream. Reading files, to its end (blocking
+                // reads once a writer is there); live, what is there now, and more as it comes.
+                if !growing { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) }
+                guard consume(fd, path: path, from: 0, seekable: false, wholeLinesOnly: growing) != nil else {
+                    let reason = String(cString: strerror(errno))
+                    close(fd)
+                    throw KeyLogError(message: "cannot read key log '\(path)': \(reason)")
+                }
+                if growing { streams[path] = fd } else { close(fd) }
+            }
+            if let refused = notAKeyLog {
+                streams[path].map { _ = close($0) }
+                throw KeyLogError(message: "'\(path)' is not a key log: \(refused)")
+            }
         }
     }
 
@@ -82,7 +125,10 @@ public final class KeyLog: @unchecked Sendable {
         parse(Array(text.utf8)[...])
     }
 
-    deinit { pthread_mutex_destroy(&mutex) }
+    deinit {
+        for fd in streams.values { close(fd) }
+        pthread_mutex_destroy(&mutex)
+    }
 
     /// Connections with at least one secret.
     public var count: Int {
@@ -120,33 +166,86 @@ public final class KeyLog: @unchecked Sendable {
         guard force || seconds - lastCheck >= Self.recheckInterval else { return }
         lastCheck = seconds
         for path in paths {
+            if let fd = streams[path] {
+                _ = consume(fd, path: path, from: 0, seekable: false, wholeLinesOnly: true)
+                continue
+            }
             var st = stat()
             guard stat(path, &st) == 0 else { continue }
             var start = consumed[path] ?? 0
             let size = Int(st.st_size)
             if size < start { start = 0 }
-            guard size > start, let text = Self.read(path, from: start) else { continue }
+            guard size > start else { continue }
+            let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            defer { close(fd) }
             // Whole lines only: the writer may be in the middle of one.
-            guard let end = text.lastIndex(of: 0x0A) else { continue }
-            parse(text[...end])
-            consumed[path] = start + end + 1
+            if let end = consume(fd, path: path, from: start, seekable: true, wholeLinesOnly: true) { consumed[path] = end }
         }
     }
 
-    private static func read(_ path: String, from offset: Int) -> [UInt8]? {
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var out: [UInt8] = []
+    /// Reads `fd` to its end (from `offset` with pread when `seekable`, else with read, and
+    /// from a stream only what is there when it does not block), parsing each line as it comes:
+    /// nothing but one line is held. `wholeLinesOnly`: a last line without its line end is left
+    /// (a seekable file's is read again next time; a stream's is kept in `partial`). Answers the
+    /// offset after the last line parsed, or nil on a read error (`errno`).
+    private func consume(_ fd: Int32, path: String, from offset: Int, seekable: Bool, wholeLinesOnly: Bool) -> Int? {
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        var at = off_t(offset)
+        var line: [UInt8] = partial[path] ?? []
+        partial[path] = nil
+        var at = offset
+        var lineStart = offset - line.count
         while true {
-            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, at) }
-            if n < 0 { return nil }
-            if n == 0 { return out }
-            out.append(contentsOf: buffer[0..<n])
-            at += off_t(n)
+            let n = buffer.withUnsafeMutableBytes { raw -> Int in
+                seekable ? pread(fd, raw.baseAddress, raw.count, off_t(at)) : read(fd, raw.baseAddress, raw.count)
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { break }
+                return nil
+            }
+            if n == 0 { break }
+            var i = 0
+            while i < n {
+                // The rest of this chunk up to the next line end.
+                var j = i
+                while j < n && buffer[j] != 0x0A { j += 1 }
+                if !skippingLongLine {
+                    if line.count + (j - i) > Self.maxLineBytes {
+                        skippingLongLine = true
+                        malformedLines += 1
+                        line.removeAll(keepingCapacity: true)
+                    } else {
+                        line.append(contentsOf: buffer[i..<j])
+                    }
+                }
+                if j < n {
+                    // A line end.
+                    if !skippingLongLine { parse(line[...]) }
+                    skippingLongLine = false
+                    line.removeAll(keepingCapacity: true)
+                    lineStart = at + j + 1
+                }
+                i = j + 1
+            }
+            at += n
+            bytesSeen += n
+            // A stream or device without end (`/dev/zero`): refused once it has shown no key log
+            // line for a while. A regular file ends: it is read through, line by line.
+            if !seekable && secretLines == 0 && bytesSeen >= Self.probeBytes {
+                notAKeyLog = "no 'LABEL client_random secret' line in its first \(Self.probeBytes >> 20) MiB"
+                return at
+            }
         }
+        if !line.isEmpty || skippingLongLine {
+            if wholeLinesOnly {
+                if !seekable { partial[path] = line }
+                return seekable ? lineStart : at
+            }
+            if !skippingLongLine { parse(line[...]) }
+            skippingLongLine = false
+        }
+        return at
     }
 
     private func parse(_ text: ArraySlice<UInt8>) {
@@ -158,6 +257,7 @@ public final class KeyLog: @unchecked Sendable {
             guard parts.count == 3 else { malformedLines += 1; continue }
             let written = String(decoding: parts[0], as: UTF8.self)
             guard let random = Self.hex(parts[1]), let secret = Self.hex(parts[2]) else { malformedLines += 1; continue }
+            secretLines += 1
             var s = secrets[random] ?? TLSSecrets()
             // Draft-era QUIC tools (quic-go, ngtcp2 and Chromium before RFC 9001) wrote the TLS 1.3
             // labels with a "QUIC_" prefix: the same secrets.
