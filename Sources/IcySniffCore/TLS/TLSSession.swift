@@ -44,6 +44,9 @@ final class TLSSession: ConnectionSession {
     private var earlyDataDropped = false
     /// 0-RTT data held at most (servers accept 16 KiB to a few hundred; more is not 0-RTT).
     static let maxEarlyDataHeld = 1 << 20
+    /// What a held record costs beside its bytes (its place in the list, its times and offsets):
+    /// counted toward the caps, so that a million empty records cannot be held for free.
+    static let heldRecordOverhead = 64
     /// Live: waiting for the key log to name this connection's secrets, and what came since.
     private var awaitingKeys = false
     private enum Held {
@@ -217,7 +220,7 @@ final class TLSSession: ConnectionSession {
                 // 0-RTT early data, sent with the ClientHello: held until the server's
                 // EncryptedExtensions say whether it was accepted.
                 if r.body != nil || r.lost {
-                    heldEarlyBytes += r.length
+                    heldEarlyBytes += r.length + Self.heldRecordOverhead
                     if heldEarlyBytes <= Self.maxEarlyDataHeld { heldEarly.append(r) } else { earlyDataDropped = true }
                 }
                 return
@@ -492,7 +495,7 @@ final class TLSSession: ConnectionSession {
     /// A record that came while the connection waits for its secrets.
     private func hold(_ r: TLSRecordReader.Record, from direction: Direction) {
         heldForKeys.append(.record(r, direction))
-        heldForKeysBytes += r.body?.count ?? 0
+        heldForKeysBytes += (r.body?.count ?? 0) + Self.heldRecordOverhead
         if heldForKeysBytes > Self.maxHeldForKeys || r.lastByte.nanoseconds - awaitingSince.nanoseconds > Self.maxWaitForKeys {
             lookForKeys(final: true)
         }
