@@ -55,4 +55,21 @@ import Testing
         #expect(r.status == 0 && r.stderr.contains("3 TLS connections (3 decrypted)"), "\(r.stderr)")
         #expect(underAddressSanitizer || mib < 48, "peak RSS \(mib) MiB (109 MiB when the file was read whole)")
     }
+
+    /// A key log with only a TLS 1.3 connection's handshake secrets (issue 31, item 9): its
+    /// requests cannot be decrypted, and that is said — flagged tls_secrets_incomplete, not
+    /// counted as decrypted — instead of "decrypted": true and no transaction.
+    @Test func handshakeSecretsAloneAreNamed() throws {
+        let dir = CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("handshake-only.keys")
+        let lines = try String(contentsOfFile: Self.keys, encoding: .utf8).split(separator: "\n").filter { $0.contains("HANDSHAKE_TRAFFIC_SECRET") }
+        #expect(lines.count == 2)
+        try (lines.joined(separator: "\n") + "\n").write(to: file, atomically: true, encoding: .utf8)
+        let r = try CLI.run(["-r", Self.capture, "--keylog", file.path, "--connections", "--format", "ndjson"])
+        #expect(r.status == 0)
+        let tls13 = try #require(r.text.split(separator: "\n").first { $0.contains("\"TLS 1.3\"") })
+        #expect(tls13.contains("\"decrypted\":false") && tls13.contains("tls_secrets_incomplete"), "\(tls13)")
+        #expect(r.stderr.contains("tls_secrets_incomplete×1") && !r.stderr.contains("(1 decrypted)"), "\(r.stderr)")
+    }
 }

@@ -90,6 +90,7 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
 
     // TLS (connection scope).
     case tlsKeysNotFound = "tls_keys_not_found"
+    case tlsSecretsIncomplete = "tls_secrets_incomplete"
     case tlsDecryptionFailed = "tls_decryption_failed"
     case tlsRecordLost = "tls_record_lost"
     case tlsEarlyDataRejected = "tls_early_data_rejected"
@@ -217,6 +218,7 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
         case .injectionSuspected: return "a later copy of this transaction's bytes (same sequence numbers) differs from what was delivered first: a forged response racing the real one (on-path injection, a captive portal, a censor) or a broken middlebox; what was seen first is shown, as the client read it. HAR and the report flag the entry when the copy came after it was written; TSV and NDJSON rows written before the copy came are flagged on the connection only (retransmission_inconsistency)"
         case .tunnelled: return "the transaction was carried inside a proxy tunnel (after a CONNECT answered 2xx, or a SOCKS4/4a/5 handshake): its URL names the target the client asked the proxy for, its addresses are the proxy's; the connection's `tunnel` says which"
         case .socksRefused: return "a SOCKS proxy refused the client's request (or no authentication method was acceptable): nothing was tunnelled"
+        case .tlsSecretsIncomplete: return "the key log has some of this TLS 1.3 connection's secrets but not the application traffic secret of a direction (CLIENT_TRAFFIC_SECRET_0 or SERVER_TRAFFIC_SECRET_0): its handshake was read, what that direction sent after it cannot be; the connection is not counted as decrypted"
         case .tlsKeysNotFound: return "a key log was given, but it has no secrets for this TLS connection (its ClientHello random); only the handshake is shown"
         case .tlsDecryptionFailed: return "a TLS record did not authenticate with the logged secrets (wrong keys, or a damaged record): nothing after it in that direction is decrypted, no garbage is passed on"
         case .tlsRecordLost: return "part of an encrypted TLS record was never captured: the record cannot be decrypted, its plaintext is a gap"

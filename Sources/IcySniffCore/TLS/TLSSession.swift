@@ -96,8 +96,11 @@ final class TLSSession: ConnectionSession {
     private var applicationBytes: (fromClient: UInt64, fromServer: UInt64) = (0, 0)
 
     private func markDecrypted() {
-        if !info.decrypted { info.decrypted = true }
+        if !info.decrypted && !secretsIncomplete { info.decrypted = true }
     }
+    /// The key log lacked a direction's application traffic secret: the connection is not
+    /// decrypted, whatever its handshake was.
+    private var secretsIncomplete = false
     private let clientRecords = TLSRecordReader()
     private let serverRecords = TLSRecordReader()
     private var clientHandshake = TLSHandshakeBuffer()
@@ -347,6 +350,12 @@ final class TLSSession: ConnectionSession {
         // Without the keys (a secret the key log lacks) nothing more of the direction is opened.
         var d: DirectionDecryptor? = nil
         if let protection, let cipher { d = DirectionDecryptor(protection: protection, secret: secret, cipher: cipher, tls13: isTLS13) }
+        if d == nil, secret == nil, isTLS13, let found = secrets, !found.isEmpty, !secretsIncomplete {
+            // Handshake secrets without this direction's traffic secret: said, never silent.
+            secretsIncomplete = true
+            info.decrypted = false
+            connection.note(.tlsSecretsIncomplete)
+        }
         if direction == .fromClient {
             clientDecryptor = d
             clientProtection = nil
