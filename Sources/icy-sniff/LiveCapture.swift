@@ -16,16 +16,32 @@ enum Signals {
     /// SIGPIPE is ignored: a reader that went away (`| head`) is an EPIPE on write, handled by
     /// `OutputFile` (a quiet end, exit 0).
     static func install() {
+        TemporaryFiles.prepare()
+        OutputFile.staleTemporaryFile = { path in
+            Diagnostics.warning("'\(path)' is the temporary file of an earlier run that was killed while writing this output; remove it (it is not removed, another run may be writing it)")
+        }
         for number in [SIGINT, SIGTERM] { handle(number, stopHandler) }
         signal(SIGPIPE, SIG_IGN)
         OutputFile.readerWentAway = { exit(0) }
     }
     static var stop: Bool { stopRequested != 0 }
 
-    /// Asks for a clean stop, and gives the signal its default action back.
+    /// Asks for a clean stop; a second SIGINT or SIGTERM ends the process at once.
     private static let stopHandler: @convention(c) (Int32) -> Void = { number in
         stopRequested = 1
-        signal(number, SIG_DFL)
+        handle(number, forceHandler)
+    }
+
+    /// The second signal: no output is completed. The temporary files of the outputs being
+    /// written are removed (an earlier complete output under the same name stays as it was), a
+    /// line says so, and the process exits 130. Only async-signal-safe calls.
+    private static let forceHandler: @convention(c) (Int32) -> Void = { _ in
+        let removed = TemporaryFiles.removeAll()
+        let message: StaticString = removed > 0
+            ? "icy-sniff: stopped at once by a second signal: the outputs being written were not completed and are removed\n"
+            : "icy-sniff: stopped at once by a second signal\n"
+        _ = Glibc.write(2, message.utf8Start, message.utf8CodeUnitCount)
+        _exit(130)
     }
 
     /// Installs `handler` for `number` without SA_RESTART, and unblocks the signal (a parent may

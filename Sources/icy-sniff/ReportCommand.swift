@@ -77,6 +77,8 @@ struct ReportCommand: ParsableCommand {
             Diagnostics.error(error.message)
             throw ExitCode(3)
         }
+        // Stopped by a signal: each report says it is partial, in the file too.
+        if Signals.stop { for i in reports.indices { reports[i].interrupted = true } }
         switch format {
         case .json: out.write(ReportWriter.json(reports))
         case .text:

@@ -381,6 +381,47 @@ extension CLI {
         #expect((log["comment"] as? String)?.contains("interrupted") == true)
     }
 
+    /// A second SIGINT while the output is being completed (issue 31, item 13): the process
+    /// stops at once, removes the temporary file it was writing (none is left behind), says so,
+    /// and leaves an earlier file of that name as it was. When the output was complete before
+    /// the second signal came, it is a whole HAR that says it was interrupted.
+    @Test(.timeLimit(.minutes(10)))
+    func aSecondSignalLeavesNoHalfFile() throws {
+        let pcap = Self.longCapture(requests: 100_000)
+        let dir = CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let capture = dir.appendingPathComponent("long.pcap"), har = dir.appendingPathComponent("out.har")
+        try pcap.write(to: capture)
+        try Data("previous".utf8).write(to: har)
+        let script = "\"$0\" -r \"$1\" --har --bodies -o \"$2\" & p=$!; sleep 1.5; kill -INT $p; sleep 0.2; kill -INT $p; wait $p; echo \"exit $?\""
+        let r = try CLI.run(["-c", script, CLI.binary, capture.path, har.path], executable: "/bin/bash")
+        #expect(r.text.contains("exit 130"), "\(r.text) \(r.stderr)")
+        let left = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
+        #expect(left == ["long.pcap", "out.har"], "no temporary file is left: \(left)")
+        let text = try String(contentsOf: har, encoding: .utf8)
+        if r.stderr.contains("stopped at once by a second signal") {
+            #expect(text == "previous", "the earlier file stays as it was")
+            #expect(r.stderr.contains("not completed and are removed"))
+        } else {
+            #expect(text.contains("interrupted"), "complete before the second signal: a whole HAR that says so")
+        }
+    }
+
+    /// The temporary file of an earlier run that was killed (SIGKILL, a crash) beside the output
+    /// is named in a warning, not silently left (issue 31, item 13), and not removed.
+    @Test func aStaleTemporaryFileOfAKilledRunIsNamed() throws {
+        let dir = CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let stale = dir.appendingPathComponent(".out.har.Xy12Zw")
+        try Data("{\"log\":".utf8).write(to: stale)
+        let r = try CLI.run(["-r", CLI.capture("wikipedia.pcap"), "--har", "-o", dir.appendingPathComponent("out.har").path])
+        #expect(r.status == 0)
+        #expect(r.stderr.contains("'\(stale.path)' is the temporary file of an earlier run that was killed"), "\(r.stderr)")
+        #expect(FileManager.default.fileExists(atPath: stale.path))
+        let other = try CLI.run(["-r", CLI.capture("wikipedia.pcap"), "--har", "-o", dir.appendingPathComponent("other.har").path])
+        #expect(!other.stderr.contains("temporary file"), "another output's name is not this one's")
+    }
+
     /// A batch into --out-dir: nothing starts after the signal, the interrupted capture gets no
     /// file (a half HAR would look up to date), the next run analyses every one; and the report
     /// says it was interrupted. One long capture, read first (-j 1), and two short ones.

@@ -45,6 +45,8 @@ public struct Report: Sendable {
     public static let hostsKept = 1000
 
     public var capture = ""
+    /// Reading was stopped by a signal: the report covers the packets read before it.
+    public var interrupted = false
     /// What the capture was, before the details: its span (the first to the last packet of its
     /// connections), the devices (client addresses) and hosts, the protocols the transactions
     /// travelled on, and the encrypted connections whose requests are not seen.

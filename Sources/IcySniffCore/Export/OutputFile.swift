@@ -86,8 +86,59 @@ public final class OutputFile {
         fd = f
         finalPath = target
         temporaryPath = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        temporarySlot = TemporaryFiles.register(temporaryPath!)
         buffer.reserveCapacity(1 << 16)
+        if let report = Self.staleTemporaryFile {
+            for stale in Self.staleTemporaryFiles(in: dir, base: base, except: temporaryPath!) { report(stale) }
+        }
     }
+
+    /// Called with each temporary file of an earlier run writing the same output that was
+    /// killed before it could remove it (`.NAME.XXXXXX` beside the output). Reported, not
+    /// removed: another run may be writing it now.
+    nonisolated(unsafe) public static var staleTemporaryFile: ((String) -> Void)? = nil
+
+    /// The hidden names of each directory looked at (read once per directory and run, so that
+    /// a batch writing thousands of outputs into one folder does not read it thousands of times).
+    nonisolated(unsafe) private static var hiddenNames: [String: [String]] = [:]
+    nonisolated(unsafe) private static var hiddenNamesLock = pthread_mutex_t()
+    private static let hiddenNamesLockReady: Bool = {
+        pthread_mutex_init(&hiddenNamesLock, nil)
+        return true
+    }()
+
+    static func staleTemporaryFiles(in dir: String, base: String, except own: String) -> [String] {
+        _ = hiddenNamesLockReady
+        pthread_mutex_lock(&hiddenNamesLock)
+        var names = hiddenNames[dir]
+        if names == nil {
+            var list: [String] = []
+            if let d = opendir(dir) {
+                while let entry = readdir(d) {
+                    let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+                    }
+                    if name.hasPrefix("."), name.utf8.count > 8 { list.append(name) }
+                }
+                closedir(d)
+            }
+            hiddenNames[dir] = list
+            names = list
+        }
+        pthread_mutex_unlock(&hiddenNamesLock)
+        let prefix = ".\(base)."
+        var found: [String] = []
+        for name in names! where name.hasPrefix(prefix) && name.utf8.count == prefix.utf8.count + 6 {
+            let path = dir == "/" ? "/\(name)" : "\(dir)/\(name)"
+            var st = stat()
+            guard path != own, lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
+            found.append(path)
+        }
+        return found.sorted()
+    }
+
+    /// Where this file's temporary name is registered for `TemporaryFiles.removeAll`.
+    private var temporarySlot: Int? = nil
 
     /// The directory a path names its file in ("." for a bare name, "/" for one at the root).
     static func directory(of path: String) -> String {
@@ -117,6 +168,7 @@ public final class OutputFile {
     deinit {
         // A file output not committed (an error or an interrupted run): close it, and drop the
         // temporary file so nothing half-written is left.
+        if let temporarySlot { TemporaryFiles.unregister(temporarySlot) }
         guard finalPath != nil, !committed else { return }
         close(fd)
         if let temporaryPath { unlink(temporaryPath) }
@@ -198,6 +250,10 @@ public final class OutputFile {
         }
         close(fd)
         if let renamed { finalPath = renamed }
+        if let temporarySlot {
+            TemporaryFiles.unregister(temporarySlot)
+            self.temporarySlot = nil
+        }
         if rename(temporaryPath, finalPath) != 0 {
             let reason = String(cString: strerror(errno))
             unlink(temporaryPath)
@@ -205,5 +261,65 @@ public final class OutputFile {
             throw OutputError(message: "cannot write '\(finalPath)': \(reason)")
         }
         committed = true
+    }
+}
+
+/// The temporary files of outputs being written (`-o`, `--out-dir`, rotated files), for a process
+/// that must end at once (a second SIGINT or SIGTERM): `removeAll` runs in the signal handler, so
+/// it only reads fixed slots of C strings and calls unlink(2), both async-signal-safe. A slot is
+/// filled before its file is written to and emptied before its file is renamed into place.
+public enum TemporaryFiles {
+    static let slots = 64
+    nonisolated(unsafe) private static let paths = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: slots)
+    nonisolated(unsafe) private static var ready: Bool = {
+        paths.initialize(repeating: nil, count: slots)
+        return true
+    }()
+    nonisolated(unsafe) private static let lock: UnsafeMutablePointer<pthread_mutex_t> = {
+        let m = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        pthread_mutex_init(m, nil)
+        return m
+    }()
+
+    /// Makes the slots before any signal can come (Swift initialises statics lazily, which is
+    /// not for a signal handler to do): `Signals.install` calls it.
+    public static func prepare() {
+        pthread_mutex_lock(lock)
+        _ = ready
+        pthread_mutex_unlock(lock)
+    }
+
+    /// Registers a temporary file; nil when every slot is taken (its file is then not removed by
+    /// a second signal, only by `deinit` as before).
+    static func register(_ path: String) -> Int? {
+        pthread_mutex_lock(lock)
+        defer { pthread_mutex_unlock(lock) }
+        _ = ready
+        for i in 0..<slots where paths[i] == nil {
+            paths[i] = strdup(path)
+            return i
+        }
+        return nil
+    }
+
+    static func unregister(_ slot: Int) {
+        pthread_mutex_lock(lock)
+        defer { pthread_mutex_unlock(lock) }
+        let p = paths[slot]
+        paths[slot] = nil
+        free(p)
+    }
+
+    /// Unlinks every registered temporary file; answers how many. Async-signal-safe once
+    /// `prepare` has run.
+    public static func removeAll() -> Int {
+        var n = 0
+        for i in 0..<slots {
+            if let p = paths[i] {
+                unlink(p)
+                n += 1
+            }
+        }
+        return n
     }
 }

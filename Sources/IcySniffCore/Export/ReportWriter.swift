@@ -98,6 +98,7 @@ public enum ReportWriter {
         /// "1 connection", "2 connections".
         func plural(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
         line("== \(r.capture)")
+        if r.interrupted { line("Interrupted: this report covers only the packets read before the signal.") }
         let o = r.overview
         if let start = o.start, let duration = o.durationMilliseconds {
             let seconds = ByteBuffer(capacity: 32)
@@ -234,6 +235,7 @@ public enum ReportWriter {
         for r in reports {
             w.beginObject()
             w.string("capture", r.capture)
+            if r.interrupted { w.bool("interrupted", true) }
             w.key("overview"); w.beginObject()
             w.optionalString("start", r.overview.start?.iso8601(fractionDigits: 6))
             w.optionalNumber("durationMs", r.overview.durationMilliseconds)
