@@ -12,6 +12,8 @@ struct CaptureList {
     var problems: [String] = []
     var fromDirectory = false
     var skippedNonCaptures = 0
+    /// Said, and the run goes on (FIFOs and devices in a directory).
+    var warnings: [String] = []
 
     /// All captures, set by set, piece by piece.
     var paths: [String] { sets.flatMap(\.paths) }
@@ -25,11 +27,15 @@ struct CaptureList {
             if input != "-", FileSystem.kind(of: input) == .directory {
                 list.fromDirectory = true
                 var unreadable: [String] = []
-                guard let entries = FileSystem.walk(input, unreadable: &unreadable) else {
+                var special: [(path: String, kind: String)] = []
+                guard let entries = FileSystem.walk(input, unreadable: &unreadable, special: &special) else {
                     list.problems.append("cannot read directory '\(input)'")
                     continue
                 }
                 for dir in unreadable { list.problems.append("cannot read directory '\(dir)'") }
+                for (path, kind) in special {
+                    list.warnings.append("'\(path)' is \(kind), not read in a directory (opening it could wait forever): give it with -r to read it")
+                }
                 var captures: [String] = []
                 for relative in entries {
                     if CaptureFile.kind(of: FileSystem.join(input, relative)) != nil { captures.append(relative) } else { list.skippedNonCaptures += 1 }
@@ -86,7 +92,9 @@ final class BatchProgress: @unchecked Sendable {
 
 /// What one capture of a batch gave.
 struct CaptureResult: Sendable {
-    enum Status: Sendable { case ok, damaged(String), failed(String), upToDate, interrupted }
+    /// `failed`: the capture could not be read (exit 2); `outputFailed`: its output could not be
+    /// written (exit 3, as for -o).
+    enum Status: Sendable { case ok, damaged(String), failed(String), outputFailed(String), upToDate, interrupted }
     var status: Status = .ok
     /// False for a capture a signal stopped the batch before (no output, nothing said).
     var started = false
@@ -197,6 +205,10 @@ struct BatchRunner {
                 failures += 1
                 Diagnostics.error(message)
                 code = max(code, Frontend.Exit.badInput)
+            case .outputFailed(let message):
+                failures += 1
+                Diagnostics.error(message)
+                code = max(code, Frontend.Exit.outputFailed)
             }
             merged?.write(r.rendered)
         }
@@ -258,7 +270,7 @@ struct BatchRunner {
         }
         let out: OutputFile
         do { out = try outputPath.map { p throws(OutputError) in try OutputFile(path: p) } ?? OutputFile(memory: true) } catch {
-            result.status = .failed(error.message)
+            result.status = .outputFailed(error.message)
             return result
         }
         var factory = frontend.sinkFactory(format: format)
@@ -299,7 +311,7 @@ struct BatchRunner {
             try sink.finish(comment: comments.isEmpty ? nil : comments.joined(separator: "; "))
             try out.commit()
         } catch {
-            result.status = .failed(error.message)
+            result.status = .outputFailed(error.message)
         }
         result.packets = pipeline.stats.packets
         result.transactions = pipeline.stats.transactions

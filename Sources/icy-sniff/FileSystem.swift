@@ -39,8 +39,9 @@ enum FileSystem {
     /// FIFOs, sockets and devices are not listed: opening one could wait forever. Symbolic links
     /// are never descended (a link to a directory is neither listed nor walked, so a loop of
     /// links cannot trap the walk). Nil when `directory` cannot be read;
-    /// subdirectories that cannot be read are reported in `unreadable`.
-    static func walk(_ directory: String, unreadable: inout [String]) -> [String]? {
+    /// subdirectories that cannot be read are reported in `unreadable`, FIFOs, sockets and
+    /// devices in `special` (with what they are).
+    static func walk(_ directory: String, unreadable: inout [String], special: inout [(path: String, kind: String)]) -> [String]? {
         guard let top = opendir(directory) else { return nil }
         var found: [String] = []
         var pending: [(dir: OpaquePointer, relative: String)] = [(top, "")]
@@ -60,6 +61,9 @@ enum FileSystem {
                 case S_IFDIR: subdirectories.append(rel)
                 case S_IFLNK: if kind(of: full) == .file { found.append(rel) }
                 case S_IFREG: found.append(rel)
+                case S_IFIFO: special.append((full, "a FIFO"))
+                case S_IFSOCK: special.append((full, "a socket"))
+                case S_IFCHR, S_IFBLK: special.append((full, "a device"))
                 default: continue
                 }
             }

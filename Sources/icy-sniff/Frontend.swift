@@ -27,6 +27,7 @@ struct Frontend {
         if input.interface == nil {
             let expanded = CaptureList.expand(input.read, join: !input.noJoin, joinListed: output.outDir == nil)
             for problem in expanded.problems { Diagnostics.error(problem) }
+            for warning in expanded.warnings { Diagnostics.warning(warning) }
             if output.listSets { return listSets(expanded) }
             if expanded.sets.isEmpty {
                 if expanded.problems.isEmpty { Diagnostics.error("no captures found in \(input.read.joined(separator: ", "))") }

@@ -45,6 +45,7 @@ struct ReportCommand: ParsableCommand {
         let expanded = CaptureList.expand(read)
         var code: Int32 = 0
         for problem in expanded.problems { Diagnostics.error(problem); code = 2 }
+        for warning in expanded.warnings { Diagnostics.warning(warning) }
         var reports: [Report] = []
         var options = PipelineOptions()
         options.keyLog = try Diagnostics.loadKeyLog(keylog)

@@ -87,6 +87,24 @@ import Testing
         #expect(r.stderr.contains("give a capture with -r FILE"))
     }
 
+    /// --out-dir on a full or read-only file system (a 16 KiB tmpfs): the output could not be
+    /// written, exit 3 as documented (it was 2, as if the capture could not be read; issue 31).
+    @Test(.enabled(if: CLI.isRoot, "mounting a tmpfs needs root"))
+    func outDirOnAFullOrReadOnlyFileSystemExitsThree() throws {
+        let dir = CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let mount = try CLI.run(["-c", "mount -t tmpfs -o size=16k tmpfs \"$0\"", dir.path], executable: "/bin/bash")
+        try #require(mount.status == 0, "\(mount.stderr)")
+        defer { _ = try? CLI.run(["-c", "umount \"$0\"", dir.path], executable: "/bin/bash") }
+        let inputs = ["-r", CLI.capture("wikipedia.pcap"), "-r", CLI.capture("h3-sample.pcap"), "--har"]
+        let full = try CLI.run(inputs + ["--out-dir", dir.appendingPathComponent("out").path])
+        #expect(full.status == 3, "\(full.stderr)")
+        #expect(full.stderr.contains("No space left on device"))
+        _ = try CLI.run(["-c", "mount -o remount,ro \"$0\"", dir.path], executable: "/bin/bash")
+        let readOnly = try CLI.run(inputs + ["--out-dir", dir.appendingPathComponent("out2").path])
+        #expect(readOnly.status == 3 && readOnly.stderr.contains("Read-only file system"), "\(readOnly.stderr)")
+    }
+
     /// Combinations that used to write something else than asked are refused (issue 19).
     @Test func optionsThatContradictEachOtherAreRefused() throws {
         let connectionsHAR = try CLI.run(["-r", CLI.capture("wikipedia.pcap"), "--connections", "--har"])
