@@ -29,6 +29,8 @@ final class TLSRecordReader {
     private var first: Timestamp = .zero
     /// Set when the bytes stop being TLS records (or a gap broke the framing): nothing more is read.
     private(set) var broken = false
+    /// A record was begun and not finished (its header or body is still incomplete).
+    var midRecord: Bool { !broken && (inBody || !header.isEmpty) }
 
     /// Whether `bytes` start like a TLS record: content type, version 3.x, a possible length.
     static func looksLikeRecord(_ bytes: UnsafeRawBufferPointer, handshakeType: UInt8? = nil) -> Bool {

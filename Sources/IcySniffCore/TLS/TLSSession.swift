@@ -176,6 +176,7 @@ final class TLSSession: ConnectionSession {
 
     func finished(_ connection: Connection, at timestamp: Timestamp) {
         if awaitingKeys { lookForKeys(final: true) }
+        if clientRecords.midRecord || serverRecords.midRecord { connection.note(.tlsRecordCut) }
         info.applicationBytesFromClient = applicationBytes.fromClient
         info.applicationBytesFromServer = applicationBytes.fromServer
         if info.handshakeEnd == nil || clientHandshake.overflowed || serverHandshake.overflowed { info.incomplete = true }
@@ -193,7 +194,12 @@ final class TLSSession: ConnectionSession {
 
     private func noteBroken() {
         if info.handshakeEnd == nil { info.incomplete = true }
+        if !framingLostNoted {
+            framingLostNoted = true
+            connection.note(.tlsRecordFramingLost)
+        }
     }
+    private var framingLostNoted = false
 
     // MARK: Records
 
@@ -556,6 +562,7 @@ final class TLSSession: ConnectionSession {
         sawServerHello = true
         serverRandom = hello.random
         self.cipher = TLSCipherParameters(suite: hello.cipherSuite)
+        if cipher == nil && (keyLog?.count ?? 0) > 0 { connection.note(.tlsCipherUnsupported) }
         if hello.version == 0x0304 { serverEncrypted = true }
         setUpKeys()
     }
