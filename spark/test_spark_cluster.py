@@ -40,6 +40,38 @@ def split_pcap(data, every, folder, stem):
     return pieces
 
 
+# Secrets planted in one HTTP/1.1 exchange (issue 30): none may reach the Parquet rows.
+SECRETS = ["hunter2pw", "keyv4lue", "s3cr3tcookie", "t0ps3cr3t", "reft0ken", "setc00kie", "s1gvalue"]
+
+
+def secrets_pcap(path):
+    """One HTTP/1.1 exchange carrying the planted secrets, as Ethernet/IPv4/TCP in pcap."""
+    request = (b"GET /index.html?password=hunter2pw&key=keyv4lue&q=ok HTTP/1.1\r\nHost: h.example\r\n"
+               b"Cookie: sid=s3cr3tcookie\r\nAuthorization: Bearer t0ps3cr3t\r\n"
+               b"Referer: http://h.example/start?token=reft0ken\r\n\r\n")
+    response = (b"HTTP/1.1 302 Found\r\nSet-Cookie: sess=setc00kie; Path=/\r\n"
+                b"Location: /next?sig=s1gvalue&page=2\r\nContent-Length: 0\r\n\r\n")
+    client, server = 0x0A000002, 0x0A000001
+    out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)]
+    t = [1_700_000_000, 0]
+
+    def seg(src, sport, dst, dport, seq, ack, flags, payload=b""):
+        t[1] += 1000
+        ip = struct.pack(">BBHHHBBHII", 0x45, 0, 40 + len(payload), 0, 0x4000, 64, 6, 0, src, dst)
+        tcp = struct.pack(">HHIIBBHHH", sport, dport, seq, ack, 0x50, flags, 65535, 0, 0)
+        frame = b"\0" * 12 + b"\x08\x00" + ip + tcp + payload
+        out.append(struct.pack("<IIII", t[0], t[1], len(frame), len(frame)) + frame)
+
+    seg(client, 40000, server, 80, 100, 0, 0x02)
+    seg(server, 80, client, 40000, 500, 101, 0x12)
+    seg(client, 40000, server, 80, 101, 501, 0x10)
+    seg(client, 40000, server, 80, 101, 501, 0x18, request)
+    seg(server, 80, client, 40000, 501, 101 + len(request), 0x18, response)
+    seg(client, 40000, server, 80, 101 + len(request), 501 + len(response), 0x11)
+    seg(server, 80, client, 40000, 501 + len(response), 102 + len(request), 0x11)
+    open(path, "wb").write(b"".join(out))
+
+
 def make_archive(root):
     fixtures = os.path.join(ROOT, "Tests/Fixtures/corpus")
     for sub in ("zeek", "pcap2har"):
@@ -49,6 +81,7 @@ def make_archive(root):
     for name in os.listdir(os.path.join(ROOT, "captures")):
         if ".pcap" in name:
             shutil.copy(os.path.join(ROOT, "captures", name), os.path.join(root, "samples", name))
+    secrets_pcap(os.path.join(root, "samples", "secrets.pcap"))
     ring = os.path.join(root, "ring", "2021-01-06")
     os.makedirs(ring)
     whole = gzip.open(os.path.join(fixtures, "zeek/no_crlf.pcap.gz")).read()
@@ -160,6 +193,12 @@ def main():
         extra = set(got) - set(expected)
         failures.append(f"Parquet rows differ from icy-sniff's NDJSON: {len(expected)} expected, {len(got)} rows; "
                         f"e.g. missing {sorted(missing)[:1]} extra {sorted(extra)[:1]}")
+    planted = [r for r in rows if r["set_name"] == "samples/secrets"]
+    if len(planted) != 1:
+        failures.append(f"the capture with planted secrets gave {len(planted)} rows, not 1")
+    shown = sorted({s for r in rows for s in SECRETS if s in json.dumps(r, default=str)})
+    if shown:
+        failures.append(f"Parquet rows show planted secrets: {shown}")
     ring = [r for r in rows if r["set_name"] == "ring/2021-01-06/split"]
     if len(ring) != 5 or any(r["flags"] for r in ring):
         failures.append(f"the rotated set gave {len(ring)} transactions (flags {[r['flags'] for r in ring]}), not 5 whole ones")
