@@ -67,12 +67,30 @@ final class StreamPairing {
         guard open[stream] == nil, evicted.peek(stream) == nil else { return false }
         // QUIC delivers each stream in order, not the streams among themselves: a lower id can
         // open after a higher one, so HTTP/3 remembers which streams it closed.
-        if numbering == .http3 { return closed.contains(stream) }
+        if numbering == .http3 {
+            let c = Self.closedClass(stream)
+            return stream < closedBelow[c] || closed.contains(stream)
+        }
         guard let h = highest[numbering.kind(of: stream)] else { return false }
         return stream <= h
     }
-    /// HTTP/3: the streams emitted so far.
+    /// HTTP/3: the streams emitted so far, as a watermark per class (request streams 0, 4, 8, …;
+    /// pushes by push id) below which every stream was emitted, and the ones emitted above it
+    /// (out of order): a long connection does not keep one entry per stream it ever had.
     private var closed = Set<UInt64>()
+    private var closedBelow: [UInt64] = [0, pushKeyBase]
+    private static func closedClass(_ key: UInt64) -> Int { key >= pushKeyBase ? 1 : 0 }
+    private static func closedStep(_ key: UInt64) -> UInt64 { key >= pushKeyBase ? 1 : 4 }
+
+    /// Streams remembered one by one (emitted above the watermark): tests.
+    var closedAboveWatermark: Int { closed.count }
+
+    private func markClosed(_ stream: UInt64) {
+        let c = Self.closedClass(stream), step = Self.closedStep(stream)
+        guard stream >= closedBelow[c] else { return }
+        closed.insert(stream)
+        while closed.remove(closedBelow[c]) != nil { closedBelow[c] += step }
+    }
 
     private func opened(_ stream: UInt64) {
         let k = numbering.kind(of: stream)
@@ -232,7 +250,7 @@ final class StreamPairing {
 
     private func close(_ stream: UInt64, _ t: Transaction) {
         open[stream] = nil
-        if numbering == .http3 { closed.insert(stream) }
+        if numbering == .http3 { markClosed(stream) }
         t.connection = ConnectionSnapshot(connection, scheme: scheme)
         emitter.emit(t)
     }

@@ -50,3 +50,28 @@ import Testing
         #expect(paired.count == n - 5 && paired.first?.request?.targetString == "/r/5" && paired.first?.response?.bodyBytes == 1)
     }
 }
+
+/// HTTP/3 remembers which request streams it emitted (QUIC delivers streams in any order among
+/// themselves, so a straggler must be told from a new stream) without one entry per stream of a
+/// long connection: a watermark below which all were emitted, and the few emitted above it.
+@Suite struct HTTP3ClosedStreamTests {
+    @Test func closedStreamsAreRememberedOutOfOrderAndBounded() {
+        let sink = CollectingSink()
+        let emitter = TransactionEmitter(sink: sink, dns: DNSTracker())
+        let c = Connection(id: 1, first: Endpoint(address: IPAddress(ipv4: 0x0A00_0002), port: 50000),
+                           second: Endpoint(address: IPAddress(ipv4: 0x0A00_0001), port: 443), timestamp: Timestamp(nanoseconds: 0))
+        let pairing = StreamPairing(connection: c, emitter: emitter, scheme: "https", numbering: .http3)
+        // 10,000 request streams, closed in a shuffled order within windows of 64.
+        var ids = (0..<10_000).map { UInt64($0) * 4 }
+        var rng = SystemRandomNumberGenerator()
+        for w in stride(from: 0, to: ids.count, by: 64) { ids[w..<min(w + 64, ids.count)].shuffle(using: &rng) }
+        for id in ids {
+            pairing.open(id, request: nil)
+            pairing.reset(id, at: Timestamp(nanoseconds: 1), as: .http3StreamReset)
+        }
+        #expect(sink.transactions.count == 10_000)
+        #expect(ids.allSatisfy { pairing.wasClosed($0) })
+        #expect(!pairing.wasClosed(40_000) && !pairing.wasClosed(40_004), "streams not yet opened are not closed")
+        #expect(pairing.closedAboveWatermark == 0, "all below the watermark: nothing kept per stream")
+    }
+}
