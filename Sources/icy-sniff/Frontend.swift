@@ -224,7 +224,7 @@ struct Frontend {
             return Exit.outputFailed
         }
         if !output.quiet {
-            Summary.print(pipeline.stats, keyLogGiven: keyLog != nil)
+            Summary.print(pipeline.stats, keyLog: keyLog)
         }
         // Reading files stopped by a signal: exit 130 (a live capture ends that way normally).
         if Signals.stop && live == nil { code = max(code, .interrupted) }
@@ -243,11 +243,26 @@ struct Frontend {
 }
 
 enum Summary {
-    /// `keyLogGiven`: a key log was named (`--keylog`): what stays encrypted had no secrets in it.
-    static func print(_ stats: RunStats, keyLogGiven: Bool = false) {
-        let advice = keyLogGiven
-            ? "the key log has no secrets for them; their handshakes are in --connections and the HAR's _connections"
-            : "--keylog FILE decrypts them; their handshakes are in --connections and the HAR's _connections"
+    /// `keyLog`: the key log named with `--keylog`: what stays encrypted had no secrets in it,
+    /// and what it held is said (how many connections it has secrets for, from how many lines,
+    /// how many lines were not key log lines), so a key log of other connections is told from
+    /// one that is not a key log at all.
+    static func print(_ stats: RunStats, keyLog: KeyLog? = nil) {
+        let advice: String
+        if let keyLog {
+            func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
+            let bad = keyLog.malformedLines
+            var held: String
+            if keyLog.count == 0 {
+                held = "the key log holds no secrets" + (bad > 0 ? ": \(count(bad, "line")) of it \(bad == 1 ? "is" : "are") not key log lines" : "")
+            } else {
+                held = "the key log's secrets are for \(count(keyLog.count, "other connection")), from \(count(keyLog.secretLines, "line"))"
+                if bad > 0 { held += ", and \(count(bad, "line")) \(bad == 1 ? "is" : "are") not key log lines" }
+            }
+            advice = held + "; their handshakes are in --connections and the HAR's _connections"
+        } else {
+            advice = "--keylog FILE decrypts them; their handshakes are in --connections and the HAR's _connections"
+        }
         /// "1 TCP connection", "2 TCP connections".
         func count(_ n: UInt64, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
         var line = "icy-sniff: \(count(stats.packets, "packet")), \(count(stats.connections, "TCP connection")), "

@@ -121,7 +121,11 @@ import Testing
         let r = try CLI.run(["-r", capture, "--keylog", CLI.packageRoot.appendingPathComponent("README.md").path])
         #expect(r.status == 0)
         #expect(r.stderr.contains("README.md' holds no secrets ("), "\(r.stderr)")
-        #expect(r.stderr.contains("the key log has no secrets for them") && !r.stderr.contains("--keylog FILE decrypts"), "\(r.stderr)")
+        #expect(r.stderr.contains("the key log holds no secrets: ") && r.stderr.contains(" of it are not key log lines")
+                && !r.stderr.contains("--keylog FILE decrypts"), "\(r.stderr)")
+        // A key log of other connections says so, with what it holds (issue 31, item 11).
+        let other = try CLI.run(["-r", capture, "--keylog", CLI.capture("h3-sample.keys")])
+        #expect(other.stderr.contains("3 encrypted (the key log's secrets are for 2 other connections, from 10 lines;"), "\(other.stderr)")
     }
 
     /// One byte of an encrypted record changed in the capture: that direction stops being
