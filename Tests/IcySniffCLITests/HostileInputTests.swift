@@ -164,6 +164,18 @@ extension CLI {
         }
         let flood = try CLI.run(["-r", path("continuation-flood.pcap"), "--format", "ndjson", "-o", "/dev/null"])
         #expect(flood.status == 0 && flood.stderr.contains("1 HTTP transaction"), "\(flood.stderr)")
+
+        // A text/plain body of 5,334,400 NUL bytes: base64 in the HAR (as JSON text each NUL
+        // would be six bytes), whole.
+        let har = dir.appendingPathComponent("nul.har")
+        let (nul, nulMiB) = try CLI.runMeasured(["-r", path("nul-body.pcap"), "--har", "--bodies", "--compact", "-o", har.path])
+        #expect(nul.status == 0)
+        let log = try #require((try JSONSerialization.jsonObject(with: Data(contentsOf: har)) as? [String: Any])?["log"] as? [String: Any])
+        let content = try #require(((log["entries"] as? [[String: Any]])?.first?["response"] as? [String: Any])?["content"] as? [String: Any])
+        #expect(content["encoding"] as? String == "base64")
+        let decoded = Data(base64Encoded: content["text"] as? String ?? "") ?? Data()
+        #expect(decoded.count == 5_334_400 && decoded.allSatisfy { $0 == 0 })
+        #expect(underAddressSanitizer || nulMiB < 64, "peak RSS \(nulMiB) MiB")
     }
 
     /// A 2 GiB response body (past 2^31, in 65,000-byte segments) streamed through `-r -` from a

@@ -270,10 +270,13 @@ enum EntryEncoder {
         w.headerValue("mimeType", r.headers, .contentType, absent: .empty)
         if options.includeBodies, let body = r.body {
             let mime = r.headers.first(.contentType) ?? ""
-            if MimeType.isText(mime), let text = String(validating: body, as: UTF8.self) {
+            // Text as text, unless JSON would escape it to more than base64's 4/3 (control
+            // characters become six bytes each: 16 MiB of NULs was 96 MiB of JSON in one buffer).
+            if MimeType.isText(mime), Self.escapedLength(body) <= body.count / 3 * 4 + 64,
+               let text = String(validating: body, as: UTF8.self) {
                 w.string("text", text)
             } else {
-                w.string("text", Base64.encode(body))
+                w.plainString("text") { Base64.append(body, to: $0) }
                 w.string("encoding", "base64")
             }
             if r.bodyTruncated { w.string("comment", "body cut at the in-memory cap; size is exact") }
@@ -453,7 +456,47 @@ extension String {
     func replacingPlus() -> String { String(map { $0 == "+" ? " " : $0 }) }
 }
 
+extension EntryEncoder {
+    /// The bytes `body` takes as a JSON string's content: control characters as \uXXXX (or
+    /// \n, \r, \t), quotes and backslashes escaped.
+    static func escapedLength(_ body: [UInt8]) -> Int {
+        var n = body.count
+        for b in body where b < 0x20 || b == 0x22 || b == 0x5C {
+            n += (b == 0x0A || b == 0x0D || b == 0x09 || b == 0x22 || b == 0x5C) ? 1 : 5
+        }
+        return n
+    }
+}
+
 enum Base64 {
+    private static let table = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+
+    /// `bytes` in base64 straight into `out` (no intermediate string: a 16 MiB body is one copy).
+    static func append(_ bytes: [UInt8], to out: ByteBuffer) {
+        let total = (bytes.count + 2) / 3 * 4
+        let p = out.reserve(total)
+        var o = 0
+        var i = 0
+        bytes.withUnsafeBufferPointer { b in
+            while i + 3 <= b.count {
+                let v = UInt32(b[i]) << 16 | UInt32(b[i + 1]) << 8 | UInt32(b[i + 2])
+                p[o] = table[Int(v >> 18)]; p[o + 1] = table[Int(v >> 12 & 63)]
+                p[o + 2] = table[Int(v >> 6 & 63)]; p[o + 3] = table[Int(v & 63)]
+                i += 3
+                o += 4
+            }
+            let rest = b.count - i
+            if rest == 1 {
+                let v = UInt32(b[i]) << 16
+                p[o] = table[Int(v >> 18)]; p[o + 1] = table[Int(v >> 12 & 63)]; p[o + 2] = 0x3D; p[o + 3] = 0x3D
+            } else if rest == 2 {
+                let v = UInt32(b[i]) << 16 | UInt32(b[i + 1]) << 8
+                p[o] = table[Int(v >> 18)]; p[o + 1] = table[Int(v >> 12 & 63)]; p[o + 2] = table[Int(v >> 6 & 63)]; p[o + 3] = 0x3D
+            }
+        }
+        out.commit(total)
+    }
+
     static func encode(_ bytes: [UInt8]) -> String {
         let table = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
         var out = [UInt8]()

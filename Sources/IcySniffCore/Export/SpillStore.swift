@@ -33,6 +33,19 @@ final class SpillStore {
     func append(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
         // Spill before the buffer would grow past its limit (growing would double its capacity).
         if memory.count + bytes.count > memoryLimit && !memory.isEmpty && !spillFailed { spill() }
+        // A record larger than the limit (an entry with a large body) goes to the file directly,
+        // not through a copy in memory.
+        if bytes.count > memoryLimit && memory.isEmpty && !spillFailed {
+            if file == nil { file = tmpfile() }
+            if let file, fwrite(bytes.baseAddress, 1, bytes.count, file) == bytes.count, fflush(file) == 0 {
+                let offset = fileSize
+                fileSize += bytes.count
+                return offset
+            }
+            // The file could not take it: from here on everything stays in memory, as for any
+            // other failure (the file's tail past what was written whole is never read).
+            spillFailed = true
+        }
         if memory.capacity < memoryLimit { memory.reserveCapacity(memoryLimit) }
         let offset = fileSize + memory.count
         memory.append(contentsOf: bytes)
