@@ -162,6 +162,13 @@ extension CLI {
             #expect(r.status == 0 && r.stderr.contains("\(transactions) HTTP transactions") && r.stderr.contains("waiting_requests_capped"), "\(name): \(r.stderr)")
             #expect(underAddressSanitizer || mib < 64, "\(name): peak RSS \(mib) MiB")
         }
+        // 666 connections with 300 unanswered requests each: under every per-connection cap, but
+        // 199,800 waiting together. The shared state budget ends the longest idle connections;
+        // every request is still written (965 MiB at full scale before the budget).
+        let (piled, piledMiB) = try CLI.runMeasured(["-r", path("many-pipelined.pcap"), "--format", "ndjson", "-o", "/dev/null"])
+        #expect(piled.status == 0 && piled.stderr.contains("199800 HTTP transactions") && piled.stderr.contains("state_budget_exceeded"), "\(piled.stderr)")
+        #expect(underAddressSanitizer || piledMiB < 80, "peak RSS \(piledMiB) MiB")
+
         let flood = try CLI.run(["-r", path("continuation-flood.pcap"), "--format", "ndjson", "-o", "/dev/null"])
         #expect(flood.status == 0 && flood.stderr.contains("1 HTTP transaction"), "\(flood.stderr)")
 

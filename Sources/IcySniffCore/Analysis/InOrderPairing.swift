@@ -60,6 +60,7 @@ final class InOrderPairing {
         holding = false
         discarded = true
         held.removeAll()
+        for t in queue[head...] { release(t) }
         queue.removeAll()
         head = 0
         tunnelTransaction = nil
@@ -72,7 +73,25 @@ final class InOrderPairing {
         // Pipelined: an earlier request is still waiting for its response.
         if queue[head...].contains(where: { $0.response == nil || !$0.response!.ended }) { t.note(.pipelined) }
         queue.append(t)
+        charge(t)
         if queue.count - head > Self.maxWaiting { evictOldestWaiting() }
+    }
+
+    /// The shared budget of waiting state: a request is charged while it waits in the queue,
+    /// and released when it is emitted (or dropped).
+    private var charged: Int = 0
+    private func charge(_ t: Transaction) {
+        guard let budget = connection.budget else { return }
+        let cost = StateBudget.cost(of: t.request)
+        t.budgetCost = cost
+        charged += cost
+        budget.charge(cost)
+    }
+    private func release(_ t: Transaction) {
+        guard t.budgetCost > 0, let budget = connection.budget else { return }
+        charged -= t.budgetCost
+        budget.release(t.budgetCost)
+        t.budgetCost = 0
     }
 
     /// The cap on waiting requests bit: the oldest, when it is whole and no response to it has
@@ -177,6 +196,7 @@ final class InOrderPairing {
         guard let t = tunnelTransaction, let index = queue[head...].firstIndex(where: { $0 === t }) else { return nil }
         tunnelTransaction = nil
         queue.remove(at: index)
+        release(t)
         if let switching = t.response {
             t.interimResponses.append(switching)
             t.response = nil
@@ -275,6 +295,7 @@ final class InOrderPairing {
     }
 
     private func emit(_ t: Transaction) {
+        release(t)
         guard !discarded else { return }
         t.connection = ConnectionSnapshot(connection, scheme: scheme)
         if holding { held.append(t) } else { send(t) }

@@ -119,6 +119,10 @@ final class StreamPairing {
             t.note(.waitingRequestsCapped)
         }
         open[stream] = t
+        if let budget = connection.budget {
+            t.budgetCost = StateBudget.cost(of: request)
+            budget.charge(t.budgetCost)
+        }
         openOrder.append(stream)
         countOpened(pushed: pushed)
         opened(stream)
@@ -250,6 +254,10 @@ final class StreamPairing {
 
     private func close(_ stream: UInt64, _ t: Transaction) {
         open[stream] = nil
+        if t.budgetCost > 0 {
+            connection.budget?.release(t.budgetCost)
+            t.budgetCost = 0
+        }
         if numbering == .http3 { markClosed(stream) }
         t.connection = ConnectionSnapshot(connection, scheme: scheme)
         emitter.emit(t)

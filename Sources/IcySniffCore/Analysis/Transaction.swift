@@ -113,6 +113,8 @@ public final class Transaction {
     /// The port a URL of this scheme leaves out.
     var defaultPort: UInt16 { scheme == "https" ? 443 : 80 }
 
+    /// What this transaction is charged in the connection's `StateBudget` while it waits.
+    var budgetCost = 0
     func note(_ weird: Weird) { if !weirds.contains(weird) { weirds.append(weird) } }
 
     /// Its response was in bytes the capture missed (`response_lost_in_gap`): none will come.

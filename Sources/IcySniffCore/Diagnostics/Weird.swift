@@ -38,6 +38,7 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
     case rstWithData = "rst_with_data"
     case connectionEvicted = "connection_evicted"
     case waitingRequestsCapped = "waiting_requests_capped"
+    case stateBudgetExceeded = "state_budget_exceeded"
     case capturePieceMissing = "capture_piece_missing"
     case captureDiscontinuity = "capture_discontinuity"
 
@@ -163,6 +164,7 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
         case .mplsPayloadGuessed: return "an MPLS payload that is not IP by its first nibble was taken for Ethernet (a pseudowire), as analyzers do; the packet was decoded"
         case .wifiEncryptedFrame: return "an 802.11 data frame is protected (WPA/WEP): its payload cannot be read without the network's keys; counted, then skipped"
         case .wifiAMSDU: return "an 802.11 A-MSDU (several frames aggregated in one) is not decoded; counted, then skipped"
+        case .stateBudgetExceeded: return "the requests waiting for their responses on all connections together held more than the state budget (32 MiB): the longest idle connections were ended early, their waiting requests written without responses (what comes later on them is read as a new connection picked up mid-stream)"
         case .waitingRequestsCapped: return "more than 1,000 requests of one connection waited for their responses at once (HTTP/1.x pipelining, or HTTP/2 and HTTP/3 streams left open): the oldest was written without its response, and a response that comes for it later is written on its own; both are flagged"
         case .capturePieceMissing: return "a piece of a rotated capture set is missing (a number of its series skipped): the connections open at the end of the piece before it were ended there, not joined to the next piece"
         case .captureDiscontinuity: return "the next capture of a set does not continue this one (its first packet is before this one's last, or more than 600 s after it): the connections open here were ended, not joined across"

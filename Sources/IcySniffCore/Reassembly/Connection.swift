@@ -81,10 +81,29 @@ struct PendingSegment {
     var end: UInt64 { offset + UInt64(data.count) }
 }
 
+/// What the HTTP state of all TCP connections may hold at once: requests waiting for their
+/// responses (HTTP/1.x pipelining, HTTP/2 streams), each charged an estimate of what it holds
+/// (its head's bytes and 1.5 KiB for the objects around it, as measured). The per-connection cap (1,000
+/// waiting) bounds one connection; this bounds them all together: 8,192 connections of 1,000
+/// waiting requests each would otherwise be gigabytes. When it is exceeded, the connection table
+/// ends the longest idle connections, flagged `state_budget_exceeded`, until a quarter is free.
+public final class StateBudget {
+    public let limit: Int
+    public private(set) var used = 0
+    public init(limit: Int = 32 << 20) { self.limit = limit }
+    @inline(__always) func charge(_ bytes: Int) { used += bytes }
+    @inline(__always) func release(_ bytes: Int) { used -= bytes }
+    var exceeded: Bool { used > limit }
+    /// What a waiting request is charged: its head and the objects that hold it.
+    static func cost(of request: HTTPMessage?) -> Int { 1536 + max(0, request?.headersSize ?? 0) }
+}
+
 /// One TCP connection: its endpoints, handshake times, both directions, counters and anomalies.
 /// Side 0 is the endpoint that sent the first packet seen; `clientSide` says which side is the
 /// client once that is known (from the SYN, else from the content).
 public final class Connection {
+    /// The shared budget of waiting HTTP state (TCP connections of a pipeline; nil elsewhere).
+    var budget: StateBudget? = nil
     public let id: UInt64
     public let endpoints: (Endpoint, Endpoint)
     public let halves: (HalfStream, HalfStream)

@@ -13,6 +13,8 @@ public struct ReassemblyLimits: Sendable {
     /// 1 KiB per bare connection, 5 KiB with a request waiting, so 8,192 stay within about
     /// 40 MiB; 131,072 let 100,000 unanswered requests take 431 MiB). `--max-connections`.
     public var maxConnections = 1 << 13
+    /// Bytes of waiting HTTP state of all connections together (`StateBudget`).
+    public var stateBudget = 32 << 20
     public init() {}
 }
 
@@ -82,6 +84,8 @@ public final class ConnectionTable<Handler: StreamHandler> {
         if id == nextID - 1 { nextID -= 1 }
     }
     public var limits: ReassemblyLimits
+    /// Shared by the connections' HTTP sessions (they charge what waits).
+    public let budget: StateBudget
     public private(set) var connectionsSeen: UInt64 = 0
     /// Called with every connection when it is finished, whether or not it carried data.
     public var onFinished: ((Connection) -> Void)?
@@ -90,6 +94,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
                 speakerHint: @escaping (UnsafeRawBufferPointer) -> SpeakerHint = { _ in .unknown },
                 makeHandler: @escaping (Connection) -> Handler) {
         self.limits = limits
+        self.budget = StateBudget(limit: limits.stateBudget)
         self.speakerHint = speakerHint
         self.makeHandler = makeHandler
         flows.reserveCapacity(1024)
@@ -113,6 +118,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
             precondition(flows[key] === recent.takeUnretainedValue(), "ConnectionTable: the unretained flow shortcut outlived its flow")
             #endif
             recent._withUnsafeGuaranteedRef { process(segment, flow: $0, key: key) }
+            if budget.exceeded { evictOverBudget(now: segment.timestamp) }
             if !retired.isEmpty { retired.removeAll(keepingCapacity: true) }
             return
         }
@@ -137,6 +143,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
             }
             if flows.count >= limits.maxConnections { evictIdle(now: segment.timestamp, keep: limits.maxConnections * 3 / 4) }
             let connection = Connection(id: nextID, first: segment.source, second: segment.destination, timestamp: segment.timestamp)
+            connection.budget = budget
             nextID += 1
             connectionsSeen += 1
             let created = Flow(connection: connection)
@@ -147,6 +154,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
         recentKey = key
         recentFlow = Unmanaged.passUnretained(flow)
         process(segment, flow: flow, key: key)
+        if budget.exceeded { evictOverBudget(now: segment.timestamp) }
         if !retired.isEmpty { retired.removeAll(keepingCapacity: true) }
     }
 
@@ -485,6 +493,19 @@ public final class ConnectionTable<Handler: StreamHandler> {
     public func takeRetransmissionsAfterEnd() -> UInt64 {
         defer { retransmissionsAfterEnd = 0 }
         return retransmissionsAfterEnd
+    }
+
+    /// The waiting state of all connections is over its budget: the longest idle connections
+    /// are ended, flagged, until a quarter of the budget is free (one sort per round, so the
+    /// rounds are rare). Called after a segment was handled.
+    private func evictOverBudget(now: Timestamp) {
+        let target = budget.limit * 3 / 4
+        let sorted = flows.sorted { $0.value.connection.lastSeen < $1.value.connection.lastSeen }
+        for (key, flow) in sorted {
+            if budget.used <= target { break }
+            flow.connection.note(.stateBudgetExceeded)
+            finish(flow, key: key, at: now)
+        }
     }
 
     private func evictIdle(now: Timestamp, keep: Int) {
