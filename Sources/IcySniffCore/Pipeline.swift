@@ -248,6 +248,9 @@ public final class Pipeline {
 
     public var openConnections: Int { table.openConnections + quic.openConnections }
 
+    /// Bytes charged to the shared budget of waiting requests now (`StateBudget`).
+    public var budgetUsed: Int { table.budget.used }
+
     /// The run's counts with the TLS and QUIC connections still open counted too: a live
     /// capture's `--stats` line shows the encrypted connections from their handshake on, not
     /// only once they end (a phone's HTTPS is never silence).

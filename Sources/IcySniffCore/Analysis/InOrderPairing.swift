@@ -79,18 +79,14 @@ final class InOrderPairing {
 
     /// The shared budget of waiting state: a request is charged while it waits in the queue,
     /// and released when it is emitted (or dropped).
-    private var charged: Int = 0
     private func charge(_ t: Transaction) {
-        guard let budget = connection.budget else { return }
-        let cost = StateBudget.cost(of: t.request)
-        t.budgetCost = cost
-        charged += cost
-        budget.charge(cost)
+        guard connection.budget != nil else { return }
+        t.budgetCost = StateBudget.cost(of: t.request)
+        connection.chargeBudget(t.budgetCost)
     }
     private func release(_ t: Transaction) {
-        guard t.budgetCost > 0, let budget = connection.budget else { return }
-        charged -= t.budgetCost
-        budget.release(t.budgetCost)
+        guard t.budgetCost > 0 else { return }
+        connection.releaseBudget(t.budgetCost)
         t.budgetCost = 0
     }
 

@@ -119,9 +119,9 @@ final class StreamPairing {
             t.note(.waitingRequestsCapped)
         }
         open[stream] = t
-        if let budget = connection.budget {
+        if connection.budget != nil {
             t.budgetCost = StateBudget.cost(of: request)
-            budget.charge(t.budgetCost)
+            connection.chargeBudget(t.budgetCost)
         }
         openOrder.append(stream)
         countOpened(pushed: pushed)
@@ -255,7 +255,7 @@ final class StreamPairing {
     private func close(_ stream: UInt64, _ t: Transaction) {
         open[stream] = nil
         if t.budgetCost > 0 {
-            connection.budget?.release(t.budgetCost)
+            connection.releaseBudget(t.budgetCost)
             t.budgetCost = 0
         }
         if numbering == .http3 { markClosed(stream) }

@@ -102,8 +102,32 @@ public final class StateBudget {
 /// Side 0 is the endpoint that sent the first packet seen; `clientSide` says which side is the
 /// client once that is known (from the SYN, else from the content).
 public final class Connection {
-    /// The shared budget of waiting HTTP state (TCP connections of a pipeline; nil elsewhere).
+    /// The shared budget of waiting HTTP state (TCP connections of a pipeline; nil elsewhere),
+    /// and what this connection's sessions hold of it now.
     var budget: StateBudget? = nil
+    private(set) var budgetCharged = 0
+    /// Set by `releaseAllBudget`: what a session still does after the connection ended (a TLS
+    /// session's records still being opened on the second core) is no longer counted.
+    private var budgetClosed = false
+    @inline(__always) func chargeBudget(_ bytes: Int) {
+        guard let budget, !budgetClosed else { return }
+        budgetCharged += bytes
+        budget.charge(bytes)
+    }
+    @inline(__always) func releaseBudget(_ bytes: Int) {
+        guard let budget, !budgetClosed else { return }
+        budgetCharged -= bytes
+        budget.release(bytes)
+    }
+    /// The connection ended: whatever its sessions still hold of the budget is given back
+    /// (a session dropped without writing its waiting requests must not leave the budget
+    /// charged, or every later segment would end connections to make room that never comes).
+    func releaseAllBudget() {
+        budgetClosed = true
+        guard let budget, budgetCharged != 0 else { return }
+        budget.release(budgetCharged)
+        budgetCharged = 0
+    }
     public let id: UInt64
     public let endpoints: (Endpoint, Endpoint)
     public let halves: (HalfStream, HalfStream)

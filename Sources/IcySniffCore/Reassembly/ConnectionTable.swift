@@ -467,6 +467,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
             _ = recentlyEnded.set(key, Ended(lower: key.lower, ends: lowerIsSide0 ? ends : (ends.1, ends.0), at: timestamp))
         }
         flow.handler?.finished(c, at: timestamp)
+        c.releaseAllBudget()
         onFinished?(c)
         if recentKey == key { recentKey = nil; recentFlow = nil }
         #if DEBUG

@@ -75,3 +75,21 @@ import Testing
         #expect(pairing.closedAboveWatermark == 0, "all below the watermark: nothing kept per stream")
     }
 }
+
+/// The shared budget of waiting requests (issue 31) is given back whole: after every kind of
+/// connection ends — pipelined HTTP/1.x, h2c, h2c after an Upgrade, a CONNECT tunnel, requests
+/// never answered — nothing stays charged (a leak would make every later segment end
+/// connections to make room that never comes).
+@Suite struct StateBudgetTests {
+    @Test func nothingStaysChargedWhenConnectionsEnd() throws {
+        for capture in ["nginx-cache-demo.pcap.gz", "h2c-sample.pcap", "wikipedia.pcap", "tunnel-sample.pcap"] {
+            let sink = CollectingSink()
+            let pipeline = Pipeline(sink: sink)
+            let source = try PcapSource.open(path: Paths.captures.appendingPathComponent(capture).path)
+            _ = pipeline.run(source)
+            pipeline.finish()
+            #expect(!sink.transactions.isEmpty, "\(capture)")
+            #expect(pipeline.budgetUsed == 0, "\(capture): \(pipeline.budgetUsed) bytes still charged")
+        }
+    }
+}
