@@ -50,17 +50,24 @@ public final class KeyLog: @unchecked Sendable {
     /// Lines that were `LABEL hex hex` (whatever the label).
     public private(set) var secretLines = 0
     /// Key logs that are streams (pipes, FIFOs) of a live capture: kept open and read on as they
-    /// grow; the part of a line read so far.
+    /// grow, with where their reading stands (`Reading`).
     private var streams: [String: Int32] = [:]
-    private var partial: [String: [UInt8]] = [:]
+    /// How far a stream's reading got: the part of a line read so far, whether that line is
+    /// being skipped (too long), and for the probe, its bytes and key log lines so far. Per
+    /// path: one file's unfinished line never runs into the next file's first.
+    private struct Reading {
+        var line: [UInt8] = []
+        var skipping = false
+        var bytes = 0
+        var keyLines = 0
+    }
+    private var reading: [String: Reading] = [:]
     /// A line is at most this long (key log lines are under 300 bytes): past it the rest of the
     /// line is skipped, counted malformed, so that a file without line ends (`/dev/zero`) cannot
     /// make the parser hold it whole.
     static let maxLineBytes = 4096
     /// With no key log line in this many bytes of a stream or device, it is refused as not a key log.
     static let probeBytes = 1 << 20
-    private var bytesSeen = 0
-    private var skippingLongLine = false
     /// Why the input read was refused (set by `consume`).
     private var notAKeyLog: String? = nil
     /// The files are being written as the capture runs (live capture): a connection whose
@@ -191,10 +198,15 @@ public final class KeyLog: @unchecked Sendable {
     /// offset after the last line parsed, or nil on a read error (`errno`).
     private func consume(_ fd: Int32, path: String, from offset: Int, seekable: Bool, wholeLinesOnly: Bool) -> Int? {
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        var line: [UInt8] = partial[path] ?? []
-        partial[path] = nil
+        // A seekable file is read again from its last whole line; a stream goes on where it was.
+        var r = seekable ? Reading() : (reading.removeValue(forKey: path) ?? Reading())
         var at = offset
-        var lineStart = offset - line.count
+        var lineStart = offset - r.line.count
+        func parseLine() {
+            let before = secretLines
+            parse(r.line[...])
+            if secretLines > before { r.keyLines += 1 }
+        }
         while true {
             let n = buffer.withUnsafeMutableBytes { raw -> Int in
                 seekable ? pread(fd, raw.baseAddress, raw.count, off_t(at)) : read(fd, raw.baseAddress, raw.count)
@@ -210,40 +222,41 @@ public final class KeyLog: @unchecked Sendable {
                 // The rest of this chunk up to the next line end.
                 var j = i
                 while j < n && buffer[j] != 0x0A { j += 1 }
-                if !skippingLongLine {
-                    if line.count + (j - i) > Self.maxLineBytes {
-                        skippingLongLine = true
+                if !r.skipping {
+                    if r.line.count + (j - i) > Self.maxLineBytes {
+                        r.skipping = true
                         malformedLines += 1
-                        line.removeAll(keepingCapacity: true)
+                        r.line.removeAll(keepingCapacity: true)
                     } else {
-                        line.append(contentsOf: buffer[i..<j])
+                        r.line.append(contentsOf: buffer[i..<j])
                     }
                 }
                 if j < n {
                     // A line end.
-                    if !skippingLongLine { parse(line[...]) }
-                    skippingLongLine = false
-                    line.removeAll(keepingCapacity: true)
+                    if !r.skipping { parseLine() }
+                    r.skipping = false
+                    r.line.removeAll(keepingCapacity: true)
                     lineStart = at + j + 1
                 }
                 i = j + 1
             }
             at += n
-            bytesSeen += n
+            r.bytes += n
             // A stream or device without end (`/dev/zero`): refused once it has shown no key log
             // line for a while. A regular file ends: it is read through, line by line.
-            if !seekable && secretLines == 0 && bytesSeen >= Self.probeBytes {
+            if !seekable && r.keyLines == 0 && r.bytes >= Self.probeBytes {
                 notAKeyLog = "no 'LABEL client_random secret' line in its first \(Self.probeBytes >> 20) MiB"
                 return at
             }
         }
-        if !line.isEmpty || skippingLongLine {
+        if !r.line.isEmpty || r.skipping {
             if wholeLinesOnly {
-                if !seekable { partial[path] = line }
+                if !seekable { reading[path] = r }
                 return seekable ? lineStart : at
             }
-            if !skippingLongLine { parse(line[...]) }
-            skippingLongLine = false
+            if !r.skipping { parseLine() }
+        } else if wholeLinesOnly && !seekable {
+            reading[path] = r
         }
         return at
     }

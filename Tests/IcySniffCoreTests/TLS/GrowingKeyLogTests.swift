@@ -177,3 +177,20 @@ import Testing
         #expect(log.secrets(forClientRandom: TLSDecryptionTests.bytes(a))?.masterSecret != nil, "what was read stays")
     }
 }
+
+/// Each key log is read with its own state: a growing log that ends in the middle of an
+/// overlong line (being skipped) does not make the next log's first line be skipped too.
+@Suite struct KeyLogReadingStateTests {
+    @Test func oneLogsUnfinishedLongLineDoesNotSkipTheNextLogsFirstLine() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("icy-keylog-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let first = dir.appendingPathComponent("a.keys"), second = dir.appendingPathComponent("b.keys")
+        try Data(repeating: 0x61, count: KeyLog.maxLineBytes + 100).write(to: first)   // no line end yet
+        let random = String(repeating: "ab", count: 32), secret = String(repeating: "cd", count: 48)
+        try Data("CLIENT_RANDOM \(random) \(secret)\n".utf8).write(to: second)
+        let log = try KeyLog(paths: [first.path, second.path], growing: true)
+        #expect(log.count == 1, "the second log's only line was read")
+        #expect(log.secrets(forClientRandom: Array(repeating: 0xAB, count: 32))?.masterSecret == Array(repeating: 0xCD, count: 48))
+    }
+}
