@@ -496,26 +496,4 @@ enum Base64 {
         }
         out.commit(total)
     }
-
-    static func encode(_ bytes: [UInt8]) -> String {
-        let table = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var i = 0
-        while i + 3 <= bytes.count {
-            let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-            out.append(table[Int(v >> 18)]); out.append(table[Int(v >> 12 & 63)])
-            out.append(table[Int(v >> 6 & 63)]); out.append(table[Int(v & 63)])
-            i += 3
-        }
-        let rest = bytes.count - i
-        if rest == 1 {
-            let v = UInt32(bytes[i]) << 16
-            out.append(table[Int(v >> 18)]); out.append(table[Int(v >> 12 & 63)]); out.append(0x3D); out.append(0x3D)
-        } else if rest == 2 {
-            let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
-            out.append(table[Int(v >> 18)]); out.append(table[Int(v >> 12 & 63)]); out.append(table[Int(v >> 6 & 63)]); out.append(0x3D)
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
 }
