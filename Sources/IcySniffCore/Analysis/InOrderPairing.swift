@@ -60,7 +60,7 @@ final class InOrderPairing {
         holding = false
         discarded = true
         held.removeAll()
-        for t in queue[head...] { release(t) }
+        for t in queue[head...] { connection.releaseWaiting(t) }
         queue.removeAll()
         head = 0
         tunnelTransaction = nil
@@ -73,21 +73,9 @@ final class InOrderPairing {
         // Pipelined: an earlier request is still waiting for its response.
         if queue[head...].contains(where: { $0.response == nil || !$0.response!.ended }) { t.note(.pipelined) }
         queue.append(t)
-        charge(t)
+        // The shared budget of waiting state: charged while it waits, given back when emitted.
+        connection.chargeWaiting(t)
         if queue.count - head > Self.maxWaiting { evictOldestWaiting() }
-    }
-
-    /// The shared budget of waiting state: a request is charged while it waits in the queue,
-    /// and released when it is emitted (or dropped).
-    private func charge(_ t: Transaction) {
-        guard connection.budget != nil else { return }
-        t.budgetCost = StateBudget.cost(of: t.request)
-        connection.chargeBudget(t.budgetCost)
-    }
-    private func release(_ t: Transaction) {
-        guard t.budgetCost > 0 else { return }
-        connection.releaseBudget(t.budgetCost)
-        t.budgetCost = 0
     }
 
     /// The cap on waiting requests bit: the oldest, when it is whole and no response to it has
@@ -102,10 +90,7 @@ final class InOrderPairing {
         evictedAwaiting += 1
         emit(t)
         head += 1
-        if head > 64 && head * 2 > queue.count {
-            queue.removeFirst(head)
-            head = 0
-        }
+        trimQueue()
     }
 
     func responseBegan(_ message: HTTPMessage) {
@@ -192,7 +177,7 @@ final class InOrderPairing {
         guard let t = tunnelTransaction, let index = queue[head...].firstIndex(where: { $0 === t }) else { return nil }
         tunnelTransaction = nil
         queue.remove(at: index)
-        release(t)
+        connection.releaseWaiting(t)
         if let switching = t.response {
             t.interimResponses.append(switching)
             t.response = nil
@@ -280,6 +265,11 @@ final class InOrderPairing {
             emit(t)
             head += 1
         }
+        trimQueue()
+    }
+
+    /// Lets the emitted transactions at the head of the queue go.
+    private func trimQueue() {
         if head == queue.count {
             // Everything emitted (the usual keep-alive case): let the transactions go now.
             queue.removeAll(keepingCapacity: true)
@@ -291,7 +281,7 @@ final class InOrderPairing {
     }
 
     private func emit(_ t: Transaction) {
-        release(t)
+        connection.releaseWaiting(t)
         guard !discarded else { return }
         t.connection = ConnectionSnapshot(connection, scheme: scheme)
         if holding { held.append(t) } else { send(t) }

@@ -119,10 +119,7 @@ final class StreamPairing {
             t.note(.waitingRequestsCapped)
         }
         open[stream] = t
-        if connection.budget != nil {
-            t.budgetCost = StateBudget.cost(of: request)
-            connection.chargeBudget(t.budgetCost)
-        }
+        connection.chargeWaiting(t)
         openOrder.append(stream)
         countOpened(pushed: pushed)
         opened(stream)
@@ -254,10 +251,7 @@ final class StreamPairing {
 
     private func close(_ stream: UInt64, _ t: Transaction) {
         open[stream] = nil
-        if t.budgetCost > 0 {
-            connection.releaseBudget(t.budgetCost)
-            t.budgetCost = 0
-        }
+        connection.releaseWaiting(t)
         if numbering == .http3 { markClosed(stream) }
         t.connection = ConnectionSnapshot(connection, scheme: scheme)
         emitter.emit(t)

@@ -109,15 +109,19 @@ public final class Connection {
     /// Set by `releaseAllBudget`: what a session still does after the connection ended (a TLS
     /// session's records still being opened on the second core) is no longer counted.
     private var budgetClosed = false
-    @inline(__always) func chargeBudget(_ bytes: Int) {
+    /// A request starts waiting for its response: charged (`StateBudget.cost`) until released.
+    func chargeWaiting(_ t: Transaction) {
         guard let budget, !budgetClosed else { return }
-        budgetCharged += bytes
-        budget.charge(bytes)
+        t.budgetCost = StateBudget.cost(of: t.request)
+        budgetCharged += t.budgetCost
+        budget.charge(t.budgetCost)
     }
-    @inline(__always) func releaseBudget(_ bytes: Int) {
-        guard let budget, !budgetClosed else { return }
-        budgetCharged -= bytes
-        budget.release(bytes)
+    /// It is written (or dropped): what it was charged is given back.
+    func releaseWaiting(_ t: Transaction) {
+        defer { t.budgetCost = 0 }
+        guard let budget, !budgetClosed, t.budgetCost > 0 else { return }
+        budgetCharged -= t.budgetCost
+        budget.release(t.budgetCost)
     }
     /// The connection ended: whatever its sessions still hold of the budget is given back
     /// (a session dropped without writing its waiting requests must not leave the budget
