@@ -501,18 +501,20 @@ public final class ConnectionTable<Handler: StreamHandler> {
     /// rounds are rare). Called after a segment was handled.
     private func evictOverBudget(now: Timestamp) {
         let target = budget.limit * 3 / 4
-        let sorted = flows.sorted { $0.value.connection.lastSeen < $1.value.connection.lastSeen }
-        for (key, flow) in sorted {
-            if budget.used <= target { break }
-            flow.connection.note(.stateBudgetExceeded)
-            finish(flow, key: key, at: now)
-        }
+        endLongestIdle(now: now, marking: .stateBudgetExceeded) { budget.used > target }
     }
 
     private func evictIdle(now: Timestamp, keep: Int) {
+        endLongestIdle(now: now, marking: .connectionEvicted) { flows.count > keep }
+    }
+
+    /// Ends the longest idle connections, each flagged `weird`, while `more` says so: the one
+    /// eviction of both caps (connections, waiting state).
+    private func endLongestIdle(now: Timestamp, marking weird: Weird, while more: () -> Bool) {
         let sorted = flows.sorted { $0.value.connection.lastSeen < $1.value.connection.lastSeen }
-        for (key, flow) in sorted.prefix(max(0, flows.count - keep)) {
-            flow.connection.note(.connectionEvicted)
+        for (key, flow) in sorted {
+            guard more() else { break }
+            flow.connection.note(weird)
             finish(flow, key: key, at: now)
         }
     }
