@@ -83,13 +83,7 @@ public final class Pipeline {
     /// A connection is over (TCP or QUIC): counted, then handed to the outputs.
     private func connectionFinished(_ connection: Connection) {
         for (weird, n) in connection.weirds { counts.count(weird, by: UInt64(n)) }
-        if let q = connection.quic {
-            counts.quicConnections += 1
-            if q.decrypted { counts.quicDecrypted += 1 }
-        } else if let tls = connection.tls {
-            counts.tlsConnections += 1
-            if tls.decrypted { counts.tlsDecrypted += 1 }
-        }
+        counts.countEncryption(of: connection)
         sink.connectionFinished(connection)
     }
 
@@ -256,15 +250,8 @@ public final class Pipeline {
     /// only once they end (a phone's HTTPS is never silence).
     public var statsSoFar: RunStats {
         var s = stats
-        table.forEachOpen { c in
-            guard let tls = c.tls, c.quic == nil else { return }
-            s.tlsConnections += 1
-            if tls.decrypted { s.tlsDecrypted += 1 }
-        }
-        quic.forEachOpen { c in
-            s.quicConnections += 1
-            if c.quic?.decrypted == true { s.quicDecrypted += 1 }
-        }
+        table.forEachOpen { s.countEncryption(of: $0) }
+        quic.forEachOpen { s.countEncryption(of: $0) }
         return s
     }
 }

@@ -249,8 +249,9 @@ enum Summary {
     /// one that is not a key log at all.
     static func print(_ stats: RunStats, keyLog: KeyLog? = nil) {
         let advice: String
+        /// "1 TCP connection", "2 TCP connections".
+        func count<N: BinaryInteger>(_ n: N, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
         if let keyLog {
-            func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
             let bad = keyLog.malformedLines
             var held: String
             if keyLog.count == 0 {
@@ -263,8 +264,6 @@ enum Summary {
         } else {
             advice = "--keylog FILE decrypts them; their handshakes are in --connections and the HAR's _connections"
         }
-        /// "1 TCP connection", "2 TCP connections".
-        func count(_ n: UInt64, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
         var line = "icy-sniff: \(count(stats.packets, "packet")), \(count(stats.connections, "TCP connection")), "
             + count(stats.transactions, "HTTP transaction")
         for (noun, total, decrypted) in [("TLS connection", stats.tlsConnections, stats.tlsDecrypted),

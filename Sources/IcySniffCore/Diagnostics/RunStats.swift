@@ -41,3 +41,17 @@ public struct RunStats: Sendable {
         if let l = other.lastPacket { lastPacket = max(lastPacket ?? l, l) }
     }
 }
+
+extension RunStats {
+    /// One connection in the TLS and QUIC counts: a QUIC connection as QUIC (its handshake is
+    /// TLS 1.3 too), a TCP one with a TLS handshake as TLS; each decrypted or not.
+    mutating func countEncryption(of connection: Connection) {
+        if let q = connection.quic {
+            quicConnections += 1
+            if q.decrypted { quicDecrypted += 1 }
+        } else if let tls = connection.tls {
+            tlsConnections += 1
+            if tls.decrypted { tlsDecrypted += 1 }
+        }
+    }
+}
