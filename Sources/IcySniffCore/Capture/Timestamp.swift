@@ -7,7 +7,7 @@ import Glibc
 /// Capture normalises microsecond pcap, nanosecond pcap and per-interface pcapng resolution into
 /// this one type (libpcap is asked for nanosecond precision). Foundation `Date` is never used in the
 /// per-packet path.
-public struct Timestamp: Comparable, Hashable, Sendable {
+public struct Timestamp: Comparable, Hashable, Sendable, BitwiseCopyable {
     public var nanoseconds: Int64
 
     @inlinable public init(nanoseconds: Int64) { self.nanoseconds = nanoseconds }

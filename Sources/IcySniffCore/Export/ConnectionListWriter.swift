@@ -8,14 +8,17 @@
 /// terminal's width (80 columns and up) so that a line never wraps and lines can be written one
 /// by one.
 public final class ConnectionListWriter: OutputSink {
-    /// Files: the rendered lines, and where each connection's is (24 bytes per connection).
+    /// Files: the rendered lines, and where each connection's is (24 bytes per connection,
+    /// sorted with bounded memory).
     private let store = SpillStore()
-    private var lines: [(id: UInt64, offset: Int, length: Int)] = []
+    private struct Line { var id: UInt64; var offset: Int; var length: Int }
+    private let lines = ExternalSort<Line>(memoryLimit: 1 << 20) { $0.id < $1.id }
     private let output: OutputFile
     private let format: OutputFormat
     /// Write each connection as it ends (live captures), not all of them at the end.
     public var streaming = false
     private var wroteHeader = false
+    private var wroteLines = false
     private let layout: [(column: TableColumn, width: Int)]
 
     static let columns = ["id", "transport", "start", "client", "server", "handshake_ms", "bytes_from_client", "bytes_from_server", "packets", "gaps", "missed_bytes", "history", "anomalies",
@@ -60,18 +63,25 @@ public final class ConnectionListWriter: OutputSink {
         } else {
             let bytes = Array(render(summary).utf8)
             let offset = bytes.withUnsafeBufferPointer { store.append($0) }
-            lines.append((summary.id, offset, bytes.count))
+            lines.append(Line(id: summary.id, offset: offset, length: bytes.count))
         }
     }
 
     public func finish(comment: String?) throws(OutputError) {
         if !wroteHeader { writeHeader() }
-        lines.sort { $0.id < $1.id }
-        for line in lines {
-            let read = store.withBytes(offset: line.offset, length: line.length) { output.write($0) }
-            if !read { throw OutputError(message: "--connections: a line could not be read back from its temporary file: \(store.readFailure ?? "unknown error")") }
+        // The lines are written once.
+        guard !wroteLines else { return }
+        wroteLines = true
+        let expected = lines.count
+        var failed = false
+        let given = lines.inOrder { line in
+            if failed { return }
+            failed = !store.withBytes(offset: line.offset, length: line.length) { output.write($0) }
         }
-        lines = []
+        if failed || given < expected {
+            let reason = store.readFailure ?? lines.readFailure ?? "unknown error"
+            throw OutputError(message: "--connections: a line could not be read back from its temporary file: \(reason)")
+        }
     }
 
     private func writeHeader() {

@@ -24,15 +24,15 @@ public struct ExportOptions: Sendable {
 /// entry is therefore serialised when its transaction completes (the cache judgement and page
 /// grouping are made then, in completion order) and spilled to a temporary file; only a small
 /// index (start time, position) stays in memory and is sorted at the end. Memory stays flat in the
-/// size of the capture.
+/// size of the capture; the index itself is sorted with bounded memory (`ExternalSort`).
 public final class HARWriter: TransactionSink {
     private struct IndexEntry { var start: Timestamp; var sequence: UInt64; var offset: Int; var length: Int }
-    private var index: [IndexEntry] = []
+    private let index: ExternalSort<IndexEntry>
     private let spill: SpillStore
     /// `log._connections`: each connection that carried a transaction is serialised when it
     /// finishes (after its last transaction) and spilled like the entries, sorted by id at the end.
     private struct ConnectionRecord { var id: UInt64; var offset: Int; var length: Int }
-    private var connectionIndex: [ConnectionRecord] = []
+    private let connectionIndex: ExternalSort<ConnectionRecord>
     private let connectionSpill = SpillStore(memoryLimit: 1 << 20)
     private let options: ExportOptions
     private var usedConnections: Set<UInt64> = []
@@ -43,9 +43,12 @@ public final class HARWriter: TransactionSink {
         self.init(options: options, spill: SpillStore())
     }
 
-    /// `spill`: where the entries go until the end (tests give one with a file of their own).
-    init(options: ExportOptions, spill: SpillStore) {
+    /// `spill`: where the entries go until the end (tests give one with a file of their own);
+    /// `indexMemory`: the bytes of index kept in memory before it is sorted in runs on disk.
+    init(options: ExportOptions, spill: SpillStore, indexMemory: Int = 2 << 20) {
         self.spill = spill
+        index = ExternalSort(memoryLimit: indexMemory) { ($0.start, $0.sequence) < ($1.start, $1.sequence) }
+        connectionIndex = ExternalSort(memoryLimit: indexMemory / 4) { $0.id < $1.id }
         self.options = options
         entry = JSONWriter(indent: options.pretty ? 2 : 0, capacity: 1 << 14)
         entry.baseDepth = 3
@@ -86,7 +89,6 @@ public final class HARWriter: TransactionSink {
 
     /// Writes the whole document.
     public func write(to out: OutputFile, comment: String? = nil) {
-        index.sort { ($0.start, $0.sequence) < ($1.start, $1.sequence) }
         let w = JSONWriter(indent: options.pretty ? 2 : 0, capacity: 1 << 16)
         w.beginObject()
         w.key("log")
@@ -110,16 +112,19 @@ public final class HARWriter: TransactionSink {
         w.key("entries")
         w.beginArray()
         out.write(w.buffer)
-        let entriesWritten = writeSpilled(index.lazy.map { ($0.offset, $0.length, self.contradicted.contains($0.sequence)) },
-                                          from: spill, to: out)
+        let entries = index.count, connections = connectionIndex.count
+        let entriesWritten = writeSpilled(from: spill, to: out) { each in
+            index.inOrder { each($0.offset, $0.length, self.contradicted.contains($0.sequence)) }
+        }
         if entriesWritten == 0 {
             out.write(options.pretty ? Array("],\n    \"_connections\": ".utf8) : Array("],\"_connections\":".utf8))
         } else {
             out.write(options.pretty ? Array("\n    ],\n    \"_connections\": ".utf8) : Array("],\"_connections\":".utf8))
         }
-        connectionIndex.sort { $0.id < $1.id }
         out.write(Array("[".utf8))
-        let connectionsWritten = writeSpilled(connectionIndex.lazy.map { ($0.offset, $0.length, false) }, from: connectionSpill, to: out)
+        let connectionsWritten = writeSpilled(from: connectionSpill, to: out) { each in
+            connectionIndex.inOrder { each($0.offset, $0.length, false) }
+        }
         out.write(Array((options.pretty && connectionsWritten > 0 ? "\n    ]" : "]").utf8))
         if let comment {
             let cw = JSONWriter()
@@ -130,9 +135,9 @@ public final class HARWriter: TransactionSink {
         out.write(options.pretty ? Array("\n  }\n}\n".utf8) : Array("}}\n".utf8))
         // The document stays valid JSON without what could not be read back; the run must not
         // look complete, so the output fails (exit code 3) with the reason.
-        let lost = index.count - entriesWritten + connectionIndex.count - connectionsWritten
+        let lost = entries - entriesWritten + connections - connectionsWritten
         if lost > 0 {
-            let reason = spill.readFailure ?? connectionSpill.readFailure ?? "unknown error"
+            let reason = index.readFailure ?? connectionIndex.readFailure ?? spill.readFailure ?? connectionSpill.readFailure ?? "unknown error"
             out.fail("\(lost) HAR records could not be read back from the temporary file: \(reason)")
         }
     }
@@ -144,16 +149,17 @@ extension HARWriter {
     /// Answers how many were written (a record that cannot be read back is left out).
     /// `flagged`: the record is an entry that gets `_injection_suspected` (written before the
     /// object's closing brace: the entry was encoded before its bytes were contradicted).
-    private func writeSpilled(_ records: some Sequence<(offset: Int, length: Int, flagged: Bool)>, from store: SpillStore,
-                              to out: OutputFile) -> Int {
+    /// `records` calls its argument with each record in order.
+    private func writeSpilled(from store: SpillStore, to out: OutputFile,
+                              records: ((_ offset: Int, _ length: Int, _ flagged: Bool) -> Void) -> Void) -> Int {
         let first = Array((options.pretty ? "\n      " : "").utf8)
         let separator = Array((options.pretty ? ",\n      " : ",").utf8)
         let flag = Array((options.pretty ? ",\n        \"\(Self.injectionKey)\": true" : ",\"\(Self.injectionKey)\":true").utf8)
         var written = 0
-        for r in records {
-            let ok = store.withBytes(offset: r.offset, length: r.length) { bytes in
+        records { offset, length, flagged in
+            let ok = store.withBytes(offset: offset, length: length) { bytes in
                 out.write(written == 0 ? first : separator)
-                guard r.flagged, let close = bytes.lastIndex(of: UInt8(ascii: "}")) else { return out.write(bytes) }
+                guard flagged, let close = bytes.lastIndex(of: UInt8(ascii: "}")) else { return out.write(bytes) }
                 var end = close
                 while end > 0, [0x20, 0x0A].contains(bytes[end - 1]) { end -= 1 }
                 out.write(UnsafeBufferPointer(rebasing: bytes[..<end]))

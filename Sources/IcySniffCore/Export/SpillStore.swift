@@ -19,7 +19,7 @@ final class SpillStore {
     private(set) var readFailure: String? = nil
 
     /// `file`: where to spill (tests); by default an unlinked file made by `tmpfile()` when first needed.
-    init(memoryLimit: Int = 4 << 20, file: UnsafeMutablePointer<FILE>? = nil) {
+    init(memoryLimit: Int = 2 << 20, file: UnsafeMutablePointer<FILE>? = nil) {
         self.memoryLimit = memoryLimit
         self.file = file
     }
