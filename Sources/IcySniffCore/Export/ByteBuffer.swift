@@ -77,13 +77,30 @@ public class ByteBuffer {
         s.withUTF8 { append($0) }
     }
 
+    /// Where a long record goes while it is written (a HAR entry with a 16 MiB body): at a
+    /// `drainIfLarge` point the bytes written so far are handed over and the buffer starts
+    /// again, so the record is `drained` bytes given plus those still here. Drain points are only
+    /// inside a value no one truncates back into (a body's text).
+    public final var drain: ((UnsafeBufferPointer<UInt8>) -> Void)? = nil
+    /// Bytes of the current record handed to `drain`.
+    public final private(set) var drained = 0
+    static let drainThreshold = 1 << 20
+
+    /// Hands the bytes written so far to `drain` when there is one and they pass 1 MiB.
+    @inline(__always) final func drainIfLarge() {
+        guard count >= Self.drainThreshold, let drain else { return }
+        drain(buffer)
+        drained += count
+        count = 0
+    }
+
     /// Forgets everything after the first `n` bytes.
     @inline(__always) public final func truncate(to n: Int) {
         precondition(n >= 0 && n <= count)
         count = n
     }
 
-    public final func removeAll() { count = 0 }
+    public final func removeAll() { count = 0; drained = 0 }
 
     public final var isEmpty: Bool { count == 0 }
 

@@ -206,11 +206,13 @@ enum EntryEncoder {
             w.headerValue("mimeType", r.headers, .contentType, absent: .empty)
             if options.includeBodies, let body = r.body {
                 let mime = r.headers.first(.contentType) ?? ""
-                let text = String(wireBytes: body)
-                w.string("text", text)
-                if mime.lowercased().hasPrefix("application/x-www-form-urlencoded") {
+                w.key("text")
+                writeBodyText(body, to: w)
+                // A form's fields, for forms of a size people send (a hostile 16 MiB of "a&"
+                // would be 8 million objects).
+                if mime.lowercased().hasPrefix("application/x-www-form-urlencoded") && body.count <= Self.maxFormBytes {
                     w.key("params"); w.beginArray()
-                    for (name, value) in Query.parseForm(text) {
+                    for (name, value) in Query.parseForm(String(wireBytes: body)) {
                         w.beginObject(); w.string("name", name); w.string("value", value); w.endObject()
                     }
                     w.endArray()
@@ -272,11 +274,19 @@ enum EntryEncoder {
             let mime = r.headers.first(.contentType) ?? ""
             // Text as text, unless JSON would escape it to more than base64's 4/3 (control
             // characters become six bytes each: 16 MiB of NULs was 96 MiB of JSON in one buffer).
-            if MimeType.isText(mime), Self.escapedLength(body) <= body.count / 3 * 4 + 64,
-               let text = String(validating: body, as: UTF8.self) {
-                w.string("text", text)
+            if MimeType.isText(mime), Self.escapedLength(body) <= body.count / 3 * 4 + 64, Self.isUTF8(body) {
+                w.key("text")
+                writeBodyText(body, to: w)
             } else {
-                w.plainString("text") { Base64.append(body, to: $0) }
+                w.plainString("text") { out in
+                    // In slices of whole base64 groups, the writer drained between them.
+                    body.withUnsafeBufferPointer { b in
+                        for start in stride(from: 0, to: b.count, by: Self.bodySlice) {
+                            Base64.append(UnsafeBufferPointer(rebasing: b[start..<min(b.count, start + Self.bodySlice)]), to: out)
+                            out.drainIfLarge()
+                        }
+                    }
+                }
                 w.string("encoding", "base64")
             }
             if r.bodyTruncated { w.string("comment", "body cut at the in-memory cap; size is exact") }
@@ -457,6 +467,38 @@ extension String {
 }
 
 extension EntryEncoder {
+    /// Bodies are written in slices of this many bytes (whole base64 groups), the writer drained
+    /// into its record's destination between them: a 16 MiB body is never one 21–96 MiB buffer.
+    static let bodySlice = 3 << 18
+    /// Form bodies up to this size get their `params` listed.
+    static let maxFormBytes = 256 << 10
+
+    static func isUTF8(_ body: [UInt8]) -> Bool { (try? UTF8Span(validating: body.span)) != nil }
+
+    /// `body` as a JSON string value, written in slices: UTF-8 escaped as needed, other bytes
+    /// read as ISO-8859-1 (as `String(wireBytes:)` reads text from the wire).
+    static func writeBodyText(_ body: [UInt8], to w: JSONWriter) {
+        let utf8 = isUTF8(body)
+        w.composedString { w in
+            body.withUnsafeBufferPointer { b in
+                var latin1: [UInt8] = []
+                for start in stride(from: 0, to: b.count, by: bodySlice) {
+                    let slice = UnsafeBufferPointer(rebasing: b[start..<min(b.count, start + bodySlice)])
+                    if utf8 {
+                        w.appendEscaped(slice)
+                    } else {
+                        latin1.removeAll(keepingCapacity: true)
+                        for c in slice {
+                            if c < 0x80 { latin1.append(c) } else { latin1.append(0xC0 | c >> 6); latin1.append(0x80 | c & 0x3F) }
+                        }
+                        latin1.withUnsafeBufferPointer { _ = w.appendEscaped($0) }
+                    }
+                    w.drainIfLarge()
+                }
+            }
+        }
+    }
+
     /// The bytes `body` takes as a JSON string's content: control characters as \uXXXX (or
     /// \n, \r, \t), quotes and backslashes escaped.
     static func escapedLength(_ body: [UInt8]) -> Int {
@@ -472,12 +514,12 @@ enum Base64 {
     private static let table = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
     /// `bytes` in base64 straight into `out` (no intermediate string: a 16 MiB body is one copy).
-    static func append(_ bytes: [UInt8], to out: ByteBuffer) {
-        let total = (bytes.count + 2) / 3 * 4
+    static func append(_ b: UnsafeBufferPointer<UInt8>, to out: ByteBuffer) {
+        let total = (b.count + 2) / 3 * 4
         let p = out.reserve(total)
         var o = 0
         var i = 0
-        bytes.withUnsafeBufferPointer { b in
+        do {
             while i + 3 <= b.count {
                 let v = UInt32(b[i]) << 16 | UInt32(b[i + 1]) << 8 | UInt32(b[i + 2])
                 p[o] = table[Int(v >> 18)]; p[o + 1] = table[Int(v >> 12 & 63)]

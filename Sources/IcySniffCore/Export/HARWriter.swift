@@ -52,6 +52,8 @@ public final class HARWriter: TransactionSink {
         self.options = options
         entry = JSONWriter(indent: options.pretty ? 2 : 0, capacity: 1 << 14)
         entry.baseDepth = 3
+        // An entry with a large body goes to the spill in slices as it is written.
+        entry.drain = { [spill] in _ = spill.append($0) }
     }
 
     /// Serialises one entry. The transaction's cache verdict comes with it (`CacheJudgingSink`).
@@ -59,9 +61,11 @@ public final class HARWriter: TransactionSink {
         let pageref = pages.assign(transaction)
         usedConnections.insert(transaction.connection.id)
         entry.reset()
+        // The record is contiguous in the spill: what the writer drained on the way, then the rest.
+        let offset = spill.size
         EntryEncoder.writeEntry(transaction, pageref: pageref, to: entry, options: options)
-        let offset = spill.append(entry.buffer)
-        index.append(IndexEntry(start: transaction.startTime, sequence: transaction.sequence, offset: offset, length: entry.count))
+        _ = spill.append(entry.buffer)
+        index.append(IndexEntry(start: transaction.startTime, sequence: transaction.sequence, offset: offset, length: entry.drained + entry.count))
     }
 
     /// Entries found, after they were written, to hold bytes a later copy contradicted
@@ -157,9 +161,14 @@ extension HARWriter {
         let flag = Array((options.pretty ? ",\n        \"\(Self.injectionKey)\": true" : ",\"\(Self.injectionKey)\":true").utf8)
         var written = 0
         records { offset, length, flagged in
-            let ok = store.withBytes(offset: offset, length: length) { bytes in
-                out.write(written == 0 ? first : separator)
-                guard flagged, let close = bytes.lastIndex(of: UInt8(ascii: "}")) else { return out.write(bytes) }
+            // A record of more than one slice that fails after its first leaves the document
+            // cut (the output fails either way); one that cannot be read at all is left out whole.
+            var at = offset
+            let ok = store.withSlices(offset: offset, length: length) { bytes in
+                if at == offset { out.write(written == 0 ? first : separator) }
+                at += bytes.count
+                // The flag goes before the closing brace, in the record's last slice.
+                guard flagged, at == offset + length, let close = bytes.lastIndex(of: UInt8(ascii: "}")) else { return out.write(bytes) }
                 var end = close
                 while end > 0, [0x20, 0x0A].contains(bytes[end - 1]) { end -= 1 }
                 out.write(UnsafeBufferPointer(rebasing: bytes[..<end]))

@@ -72,6 +72,22 @@ final class SpillStore {
     private var windowCount = 0
     private static let windowSize = 1 << 20
 
+    /// Calls `body` with the bytes at `offset`, in slices of at most the read-back window (a
+    /// record of 21 MiB is not read into one buffer), and answers true; false when a slice cannot
+    /// be read back (`readFailure` says why; the slices before it were given).
+    @discardableResult
+    func withSlices(offset: Int, length: Int, _ body: (UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
+        var at = offset
+        let end = offset + length
+        repeat {
+            // Slices end at the file's end, then come from memory.
+            let n = min(end - at, at < fileSize ? min(Self.windowSize, fileSize - at) : end - at)
+            guard withBytes(offset: at, length: n, body) else { return false }
+            at += n
+        } while at < end
+        return true
+    }
+
     /// Calls `body` with the bytes at `offset` and answers true; false (body not called) when
     /// they cannot be read back (`readFailure` says why).
     @discardableResult

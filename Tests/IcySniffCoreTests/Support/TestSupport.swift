@@ -27,11 +27,20 @@ final class CollectingSink: TransactionSink {
 /// server 10.0.0.1:80), each a millisecond after the one before unless told otherwise.
 class TCPWire {
     let pipeline: Pipeline
-    let client = Endpoint(address: IPAddress(ipv4: 0x0A00_0002), port: 40000)
+    let client: Endpoint
     let server = Endpoint(address: IPAddress(ipv4: 0x0A00_0001), port: 80)
     var t: Int64 = 1_700_000_000_000_000_000
 
-    init(sink: TransactionSink) { pipeline = Pipeline(sink: sink) }
+    init(sink: TransactionSink) {
+        pipeline = Pipeline(sink: sink)
+        client = Endpoint(address: IPAddress(ipv4: 0x0A00_0002), port: 40000)
+    }
+
+    /// Another connection (client port `clientPort`) into a pipeline of its own making.
+    init(pipeline: Pipeline, clientPort: UInt16) {
+        self.pipeline = pipeline
+        client = Endpoint(address: IPAddress(ipv4: 0x0A00_0002), port: clientPort)
+    }
 
     func send(fromClient: Bool, _ flags: TCPFlags = [.ack, .psh], seq: UInt32, ack: UInt32 = 0, _ text: String = "", after ms: Int64 = 1) {
         t += ms * 1_000_000
