@@ -53,6 +53,8 @@ public final class Pipeline {
 
     /// `sessions` chooses what runs on each connection (default: HTTP/1.x in the clear).
     public init(sink: TransactionSink, options: PipelineOptions = PipelineOptions(), sessions: (any SessionFactory)? = nil) {
+        var options = options
+        if options.http.keepBodies && options.http.bodyBudget == nil { options.http.bodyBudget = BodyBudget() }
         self.options = options
         self.sink = sink
         let emitter = TransactionEmitter(sink: sink, dns: dns)

@@ -32,6 +32,8 @@ public final class TransactionEmitter {
         t.timings = TransactionTimings.compute(for: t, dns: lookup)
         emitted += 1
         let number = sequence
+        t.request?.releaseBodyBudget()
+        t.response?.releaseBodyBudget()
         sink.consume(t)
         return number
     }

@@ -99,6 +99,7 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
     case tlsCipherUnsupported = "tls_cipher_unsupported"
     case tlsEarlyDataRejected = "tls_early_data_rejected"
     case bodyTruncatedInMemory = "body_truncated_in_memory"
+    case bodiesBudgetExceeded = "bodies_budget_exceeded"
 
     // HTTP/2 (connection scope, then transaction scope).
     case http2BadPreface = "http2_bad_preface"
@@ -253,6 +254,7 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
         case .http2DataWithoutHeaders: return "DATA arrived on an HTTP/2 stream before its HEADERS (or on a stream that was never opened); counted on the stream when there is one"
         case .pipelined: return "the request was sent before the previous response arrived"
         case .bodyTruncatedInMemory: return "the body exceeded the in-memory cap; sizes are exact, the kept text is not"
+        case .bodiesBudgetExceeded: return "the bodies being received on all connections together (--bodies) held their budget (32 MiB): this body's kept text was cut there; sizes are exact"
         }
     }
 }

@@ -72,6 +72,18 @@ public final class HTTPMessage {
     /// The body as decoded (or raw, when decoding failed), kept only when asked and up to the cap.
     public var body: [UInt8]? = nil
     public var bodyTruncated = false
+    /// What `body` holds of the pipeline's `BodyBudget` until the message is emitted.
+    var bodyBudget: BodyBudget? = nil
+    var bodyCharged = 0
+
+    /// The message is emitted (or dropped): its kept body no longer counts against the budget.
+    func releaseBodyBudget() {
+        if bodyCharged > 0 { bodyBudget?.give(bodyCharged) }
+        bodyCharged = 0
+        bodyBudget = nil
+    }
+
+    deinit { releaseBodyBudget() }
 
     // Times and place.
     public var startOffset: UInt64 = 0

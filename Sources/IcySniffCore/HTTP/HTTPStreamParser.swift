@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Synchronization
 
 /// Limits and choices of the HTTP parser (a value type, like NIO's decoder limits).
 public struct HTTPParserOptions: Sendable {
@@ -14,7 +15,30 @@ public struct HTTPParserOptions: Sendable {
     public var maxHeaderFields = 1000
     /// Decoding stops here (a decompression bomb); the size is then flagged as a lower bound.
     public var maxDecodedBytes: UInt64 = 1 << 30
+    /// What the bodies being kept (`--bodies`) of all messages not yet emitted may hold together
+    /// (a pipeline makes one when none is given).
+    public var bodyBudget: BodyBudget? = nil
     public init() {}
+}
+
+/// The bytes that the kept bodies (`--bodies`) of messages still being received hold, over all
+/// connections of a pipeline: each body is capped at `maxBodyBytes`, and this caps them together
+/// (8,192 connections each half-way through a 16 MiB body would otherwise be 64 GiB). A body
+/// that would pass it is cut there, flagged `bodies_budget_exceeded`; sizes stay exact. A
+/// message's bytes are given back when its transaction is emitted (after that the export
+/// queue's own cap bounds them), or when the message is dropped unemitted. Cleartext bodies are
+/// charged and given back on the pipeline's thread in capture order; decrypted ones on the
+/// decryption thread, so when the budget bites with both at once, which body is cut can depend
+/// on timing (it is flagged either way). Atomic for that, and because a dropped message may be
+/// freed on the export thread.
+public final class BodyBudget: Sendable {
+    public let limit: Int
+    private let held = Atomic<Int>(0)
+    public init(limit: Int = 32 << 20) { self.limit = limit }
+    public var used: Int { held.load(ordering: .relaxed) }
+    /// Charges `n` bytes (the caller took no more than `limit - used`).
+    func charge(_ n: Int) { if n > 0 { held.add(n, ordering: .relaxed) } }
+    func give(_ n: Int) { held.subtract(n, ordering: .relaxed) }
 }
 
 /// What the response parser needs to know of the request a response answers (RFC 9112 §6.3:

@@ -33,12 +33,12 @@ extension HTTPMessage {
             let keep = options.keepBodies
             let cap = options.maxBodyBytes
             let ok = decoder.feed(data) { out in
-                if keep { self.keepBody(out, cap: cap) }
+                if keep { self.keepBody(out, cap: cap, budget: options.bodyBudget) }
             }
             decoderStatus(decoder, ok: ok)
         } else {
             decodedBytes &+= UInt64(data.count)
-            if options.keepBodies && decoder == nil { keepBody(data, cap: options.maxBodyBytes) }
+            if options.keepBodies && decoder == nil { keepBody(data, cap: options.maxBodyBytes, budget: options.bodyBudget) }
         }
     }
 
@@ -58,7 +58,7 @@ extension HTTPMessage {
             let keep = options.keepBodies
             let cap = options.maxBodyBytes
             let ok = decoder.finish { out in
-                if keep { self.keepBody(out, cap: cap) }
+                if keep { self.keepBody(out, cap: cap, budget: options.bodyBudget) }
             }
             decoderStatus(decoder, ok: ok)
         }
@@ -79,16 +79,32 @@ extension HTTPMessage {
         if !ok { decodeFailed = true; note(.bodyDecodeFailed) }
     }
 
-    private func keepBody(_ data: UnsafeRawBufferPointer, cap: Int) {
+    /// Keeps what the per-body cap and the pipeline's budget let in; a body that passes
+    /// either is cut there, flagged once with the limit that cut it.
+    private func keepBody(_ data: UnsafeRawBufferPointer, cap: Int, budget: BodyBudget?) {
+        if bodyTruncated { return }
         if body == nil { body = [] }
-        let room = cap - body!.count
-        if room <= 0 { if !bodyTruncated { bodyTruncated = true; note(.bodyTruncatedInMemory) }; return }
-        if data.count > room {
-            body!.append(contentsOf: UnsafeRawBufferPointer(rebasing: data[0..<room]))
+        let count = body!.count
+        var take = max(0, min(data.count, cap - count))
+        var cut: Weird? = take < data.count ? .bodyTruncatedInMemory : nil
+        if let budget {
+            let free = max(0, budget.limit - budget.used)
+            if take > free { take = free; cut = .bodiesBudgetExceeded }
+            budget.charge(take)
+            bodyBudget = budget
+            bodyCharged += take
+        }
+        if take > 0 {
+            // Grown by doubling as an array grows, but never past the cap: an array's own
+            // doubling takes a body of exactly 16 MiB to 32 MiB of storage (its header does
+            // not fit in 2^24).
+            if count + take > body!.capacity { body!.reserveCapacity(min(cap, max(count + take, body!.capacity * 2))) }
+            body!.append(contentsOf: UnsafeRawBufferPointer(rebasing: data[0..<take]))
+        }
+        if let cut {
             bodyTruncated = true
-            note(.bodyTruncatedInMemory)
-        } else {
-            body!.append(contentsOf: data)
+            note(cut)
         }
     }
+
 }
