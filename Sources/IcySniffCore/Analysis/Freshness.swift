@@ -84,14 +84,21 @@ public final class CacheTracker {
     static let responsesPerVariant = 4
     static let variantsPerURL = 8
     /// Stored responses per URL, newest last.
-    private var stored = BoundedLRU<String, [Stored]>(capacity: CacheTracker.maxURLs)
-    /// Hash of an evicted URL → the latest time one of its stored responses was still fresh.
-    private var evicted = BoundedLRU<Int, Timestamp>(capacity: 4 * CacheTracker.maxURLs)
+    private var stored: BoundedLRU<TextKey, [Stored]>
+    /// An evicted URL (its `TextKey`'s hash) → the latest time one of its stored responses was
+    /// still fresh.
+    private var evicted: BoundedLRU<Int, Timestamp>
 
     /// URLs pushed out of the model because it was full.
     public var evictions: UInt64 { stored.evictions }
 
-    public init() {}
+    public convenience init() { self.init(maxURLs: CacheTracker.maxURLs) }
+
+    /// `maxURLs`: the URLs kept at once (tests make it small).
+    init(maxURLs: Int) {
+        stored = BoundedLRU(capacity: maxURLs)
+        evicted = BoundedLRU(capacity: 4 * maxURLs)
+    }
 
     /// Status codes heuristically cacheable (RFC 9110 §15.1).
     static func heuristicallyCacheable(_ status: Int) -> Bool {
@@ -118,7 +125,7 @@ public final class CacheTracker {
     /// fresh response is stored for the requests after it.
     private func lookUpAndStore(_ t: Transaction, response: HTTPMessage, requestTime: Timestamp, _ a: inout CacheAssessment) {
         let request = t.request
-        let url = cacheKey(t)
+        let url = TextKey(cacheKey(t))
         var entry: Stored? = nil
         if a.storable, !a.noCache, let freshFor = a.freshFor {
             let vary = (response.headers.combined(.vary) ?? "").split(separator: ",")
@@ -147,12 +154,12 @@ public final class CacheTracker {
                 if list == nil { list = [entry] } else { Self.store(entry, in: &list!) }
             }
         }
-        if missedEvicted, let freshUntil = evicted.peek(url.hashValue), requestTime < freshUntil {
+        if missedEvicted, let freshUntil = evicted.peek(url.hash), requestTime < freshUntil {
             a.dependsOnEvictedEntry = true
         }
         if let out, let latest = out.value.map(\.freshUntil).max() {
             // Remember until when the evicted URL had a fresh response.
-            let h = out.key.hashValue
+            let h = out.key.hash
             if latest > (evicted.peek(h) ?? .zero) { evicted.set(h, latest) }
         }
     }

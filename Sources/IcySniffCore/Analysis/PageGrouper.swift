@@ -27,9 +27,9 @@ struct PageGrouper {
     }
     private(set) var pages: [Page] = []
     /// URL → page id, for Referer ties: the documents, and the entries of each page. Bounded.
-    private var byURL = BoundedLRU<String, Int>(capacity: 1 << 16)
+    private var byURL = BoundedLRU<TextKey, Int>(capacity: 1 << 16)
     /// Where the redirects of pages lead (resolved Location → page id): the next hop joins.
-    private var redirectTargets = BoundedLRU<String, Int>(capacity: 1 << 12)
+    private var redirectTargets = BoundedLRU<TextKey, Int>(capacity: 1 << 12)
     /// The latest document page of each client address, and its start.
     private var latestPage: [IPAddress: (index: Int, started: Timestamp)] = [:]
     /// The catch-all page of each client address.
@@ -47,10 +47,10 @@ struct PageGrouper {
         let headers = request.headers
         let navigation = Self.navigation(t)
         let page: Int
-        if navigation != nil, let index = redirectTargets.value(for: url) {
+        if navigation != nil, let index = redirectTargets.value(for: TextKey(url)) {
             // The document (or next hop) a redirect of a page led to: the same page.
             page = index
-        } else if let index = headers.first(.referer).flatMap({ byURL.value(for: $0) }) {
+        } else if let index = headers.first(.referer).flatMap({ byURL.value(for: TextKey($0)) }) {
             // A document that names a page as its Referer and starts soon after it is a frame
             // of that page, unless the browser says it is a top-level navigation.
             let topLevel = headers.first("sec-fetch-mode")?.lowercased() == "navigate"
@@ -64,8 +64,8 @@ struct PageGrouper {
         } else {
             return attachToClient(t)
         }
-        _ = byURL.set(url, page)
-        if navigation == .redirect, let next = t.redirectTarget { _ = redirectTargets.set(next, page) }
+        _ = byURL.set(TextKey(url), page)
+        if navigation == .redirect, let next = t.redirectTarget { _ = redirectTargets.set(TextKey(next), page) }
         return page
     }
 
@@ -103,7 +103,7 @@ struct PageGrouper {
         let client = t.connection.client.address
         if let latest = latestPage[client], t.startTime.nanoseconds >= latest.started.nanoseconds,
            t.startTime.nanoseconds - latest.started.nanoseconds <= Self.pageWindow {
-            if t.request != nil { _ = byURL.set(t.url, latest.index) }
+            if t.request != nil { _ = byURL.set(TextKey(t.url), latest.index) }
             return latest.index
         }
         // Titled with its earliest entry's URL: readers take a page's title for its root URL.

@@ -30,7 +30,7 @@ public struct Report: Sendable {
             count += 1
             if lines.count < Report.examplesKept { lines.append(line) }
             let host = line.host
-            if byHost[host] != nil || byHost.count < Report.hostsKept { byHost[host, default: 0] += 1 } else { byHost["other hosts", default: 0] += 1 }
+            if byHost[host] != nil || byHost.count < Report.hostsKept { byHost[host, default: 0] += 1 } else { byHost[Report.otherHosts, default: 0] += 1 }
         }
         /// Hosts by count, most first.
         public var hosts: [(host: String, count: Int)] {
@@ -43,6 +43,22 @@ public struct Report: Sendable {
     public static let examplesKept = 100
     /// Hosts listed; the rest are counted in the totals.
     public static let hostsKept = 1000
+    /// Hosts counted one by one in the per-host tables (connections, errors); hosts after
+    /// these are counted together under `otherHosts`, so a flood of names stays bounded.
+    static let hostsCounted = 10_000
+    static let otherHosts = "other hosts"
+
+    /// How the report names a host: lower case, and at most 255 bytes (no DNS name is longer;
+    /// a Host header of 8 KiB would otherwise be kept whole in every table that names hosts).
+    static func hostKey(_ host: String) -> String {
+        let lower = host.lowercased()
+        let utf8 = lower.utf8
+        guard utf8.count > 255 else { return lower }
+        // Cut before a character that would not fit whole (a continuation byte is 10xxxxxx).
+        var end = utf8.index(utf8.startIndex, offsetBy: 255)
+        while end > utf8.startIndex && utf8[end] & 0xC0 == 0x80 { end = utf8.index(before: end) }
+        return String(decoding: utf8[..<end], as: UTF8.self) + "…"
+    }
 
     public var capture = ""
     /// Reading was stopped by a signal: the report covers the packets read before it.
@@ -228,7 +244,7 @@ public final class ReportCollector: TransactionSink {
     private var connectionCount = 0
     /// The last 200 of each URL (validator and length), for "re-downloaded unchanged": bounded,
     /// least recently used out.
-    private var lastOK = BoundedLRU<String, (etag: String?, lastModified: String?)>(capacity: 50_000)
+    private var lastOK = BoundedLRU<TextKey, (etag: String?, lastModified: String?)>(capacity: 50_000)
     private var errors: [String: [Int: Int]] = [:]
     /// The slowest waits so far, at most `slowestKept`, slowest first.
     private var slowest: [(line: Report.Line, wait: Double)] = []
@@ -248,17 +264,18 @@ public final class ReportCollector: TransactionSink {
 
     /// The overview's counts (devices and hosts bounded: beyond 100,000 each they are counted no more).
     private var devices = Set<IPAddress>()
-    private var hostNames = Set<String>()
+    private var hostNames = Set<TextKey>()
     private var protocols: [String: Int] = [:]
     private var span: (start: Timestamp, end: Timestamp)? = nil
     private var encrypted = (tls: 0, quic: 0)
 
     public func consume(_ t: Transaction) {
         if devices.count < 100_000 { devices.insert(t.connection.client.address) }
-        if hostNames.count < 100_000 { hostNames.insert(t.host.lowercased()) }
+        let host = Report.hostKey(t.host)
+        if hostNames.count < 100_000 { hostNames.insert(TextKey(host)) }
         protocols[t.protocolName, default: 0] += 1
         let line = Report.Line(time: t.startTime, method: t.request?.method ?? "", url: EntryEncoder.redactURL(t.url, options: options),
-                               host: t.host.lowercased(),
+                               host: host,
                                status: t.response?.status ?? 0,
                                bytes: t.response?.bodyBytes ?? 0, note: "")
         time.add(t, line)
@@ -267,7 +284,7 @@ public final class ReportCollector: TransactionSink {
         if let req = t.request {
             r.requests += 1
             r.wireBytes += req.wireBytes
-            let entry = open[t.connection.id] ?? (t.host.lowercased(), 0)
+            let entry = open[t.connection.id] ?? (host, 0)
             open[t.connection.id] = (entry.host, entry.count + 1)
         }
         guard let resp = t.response else { return }
@@ -298,7 +315,7 @@ public final class ReportCollector: TransactionSink {
         if resp.status == 200, t.request?.method == "GET" {
             let key = t.url
             let etag = resp.headers.first(.etag), lm = resp.headers.first(.lastModified)
-            if let previous = lastOK.value(for: key) {
+            if let previous = lastOK.value(for: TextKey(key)) {
                 let sameValidator = (etag != nil && etag == previous.etag) || (etag == nil && lm != nil && lm == previous.lastModified)
                 if sameValidator && !(cache?.avoidable ?? false) {
                     var l = line
@@ -306,13 +323,16 @@ public final class ReportCollector: TransactionSink {
                     r.unchangedRedownloads.append(l)
                 }
             }
-            lastOK.set(key, (etag, lm))
+            lastOK.set(TextKey(key), (etag, lm))
         }
         if Report.isText(type), resp.headers.first(.contentEncoding) == nil, resp.bodyBytes >= 1024 {
             r.uncompressedText.append(line)
             r.uncompressedTextBytes += resp.bodyBytes
         }
-        if resp.status >= 400 { errors[t.host.lowercased(), default: [:]][resp.status, default: 0] += 1 }
+        if resp.status >= 400 {
+            let host = Report.hostKey(t.host)
+            errors[errors[host] != nil || errors.count < Report.hostsCounted ? host : Report.otherHosts, default: [:]][resp.status, default: 0] += 1
+        }
         slowest.keepLargest((line, t.timings.wait), kept: slowestKept) { $0.wait }
     }
 
@@ -383,11 +403,12 @@ public final class ReportCollector: TransactionSink {
         connectionCount += 1
         if c.count > 1 { r.reusedConnections += 1 }
         r.maxRequestsPerConnection = max(r.maxRequestsPerConnection, c.count)
-        var h = byHost[c.host] ?? Report.HostConnections(host: c.host, connections: 0, requests: 0, singleRequestConnections: 0)
+        let host = byHost[c.host] != nil || byHost.count < Report.hostsCounted ? c.host : Report.otherHosts
+        var h = byHost[host] ?? Report.HostConnections(host: host, connections: 0, requests: 0, singleRequestConnections: 0)
         h.connections += 1
         h.requests += c.count
         if c.count == 1 { h.singleRequestConnections += 1 }
-        byHost[c.host] = h
+        byHost[host] = h
     }
 
     /// The report so far (connections still open are counted as they stand).
@@ -455,7 +476,7 @@ struct HandshakeAggregate {
                 if k < handshakesKept { handshakes[k] = ms }
             }
         }
-        let sni = (tls.sni ?? connection.server.description).lowercased()
+        let sni = Report.hostKey(tls.sni ?? connection.server.description)
         let start = connection.synTime ?? connection.firstSeen
         let end = connection.finishedAt ?? connection.lastSeen
         let wasResumed = tls.resumed

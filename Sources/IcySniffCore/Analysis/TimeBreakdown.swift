@@ -88,11 +88,16 @@ final class TimeBreakdownCollector {
     }
     private var hosts = BoundedLRU<String, Samples>(capacity: 10_000)
     private let samplesKept = 4096
+    /// Samples held over all hosts together (8 bytes each): at most 2^20, so 10,000 busy hosts
+    /// cannot hold 1.6 GB; a host pushed out of the table gives its samples back.
+    private var samplesHeld = 0
+    private let samplesBudget = 1 << 20
     private var b = Report.TimeBreakdown()
     /// Entries of the top-N lists (slowest, largest).
     private let kept = 10
-    /// Redirects whose next request has not come yet, by client and target URL.
-    private var pending = BoundedLRU<String, (steps: [Report.Line], start: Timestamp)>(capacity: 10_000)
+    /// Redirects whose next request has not come yet, by client and target URL (a redirect
+    /// is followed within seconds: 2,048 at once is many, and each holds a few lines of URLs).
+    private var pending = BoundedLRU<TextKey, (steps: [Report.Line], start: Timestamp, target: String)>(capacity: 2048)
     private static let maxChainSteps = 20
     /// The HAR's grouping, and each page's figures by its index. Both grow by one small record per
     /// page (a browser's navigations, or a client), not per transaction.
@@ -111,10 +116,14 @@ final class TimeBreakdownCollector {
         guard let response = t.response else { return }
         let samples = samplesKept
         let server = roundTrip.map { max(0, timings.wait - $0) }
-        hosts.update(t.host.lowercased()) { entry in
+        var held = samplesHeld
+        let budget = samplesBudget
+        let evicted = hosts.update(Report.hostKey(t.host)) { entry in
             var s = entry ?? Samples()
             s.requests += 1
-            func add(_ v: Double?, to list: inout [Double]) { if let v, v >= 0, list.count < samples { list.append(v) } }
+            func add(_ v: Double?, to list: inout [Double]) {
+                if let v, v >= 0, list.count < samples, held < budget { list.append(v); held += 1 }
+            }
             add(roundTrip, to: &s.roundTrip)
             add(timings.connect >= 0 ? timings.connect : nil, to: &s.connect)
             add(timings.wait, to: &s.ttfb)
@@ -122,6 +131,8 @@ final class TimeBreakdownCollector {
             add(timings.receive, to: &s.receive)
             entry = s
         }
+        if let s = evicted?.value { held -= s.roundTrip.count + s.connect.count + s.ttfb.count + s.server.count + s.receive.count }
+        samplesHeld = held
         let slow = Report.TimeBreakdown.Slow(line: line, ttfb: timings.wait, roundTrip: roundTrip)
         b.slowest.keepLargest(slow, kept: kept) { $0.server ?? $0.ttfb }
         var big = line
@@ -162,19 +173,19 @@ final class TimeBreakdownCollector {
         guard t.request != nil else { return }
         let client = t.connection.client.address.description
         let url = t.url
-        var chain: (steps: [Report.Line], start: Timestamp)? = nil
-        pending.update("\(client) \(url)") { entry in chain = entry; entry = nil }
+        var chain: (steps: [Report.Line], start: Timestamp, target: String)? = nil
+        pending.update(TextKey("\(client) \(url)")) { entry in chain = entry; entry = nil }
         if let target = t.redirectTarget {
             var steps = chain?.steps ?? []
             guard steps.count < Self.maxChainSteps else { return finish(chain!, finalURL: url, complete: false, end: end) }
             steps.append(line)
-            pending.set("\(client) \(target)", (steps, chain?.start ?? t.timings.start))
+            pending.set(TextKey("\(client) \(target)"), (steps, chain?.start ?? t.timings.start, target))
             return
         }
         if let c = chain { finish(c, finalURL: url, complete: true, end: end, last: line) }
     }
 
-    private func finish(_ chain: (steps: [Report.Line], start: Timestamp), finalURL: String, complete: Bool, end: Timestamp,
+    private func finish(_ chain: (steps: [Report.Line], start: Timestamp, target: String), finalURL: String, complete: Bool, end: Timestamp,
                         last: Report.Line? = nil) {
         b.redirectChainCount += 1
         guard b.redirectChains.count < Report.examplesKept else { return }
@@ -188,7 +199,7 @@ final class TimeBreakdownCollector {
         // Redirects whose next request never came: their Location was not seen.
         for key in pending.keys {
             guard let c = pending.peek(key) else { continue }
-            let target = String(key.split(separator: " ", maxSplits: 1).last ?? "")
+            let target = c.target
             out.redirectChainCount += 1
             if out.redirectChains.count < Report.examplesKept, let last = c.steps.last {
                 out.redirectChains.append(.init(steps: c.steps, finalURL: EntryEncoder.redactURL(target, options: options), complete: false,

@@ -126,4 +126,34 @@ import Testing
         #expect(results.map { $0?.avoidable } == [false, true, false])
         #expect(results[1]?.conditional == true && results[1]?.notModified == true)
     }
+
+    /// A URL pushed out of a full model while its response was fresh: its next request is not
+    /// called avoidable (the model no longer knows), but says that its verdict depended on it.
+    @Test func aRequestForAnEvictedFreshURLSaysSo() throws {
+        var text = ""
+        for path in ["/a", "/b", "/c", "/a"] {
+            text += """
+            >>>
+            GET \(path) HTTP/1.1
+            Host: example.com
+
+            <<<
+            HTTP/1.1 200 OK
+            Cache-Control: max-age=3600
+            Content-Length: 0
+
+
+            """
+        }
+        let t = Transcript(text).run()
+        try #require(t.count == 4)
+        let tracker = CacheTracker(maxURLs: 2)
+        let results = t.map { tracker.assess($0) }
+        #expect(results.map { $0?.avoidable } == [false, false, false, false])
+        #expect(results.map { $0?.dependsOnEvictedEntry } == [false, false, false, true])
+        #expect(tracker.evictions == 2)
+        // With room for every URL, the last request is avoidable.
+        let roomy = CacheTracker(maxURLs: 8)
+        #expect(t.map { roomy.assess($0)?.avoidable } == [false, false, false, true])
+    }
 }
