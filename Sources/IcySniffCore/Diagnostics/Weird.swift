@@ -203,7 +203,7 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
         case .unknownTransferEncoding: return "Transfer-Encoding does not end in chunked; the body runs until close (RFC 9112 §6.3)"
         case .bodyDecodeFailed: return "the Content-Encoding could not be decoded; raw bytes are kept"
         case .bodyDecodeIncomplete: return "the body is complete by its framing, but its compressed stream stops short (the sender cut it); the decoded size counts what was decoded"
-        case .bodyDecodeCapped: return "decoding stopped at the size cap (a decompression bomb?); the size is a lower bound"
+        case .bodyDecodeCapped: return "decoding stopped at the size cap (1 GiB, or past 16 MiB more than 256 times the encoded bytes: a decompression bomb?); the size is a lower bound"
         case .unsupportedContentEncoding: return "a Content-Encoding icy-sniff does not decode"
         case .http09: return "an HTTP/0.9 simple request or response"
         case .unexpectedServerData: return "the server sent data that is not an HTTP response"

@@ -45,7 +45,15 @@ public final class ContentDecoder {
     public private(set) var failed = false
     public private(set) var capped = false
     private(set) var produced: UInt64 = 0
+    /// Encoded bytes decoded so far (streaming).
+    private var consumed: UInt64 = 0
     let maxOutput: UInt64
+    /// Past `ratioFloor` decoded bytes, decoding stops when the output passes `maxRatio` times
+    /// the input: real content compresses 3-30 times (100 for the most repetitive JSON); 1 GB
+    /// of zeros in 1 MB of gzip cost 2.5 s of CPU to count, one second for every 400 KB a
+    /// hostile server sends. Such a body's decoded size is then a lower bound, flagged.
+    static let ratioFloor: UInt64 = 16 << 20
+    static let maxRatio: UInt64 = 256
     /// False: the caller only needs the decoded size; `output` closures are not called.
     let keepsOutput: Bool
     private var scratch: [UnsafeMutableRawBufferPointer] = []
@@ -135,6 +143,7 @@ public final class ContentDecoder {
         if scratch.isEmpty {
             for _ in 0..<stages.count { scratch.append(.allocate(byteCount: 32 * 1024, alignment: 8)) }
         }
+        consumed += UInt64(input.count)
         run(stage: 0, input: input, output: output)
     }
 
@@ -213,8 +222,9 @@ public final class ContentDecoder {
     private func run(stage index: Int, input: UnsafeRawBufferPointer, output: (UnsafeRawBufferPointer) -> Void) {
         if index == stages.count {
             var block = input
-            if produced + UInt64(block.count) > maxOutput {
-                block = UnsafeRawBufferPointer(rebasing: block[0..<Int(maxOutput - produced)])
+            let limit = min(maxOutput, max(Self.ratioFloor, consumed &* Self.maxRatio))
+            if produced + UInt64(block.count) > limit {
+                block = UnsafeRawBufferPointer(rebasing: block[0..<Int(limit - min(limit, produced))])
                 capped = true
             }
             produced += UInt64(block.count)

@@ -215,3 +215,43 @@ import CZlib
         #expect(r.weirds.contains(.bodyDecodeCapped))
     }
 }
+
+/// Past 16 MiB, decoding stops when the output passes 256 times the input: a bomb costs
+/// milliseconds, not seconds; content that compresses as real content does is decoded whole.
+@Suite struct DecompressionRatioTests {
+    static func deflate(_ plain: [UInt8]) -> [UInt8] {
+        var length = compressBound(uLong(plain.count))
+        var out = [UInt8](repeating: 0, count: Int(length))
+        _ = compress2(&out, &length, plain, uLong(plain.count), 9)
+        return Array(out.prefix(Int(length)))
+    }
+
+    static func decodedSize(_ compressed: [UInt8]) throws -> (UInt64, Bool) {
+        let decoder = try #require(try ContentDecoder(encodings: ["deflate"], maxOutput: 1 << 30, keepsOutput: false))
+        compressed.withUnsafeBytes { raw in
+            for start in stride(from: 0, to: raw.count, by: 1448) {
+                decoder.feed(UnsafeRawBufferPointer(rebasing: raw[start..<min(raw.count, start + 1448)])) { _ in }
+            }
+        }
+        decoder.finish { _ in }
+        return (decoder.decodedCount, decoder.capped)
+    }
+
+    @Test func bombStopsAtTheRatio() throws {
+        let bomb = Self.deflate([UInt8](repeating: 0, count: 256 << 20))
+        let (size, capped) = try Self.decodedSize(bomb)
+        #expect(capped)
+        #expect(size >= ContentDecoder.ratioFloor && size <= UInt64(bomb.count) * ContentDecoder.maxRatio + ContentDecoder.ratioFloor)
+    }
+
+    @Test func repetitiveTextIsDecodedWhole() throws {
+        // 40 MiB of log-like lines: about 40 times smaller compressed, decoded to the byte.
+        var rng = SplitMix(state: 3)
+        var text: [UInt8] = []
+        while text.count < 40 << 20 { text += Array("GET /api/v1/items/\(rng.next() % 100_000) 200 OK\n".utf8) }
+        let compressed = Self.deflate(text)
+        #expect(compressed.count * 256 > text.count)
+        let (size, capped) = try Self.decodedSize(compressed)
+        #expect(!capped && size == UInt64(text.count))
+    }
+}
