@@ -39,7 +39,22 @@ public struct TLSSecrets: Sendable {
 /// clients log a connection's secrets just after its ServerHello reaches them, about when the
 /// capture sees it (`growing`: the TLS sessions of a live capture wait for them).
 public final class KeyLog: @unchecked Sendable {
+    /// Secrets from text and streams (a pcapng Decryption Secrets Block, a pipe), by client random.
     private var secrets: [[UInt8]: TLSSecrets] = [:]
+    /// Secrets in regular files are not kept but indexed: where each usable line starts, chained
+    /// per client random (by its hash: a collision costs one more line read, never a wrong
+    /// secret, since the line read must name the random asked for). About 16 bytes per line
+    /// instead of some 150: a 100 MiB key log held 84 MiB of secrets, most for connections the
+    /// capture never had. A connection's lines are read back when its ClientHello is seen.
+    private var indexHeads: [Int: Int32] = [:]
+    private var indexLines: [(offset: Int64, file: Int32, next: Int32)] = []
+    /// The files indexed lines are in, each kept open: a key log replaced by a new one (a browser
+    /// started again) keeps its old lines readable through the old file's descriptor. At most
+    /// `maxFiles` (the oldest is closed: its lines are no longer found).
+    private var files: [(path: String, fd: Int32, device: UInt64, inode: UInt64)] = []
+    static let maxFiles = 64
+    /// Secrets read back from the files, for the connections looked up lately.
+    private var readBack = BoundedLRU<[UInt8], TLSSecrets>(capacity: 256)
     private let paths: [String]
     /// Bytes of each file read so far, up to the end of its last complete line.
     private var consumed: [String: Int] = [:]
@@ -134,6 +149,7 @@ public final class KeyLog: @unchecked Sendable {
 
     deinit {
         for fd in streams.values { close(fd) }
+        for f in files where f.fd >= 0 { close(f.fd) }
         pthread_mutex_destroy(&mutex)
     }
 
@@ -141,7 +157,7 @@ public final class KeyLog: @unchecked Sendable {
     public var count: Int {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
-        return secrets.count
+        return secrets.count + indexHeads.count
     }
 
     /// More secrets (a pcapng Decryption Secrets Block's key log).
@@ -158,9 +174,66 @@ public final class KeyLog: @unchecked Sendable {
                         now: Bool = false) -> TLSSecrets? {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
-        if let s = secrets[clientRandom], !(wanting?(s) ?? false) { return s }
+        if let s = lookUp(clientRandom), !(wanting?(s) ?? false) { return s }
         reloadGrownFiles(now: now)
-        return secrets[clientRandom]
+        return lookUp(clientRandom)
+    }
+
+    /// What the streams gave for `random` and what its indexed lines say (read back once, then
+    /// remembered until more lines for it are indexed).
+    private func lookUp(_ random: [UInt8]) -> TLSSecrets? {
+        let found = secrets[random]
+        guard let head = indexHeads[Self.indexKey(random)] else { return found }
+        if let cached = readBack.value(for: random) { return merged(found, cached) }
+        var fromFiles = TLSSecrets()
+        var line = [UInt8](repeating: 0, count: Self.maxLineBytes + 1)
+        // The chain is newest first: a label's latest line wins, as when lines are parsed in order.
+        var i = head
+        while i >= 0 {
+            let entry = indexLines[Int(i)]
+            i = entry.next
+            let fd = files[Int(entry.file)].fd
+            guard fd >= 0 else { continue }
+            let n = line.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(entry.offset)) }
+            guard n > 0 else { continue }
+            let end = line[0..<n].firstIndex(of: 0x0A) ?? n
+            // A file rewritten since it was indexed may hold another line there: it must name
+            // the random asked for.
+            if let parsed = Self.parseLine(line[0..<end]), parsed.random == random {
+                Self.apply(parsed.label, parsed.secret, random: random, to: &fromFiles, overwrite: false)
+            }
+        }
+        readBack.set(random, fromFiles)
+        return merged(found, fromFiles)
+    }
+
+    /// The secrets of `a`, with those it lacks taken from `b`.
+    private func merged(_ a: TLSSecrets?, _ b: TLSSecrets) -> TLSSecrets? {
+        guard var out = a else { return b.isEmpty ? nil : b }
+        out.masterSecret = out.masterSecret ?? b.masterSecret
+        out.clientHandshake = out.clientHandshake ?? b.clientHandshake
+        out.serverHandshake = out.serverHandshake ?? b.serverHandshake
+        out.clientTraffic0 = out.clientTraffic0 ?? b.clientTraffic0
+        out.serverTraffic0 = out.serverTraffic0 ?? b.serverTraffic0
+        out.clientEarly = out.clientEarly ?? b.clientEarly
+        return out
+    }
+
+    static func indexKey(_ random: [UInt8]) -> Int { random.hashValue }
+
+    /// The slot of the file `fd` (open on `path`) is: the same file as before keeps its slot, a
+    /// new one (the path replaced) gets a slot of its own, with a descriptor of its own.
+    private func fileSlot(_ fd: Int32, path: String) -> Int32 {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return -1 }
+        let device = UInt64(st.st_dev), inode = UInt64(st.st_ino)
+        if let i = files.lastIndex(where: { $0.path == path && $0.device == device && $0.inode == inode }) { return Int32(i) }
+        if files.filter({ $0.fd >= 0 }).count >= Self.maxFiles, let oldest = files.firstIndex(where: { $0.fd >= 0 }) {
+            close(files[oldest].fd)
+            files[oldest].fd = -1
+        }
+        files.append((path, dup(fd), device, inode))
+        return Int32(files.count - 1)
     }
 
     /// Reads what was appended to the files since they were last read (a file that shrank was
@@ -202,9 +275,10 @@ public final class KeyLog: @unchecked Sendable {
         var r = seekable ? Reading() : (reading.removeValue(forKey: path) ?? Reading())
         var at = offset
         var lineStart = offset - r.line.count
+        let slot = seekable ? fileSlot(fd, path: path) : -1
         func parseLine() {
             let before = secretLines
-            parse(r.line[...])
+            if slot >= 0 { index(r.line[...], at: lineStart, file: slot) } else { parse(r.line[...]) }
             if secretLines > before { r.keyLines += 1 }
         }
         while true {
@@ -261,31 +335,68 @@ public final class KeyLog: @unchecked Sendable {
         return at
     }
 
+    /// One line: nil for a comment or a blank line; `.malformed` for one that is not
+    /// `LABEL hex hex`; else its label (without a draft-era "QUIC_" prefix), random and secret.
+    enum Line { case malformed, secret(label: String, random: [UInt8], secret: [UInt8]) }
+
+    static func parseLine(_ raw: ArraySlice<UInt8>) -> (label: String, random: [UInt8], secret: [UInt8])? {
+        if case .secret(let label, let random, let secret) = classify(raw) { return (label, random, secret) }
+        return nil
+    }
+
+    static func classify(_ raw: ArraySlice<UInt8>) -> Line? {
+        var line = raw
+        while let last = line.last, last == 0x0D || last == 0x20 || last == 0x09 { line = line.dropLast() }
+        guard let first = line.first, first != 0x23 else { return nil }
+        let parts = line.split(whereSeparator: { $0 == 0x20 || $0 == 0x09 })
+        guard parts.count == 3 else { return .malformed }
+        let written = String(decoding: parts[0], as: UTF8.self)
+        guard let random = Self.hex(parts[1]), let secret = Self.hex(parts[2]) else { return .malformed }
+        // Draft-era QUIC tools (quic-go, ngtcp2 and Chromium before RFC 9001) wrote the TLS 1.3
+        // labels with a "QUIC_" prefix: the same secrets.
+        let label = written.hasPrefix("QUIC_") ? String(written.dropFirst(5)) : written
+        return .secret(label: label, random: random, secret: secret)
+    }
+
+    /// Sets the secret `label` names; answers false for labels icy-sniff does not use (RSA,
+    /// EXPORTER_SECRET, EARLY_EXPORTER_SECRET, …). `overwrite: false` keeps a secret already set.
+    @discardableResult
+    static func apply(_ label: String, _ secret: [UInt8], random: [UInt8], to s: inout TLSSecrets, overwrite: Bool = true) -> Bool {
+        func set(_ field: inout [UInt8]?) { if overwrite || field == nil { field = secret } }
+        switch label {
+        case "CLIENT_RANDOM": if random.count == 32 { set(&s.masterSecret) }
+        case "CLIENT_HANDSHAKE_TRAFFIC_SECRET": set(&s.clientHandshake)
+        case "SERVER_HANDSHAKE_TRAFFIC_SECRET": set(&s.serverHandshake)
+        case "CLIENT_TRAFFIC_SECRET_0": set(&s.clientTraffic0)
+        case "SERVER_TRAFFIC_SECRET_0": set(&s.serverTraffic0)
+        case "CLIENT_EARLY_TRAFFIC_SECRET": set(&s.clientEarly)
+        default: return false
+        }
+        return true
+    }
+
     private func parse(_ text: ArraySlice<UInt8>) {
         for raw in text.split(separator: 0x0A, omittingEmptySubsequences: true) {
-            var line = raw[...]
-            while let last = line.last, last == 0x0D || last == 0x20 || last == 0x09 { line = line.dropLast() }
-            guard let first = line.first, first != 0x23 else { continue }
-            let parts = line.split(whereSeparator: { $0 == 0x20 || $0 == 0x09 })
-            guard parts.count == 3 else { malformedLines += 1; continue }
-            let written = String(decoding: parts[0], as: UTF8.self)
-            guard let random = Self.hex(parts[1]), let secret = Self.hex(parts[2]) else { malformedLines += 1; continue }
+            guard let line = Self.classify(raw[...]) else { continue }
+            guard case .secret(let label, let random, let secret) = line else { malformedLines += 1; continue }
             secretLines += 1
             var s = secrets[random] ?? TLSSecrets()
-            // Draft-era QUIC tools (quic-go, ngtcp2 and Chromium before RFC 9001) wrote the TLS 1.3
-            // labels with a "QUIC_" prefix: the same secrets.
-            let label = written.hasPrefix("QUIC_") ? String(written.dropFirst(5)) : written
-            switch label {
-            case "CLIENT_RANDOM": if random.count == 32 { s.masterSecret = secret }
-            case "CLIENT_HANDSHAKE_TRAFFIC_SECRET": s.clientHandshake = secret
-            case "SERVER_HANDSHAKE_TRAFFIC_SECRET": s.serverHandshake = secret
-            case "CLIENT_TRAFFIC_SECRET_0": s.clientTraffic0 = secret
-            case "SERVER_TRAFFIC_SECRET_0": s.serverTraffic0 = secret
-            case "CLIENT_EARLY_TRAFFIC_SECRET": s.clientEarly = secret
-            default: continue      // RSA, EXPORTER_SECRET, EARLY_EXPORTER_SECRET, …
-            }
-            secrets[random] = s
+            if Self.apply(label, secret, random: random, to: &s) { secrets[random] = s }
         }
+    }
+
+    /// A line of a regular file starting at `offset`: counted as `parse` counts it, and indexed
+    /// when it holds a secret icy-sniff uses.
+    private func index(_ raw: ArraySlice<UInt8>, at offset: Int, file: Int32) {
+        guard let line = Self.classify(raw) else { return }
+        guard case .secret(let label, let random, let secret) = line else { malformedLines += 1; return }
+        secretLines += 1
+        var probe = TLSSecrets()
+        guard Self.apply(label, secret, random: random, to: &probe) else { return }
+        let key = Self.indexKey(random)
+        indexLines.append((Int64(offset), file, indexHeads[key] ?? -1))
+        indexHeads[key] = Int32(indexLines.count - 1)
+        _ = readBack.update(random) { $0 = nil }
     }
 
     static func hex(_ s: ArraySlice<UInt8>) -> [UInt8]? {
