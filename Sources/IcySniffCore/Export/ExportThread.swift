@@ -34,6 +34,13 @@ public final class ExportThread: TransactionSink {
     private var queuedBytes = 0
     private static let maxQueued = 8
     private static let maxQueuedBytes = 8 << 20
+    /// A transaction keeping this many body bytes is written before the pipeline reads on: two
+    /// 16 MiB bodies were otherwise held at once, one being written while the next one was
+    /// received (a gzip bomb with --bodies: 71.5 MiB). Costs the pipeline the time of writing
+    /// a large body, a few milliseconds, where it happens.
+    private static let writtenAloneBytes = 4 << 20
+    /// The export thread is working through a batch (guarded by `mutex`).
+    private var busy = false
     private var closing = false
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
@@ -57,8 +64,15 @@ public final class ExportThread: TransactionSink {
     }
 
     public func consume(_ transaction: Transaction) {
-        batchBytes += transaction.keptBodyBytes
+        let bytes = transaction.keptBodyBytes
+        batchBytes += bytes
         add(.transaction(transaction))
+        if bytes >= Self.writtenAloneBytes {
+            handOver()
+            pthread_mutex_lock(mutex)
+            while !queue.isEmpty || busy { pthread_cond_wait(changed, mutex) }
+            pthread_mutex_unlock(mutex)
+        }
     }
     public func connectionFinished(_ connection: Connection) { add(.connection(connection)) }
 
@@ -103,8 +117,9 @@ public final class ExportThread: TransactionSink {
                 pthread_mutex_unlock(mutex)
                 return
             }
-            let next = queue.removeFirst()
+            var next = queue.removeFirst()
             queuedBytes -= next.bytes
+            busy = true
             pthread_cond_broadcast(changed)
             pthread_mutex_unlock(mutex)
             for item in next.items {
@@ -113,6 +128,13 @@ public final class ExportThread: TransactionSink {
                 case .connection(let c): sink.connectionFinished(c)
                 }
             }
+            // Released here, before the pipeline is told: a waiting pipeline reads on only
+            // once the bodies are gone.
+            next.items = []
+            pthread_mutex_lock(mutex)
+            busy = false
+            pthread_cond_broadcast(changed)
+            pthread_mutex_unlock(mutex)
         }
     }
 }

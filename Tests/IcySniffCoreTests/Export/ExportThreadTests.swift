@@ -3,6 +3,7 @@ import Testing
 import Glibc
 #endif
 @testable import IcySniffCore
+import Synchronization
 
 /// The export thread hands every sink call over, in the pipeline's order, on another thread; and
 /// what the sink makes of them is what it makes without the thread.
@@ -60,5 +61,38 @@ import Glibc
         thread.finish()
         thread.finish()
         #expect(sink.log.isEmpty)
+    }
+
+    /// A transaction keeping a large body is written before the pipeline reads on (two 16 MiB
+    /// bodies are never held at once); small ones are handed over in batches.
+    @Test func aLargeBodyIsWrittenBeforeThePipelineReadsOn() throws {
+        final class Counting: TransactionSink {
+            let count = Atomic(0)
+            func consume(_ t: Transaction) { usleep(20_000); count.add(1, ordering: .sequentiallyConsistent) }
+            func connectionFinished(_ c: Connection) {}
+        }
+        let sink = Counting()
+        let thread = try #require(ExportThread(sink: sink))
+        var options = PipelineOptions()
+        options.http.keepBodies = true
+        let pipeline = Pipeline(sink: thread, options: options)
+        let wire = TCPWire(pipeline: pipeline, clientPort: 40200)
+        wire.send(fromClient: true, [.syn], seq: 0)
+        wire.send(fromClient: false, [.syn, .ack], seq: 0, ack: 1)
+        wire.send(fromClient: true, [.ack], seq: 1, ack: 1)
+        var c: UInt32 = 1, s: UInt32 = 1
+        for size in [100, 5 << 20] {
+            let get = "GET /\(size) HTTP/1.1\r\nHost: h\r\n\r\n"
+            wire.send(fromClient: true, seq: c, ack: s, get)
+            c += UInt32(get.utf8.count)
+            let reply = "HTTP/1.1 200 OK\r\nContent-Length: \(size)\r\n\r\n" + String(repeating: "x", count: size)
+            wire.send(fromClient: false, seq: s, ack: c, reply)
+            s += UInt32(reply.utf8.count)
+        }
+        // Both written: the large one before its send returned, the small one with it.
+        #expect(sink.count.load(ordering: .sequentiallyConsistent) == 2)
+        pipeline.finish()
+        thread.finish()
+        #expect(sink.count.load(ordering: .sequentiallyConsistent) == 2)
     }
 }
