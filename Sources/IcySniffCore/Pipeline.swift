@@ -121,7 +121,7 @@ public final class Pipeline {
                 }
                 if source.pendingSecrets != nil, let secrets = source.takeSecrets() {
                     // Decryption Secrets Blocks come before the packets they decrypt.
-                    keyLog.add(text: secrets)
+                    keyLog.add(bytes: secrets)
                 }
                 count += 1
                 process(packet, decoder: &decoder)

@@ -39,7 +39,7 @@ public final class PcapSource {
     /// `-w`: every packet returned is also written there (live, or with `-r` after the filter).
     public var saver: PacketWriter? = nil
     /// TLS key logs from Decryption Secrets Blocks, read since the last `takeSecrets`.
-    public private(set) var pendingSecrets: String? = nil
+    public private(set) var pendingSecrets: [UInt8]? = nil
     /// The decompressing stream's cookie (a compressed file, or a pipe), for its error text.
     private var decompressCookie: UnsafeMutableRawPointer?
     /// Live captures read in non-blocking mode and wait in poll(2), so a signal or a time limit
@@ -400,8 +400,10 @@ public final class PcapSource {
                 packetDLT = dlt
                 if let saver { saver.write(packet, dlt: dlt, snaplen: reader.interfaces[interface].snaplen) }
                 return .packet(packet)
-            case .secrets(let text):
-                pendingSecrets = (pendingSecrets ?? "") + text + "\n"
+            case .secrets(let bytes):
+                // Appended in place (a block of 52 MiB is not copied again).
+                if pendingSecrets == nil { pendingSecrets = bytes } else { pendingSecrets!.append(contentsOf: bytes) }
+                pendingSecrets!.append(0x0A)
             case .end:
                 if let cookie = decompressCookie, let err = icy_decompress_error(cookie) {
                     return .failed("compressed data is damaged: \(String(cString: err))")
@@ -418,7 +420,7 @@ public final class PcapSource {
     }
 
     /// The key log text of the Decryption Secrets Blocks read so far, once.
-    public func takeSecrets() -> String? {
+    public func takeSecrets() -> [UInt8]? {
         defer { pendingSecrets = nil }
         return pendingSecrets
     }

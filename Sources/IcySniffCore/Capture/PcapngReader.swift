@@ -29,7 +29,7 @@ final class PcapngReader {
 
     enum Next {
         case packet(CapturedPacket, interface: Int)
-        case secrets(String)
+        case secrets([UInt8])
         case end
         case failed(String)
     }
@@ -160,8 +160,7 @@ final class PcapngReader {
             guard length >= 20 else { return nil }
             let secretsType = u32(8), secretsLength = Int(u32(12))
             guard secretsType == 0x544C_534B, secretsLength <= length - 20 else { return nil }   // "TLSK"
-            let text = String(decoding: UnsafeRawBufferPointer(rebasing: buffer[16..<(16 + secretsLength)]), as: UTF8.self)
-            return .secrets(text)
+            return .secrets(Array(UnsafeRawBufferPointer(rebasing: buffer[16..<(16 + secretsLength)])))
         default:
             return packet(type: type, available: length, complete: true)
         }

@@ -39,14 +39,17 @@ public struct TLSSecrets: Sendable {
 /// clients log a connection's secrets just after its ServerHello reaches them, about when the
 /// capture sees it (`growing`: the TLS sessions of a live capture wait for them).
 public final class KeyLog: @unchecked Sendable {
-    /// Secrets from text and streams (a pcapng Decryption Secrets Block, a pipe), by client random.
-    private var secrets: [[UInt8]: TLSSecrets] = [:]
-    /// Secrets in regular files are not kept but indexed: where each usable line starts, chained
-    /// per client random (by its hash: a collision costs one more line read, never a wrong
-    /// secret, since the line read must name the random asked for). About 16 bytes per line
-    /// instead of some 150: a 100 MiB key log held 84 MiB of secrets, most for connections the
-    /// capture never had. A connection's lines are read back when its ClientHello is seen.
+    /// Every usable line is indexed, chained per client random (by its hash: a collision costs
+    /// one more line read, never a wrong secret, since the line read must name the random asked
+    /// for), and read back when a connection's ClientHello is looked up. Lines of regular files
+    /// stay in the file (16 bytes of index each: a 100 MiB key log held 84 MiB of secrets, most
+    /// for connections the capture never had); lines from text and streams (pcapng Decryption
+    /// Secrets Blocks, pipes) are kept decoded in `arena`: label, lengths, random, secret, about
+    /// 85 bytes a line (a 52 MiB secrets block took 258 MiB).
     private var indexHeads: [Int: Int32] = [:]
+    private var arena: [UInt8] = []
+    /// `file` of a line kept in `arena`.
+    private static let inArena: Int32 = -1
     private var indexLines: [(offset: Int64, file: Int32, next: Int32)] = []
     /// The files indexed lines are in, each kept open: a key log replaced by a new one (a browser
     /// started again) keeps its old lines readable through the old file's descriptor. At most
@@ -157,7 +160,7 @@ public final class KeyLog: @unchecked Sendable {
     public var count: Int {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
-        return secrets.count + indexHeads.count
+        return indexHeads.count
     }
 
     /// More secrets (a pcapng Decryption Secrets Block's key log).
@@ -165,6 +168,13 @@ public final class KeyLog: @unchecked Sendable {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
         parse(Array(text.utf8)[...])
+    }
+
+    /// More secrets, as the bytes of key log lines (a pcapng Decryption Secrets Block).
+    public func add(bytes: [UInt8]) {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        parse(bytes[...])
     }
 
     /// The secrets logged for the connection whose ClientHello carried `clientRandom`. `wanting`:
@@ -179,12 +189,11 @@ public final class KeyLog: @unchecked Sendable {
         return lookUp(clientRandom)
     }
 
-    /// What the streams gave for `random` and what its indexed lines say (read back once, then
-    /// remembered until more lines for it are indexed).
+    /// What the indexed lines of `random` say (read back once, then remembered until more lines
+    /// for it are indexed).
     private func lookUp(_ random: [UInt8]) -> TLSSecrets? {
-        let found = secrets[random]
-        guard let head = indexHeads[Self.indexKey(random)] else { return found }
-        if let cached = readBack.value(for: random) { return merged(found, cached) }
+        guard let head = indexHeads[Self.indexKey(random)] else { return nil }
+        if let cached = readBack.value(for: random) { return cached.isEmpty ? nil : cached }
         var fromFiles = TLSSecrets()
         var line = [UInt8](repeating: 0, count: Self.maxLineBytes + 1)
         // The chain is newest first: a label's latest line wins, as when lines are parsed in order.
@@ -192,6 +201,15 @@ public final class KeyLog: @unchecked Sendable {
         while i >= 0 {
             let entry = indexLines[Int(i)]
             i = entry.next
+            if entry.file == Self.inArena {
+                let at = Int(entry.offset)
+                let code = arena[at], randomLength = Int(arena[at + 1]), secretLength = Int(arena[at + 2])
+                let start = at + 3
+                guard arena[start..<(start + randomLength)].elementsEqual(random) else { continue }
+                let secret = Array(arena[(start + randomLength)..<(start + randomLength + secretLength)])
+                Self.apply(Self.labels[Int(code)], secret, random: random, to: &fromFiles, overwrite: false)
+                continue
+            }
             let fd = files[Int(entry.file)].fd
             guard fd >= 0 else { continue }
             let n = line.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(entry.offset)) }
@@ -203,21 +221,13 @@ public final class KeyLog: @unchecked Sendable {
                 Self.apply(parsed.label, parsed.secret, random: random, to: &fromFiles, overwrite: false)
             }
         }
-        readBack.set(random, fromFiles)
-        return merged(found, fromFiles)
+        _ = readBack.set(random, fromFiles)
+        return fromFiles.isEmpty ? nil : fromFiles
     }
 
-    /// The secrets of `a`, with those it lacks taken from `b`.
-    private func merged(_ a: TLSSecrets?, _ b: TLSSecrets) -> TLSSecrets? {
-        guard var out = a else { return b.isEmpty ? nil : b }
-        out.masterSecret = out.masterSecret ?? b.masterSecret
-        out.clientHandshake = out.clientHandshake ?? b.clientHandshake
-        out.serverHandshake = out.serverHandshake ?? b.serverHandshake
-        out.clientTraffic0 = out.clientTraffic0 ?? b.clientTraffic0
-        out.serverTraffic0 = out.serverTraffic0 ?? b.serverTraffic0
-        out.clientEarly = out.clientEarly ?? b.clientEarly
-        return out
-    }
+    /// The labels icy-sniff uses (a line in `arena` keeps its index).
+    static let labels = ["CLIENT_RANDOM", "CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_HANDSHAKE_TRAFFIC_SECRET",
+                         "CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0", "CLIENT_EARLY_TRAFFIC_SECRET"]
 
     static func indexKey(_ random: [UInt8]) -> Int { random.hashValue }
 
@@ -375,26 +385,32 @@ public final class KeyLog: @unchecked Sendable {
         return true
     }
 
+    /// Lines from text or a stream: kept in `arena`.
     private func parse(_ text: ArraySlice<UInt8>) {
-        for raw in text.split(separator: 0x0A, omittingEmptySubsequences: true) {
-            guard let line = Self.classify(raw[...]) else { continue }
-            guard case .secret(let label, let random, let secret) = line else { malformedLines += 1; continue }
-            secretLines += 1
-            var s = secrets[random] ?? TLSSecrets()
-            if Self.apply(label, secret, random: random, to: &s) { secrets[random] = s }
+        var start = text.startIndex
+        while start < text.endIndex {
+            let end = text[start...].firstIndex(of: 0x0A) ?? text.endIndex
+            index(text[start..<end], at: nil, file: Self.inArena)
+            start = end + 1
         }
     }
 
-    /// A line of a regular file starting at `offset`: counted as `parse` counts it, and indexed
-    /// when it holds a secret icy-sniff uses.
-    private func index(_ raw: ArraySlice<UInt8>, at offset: Int, file: Int32) {
+    /// A line, counted (secret lines, malformed lines) and indexed when it holds a secret
+    /// icy-sniff uses: where it starts in its file (`offset`), or kept in `arena`.
+    private func index(_ raw: ArraySlice<UInt8>, at offset: Int?, file: Int32) {
         guard let line = Self.classify(raw) else { return }
         guard case .secret(let label, let random, let secret) = line else { malformedLines += 1; return }
         secretLines += 1
-        var probe = TLSSecrets()
-        guard Self.apply(label, secret, random: random, to: &probe) else { return }
+        guard let code = Self.labels.firstIndex(of: label), label != "CLIENT_RANDOM" || random.count == 32,
+              random.count < 256, secret.count < 256 else { return }
+        var where_ = offset ?? 0
+        if offset == nil {
+            where_ = arena.count
+            arena.append(UInt8(code)); arena.append(UInt8(random.count)); arena.append(UInt8(secret.count))
+            arena.append(contentsOf: random); arena.append(contentsOf: secret)
+        }
         let key = Self.indexKey(random)
-        indexLines.append((Int64(offset), file, indexHeads[key] ?? -1))
+        indexLines.append((Int64(where_), file, indexHeads[key] ?? -1))
         indexHeads[key] = Int32(indexLines.count - 1)
         _ = readBack.update(random) { $0 = nil }
     }
