@@ -242,8 +242,9 @@ public final class ReportCollector: TransactionSink {
     private let intervalsKept = 4096
     private var byHost: [String: Report.HostConnections] = [:]
     private var connectionCount = 0
-    /// The last 200 of each URL (validator and length), for "re-downloaded unchanged": bounded,
-    /// least recently used out.
+    /// The last 200 of each URL per client (validator and length), for "re-downloaded
+    /// unchanged": one device's download does not make another's a re-download (the clients of
+    /// the cache model, docs/CACHE.md). Bounded, least recently used out.
     private var lastOK = BoundedLRU<TextKey, (etag: String?, lastModified: String?)>(capacity: 50_000)
     private var errors: [String: [Int: Int]] = [:]
     /// The slowest waits so far, at most `slowestKept`, slowest first.
@@ -313,7 +314,7 @@ public final class ReportCollector: TransactionSink {
         }
         // A 200 for a URL whose previous 200 had the same validator: unchanged.
         if resp.status == 200, t.request?.method == "GET" {
-            let key = t.url
+            let key = "\(t.connection.client.address)\u{0}\(t.request?.headers.first(.userAgent) ?? "")\u{0}\(t.url)"
             let etag = resp.headers.first(.etag), lm = resp.headers.first(.lastModified)
             if let previous = lastOK.value(for: TextKey(key)) {
                 let sameValidator = (etag != nil && etag == previous.etag) || (etag == nil && lm != nil && lm == previous.lastModified)

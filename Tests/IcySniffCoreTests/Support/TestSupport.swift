@@ -36,10 +36,11 @@ class TCPWire {
         client = Endpoint(address: IPAddress(ipv4: 0x0A00_0002), port: 40000)
     }
 
-    /// Another connection (client port `clientPort`) into a pipeline of its own making.
-    init(pipeline: Pipeline, clientPort: UInt16) {
+    /// Another connection (client port `clientPort`, address `clientAddress`) into a pipeline
+    /// of the caller's making.
+    init(pipeline: Pipeline, clientPort: UInt16, clientAddress: UInt32 = 0x0A00_0002) {
         self.pipeline = pipeline
-        client = Endpoint(address: IPAddress(ipv4: 0x0A00_0002), port: clientPort)
+        client = Endpoint(address: IPAddress(ipv4: clientAddress), port: clientPort)
     }
 
     func send(fromClient: Bool, _ flags: TCPFlags = [.ack, .psh], seq: UInt32, ack: UInt32 = 0, _ text: String = "", after ms: Int64 = 1) {
