@@ -128,6 +128,21 @@ import Testing
         #expect(try avoidable([]) == [true])
     }
 
+    /// `--client`: one device's transactions and connections; a client that is no address is
+    /// the user's error, said in one line.
+    @Test func clientFilterKeepsOneDevice() throws {
+        let capture = CLI.capture("wikipedia.pcap")
+        let all = try CLI.run(["-r", capture, "--connections", "--format", "tsv", "--quiet"])
+        let mine = try CLI.run(["-r", capture, "--connections", "--format", "tsv", "--quiet", "--client", "141.142.220.118"])
+        let clients = { (text: String) in text.split(separator: "\n").dropFirst().map { $0.split(separator: "\t")[3].split(separator: ":")[0] } }
+        #expect(Set(clients(all.text)).count > 1, "the capture has more than one client")
+        #expect(!clients(mine.text).isEmpty && Set(clients(mine.text)) == ["141.142.220.118"])
+        let rows = try CLI.run(["-r", capture, "--format", "tsv", "--fields", "client", "--quiet", "--client", "141.142.220.0/24"])
+        #expect(rows.text.split(separator: "\n").dropFirst().allSatisfy { $0.hasPrefix("141.142.220.") })
+        let bad = try CLI.run(["-r", capture, "--client", "phone"])
+        #expect(bad.status == 64 && bad.stderr.contains("invalid client 'phone'"))
+    }
+
     /// A new output file gets 0666 less the umask, as any program's file would: under `umask 077`
     /// a HAR with secrets kept is readable by its owner only (defect: it was 0644 whatever the umask).
     @Test(arguments: [("077", 0o600), ("022", 0o644), ("027", 0o640)])

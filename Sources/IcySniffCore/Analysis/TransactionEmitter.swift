@@ -59,7 +59,8 @@ public final class CacheJudgingSink: TransactionSink {
     public func connectionFinished(_ connection: Connection) { next.connectionFinished(connection) }
 }
 
-/// Passes on the transactions a `TransactionFilter` lets through (connections always).
+/// Passes on the transactions a `TransactionFilter` lets through, and the connections of the
+/// devices it names (all connections when it names none).
 public final class FilteringSink: TransactionSink {
     private let filter: TransactionFilter
     private let next: TransactionSink
@@ -73,5 +74,8 @@ public final class FilteringSink: TransactionSink {
         if filter.matches(transaction) { next.consume(transaction) }
     }
 
-    public func connectionFinished(_ connection: Connection) { next.connectionFinished(connection) }
+    public func connectionFinished(_ connection: Connection) {
+        // Connections pass, but not those of other devices when the filter names devices.
+        if filter.matchesClient(connection.client.address) { next.connectionFinished(connection) }
+    }
 }

@@ -1,6 +1,14 @@
-/// What people filter on in an HTTP inspector: status class or code, method, host, content type,
-/// duration and size. An empty filter lets everything through.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What people filter on in an HTTP inspector: the device (client address or network), status
+/// class or code, method, host, content type, duration and size. An empty filter lets
+/// everything through.
 public struct TransactionFilter: Sendable {
+    /// Client addresses or networks (`--client 10.0.0.7`, `--client 192.168.1.0/24`, IPv6 too):
+    /// a transaction, or a connection, passes when its client is in one of them.
+    public var clients: [ClientNetwork] = []
     /// "2xx"-style classes (1...5) and exact codes; a missing response counts as status 0.
     public var statusClasses: Set<Int> = []
     public var statuses: Set<Int> = []
@@ -15,7 +23,7 @@ public struct TransactionFilter: Sendable {
     public init() {}
 
     public var isEmpty: Bool {
-        statusClasses.isEmpty && statuses.isEmpty && methods.isEmpty && hosts.isEmpty && contentTypes.isEmpty
+        clients.isEmpty && statusClasses.isEmpty && statuses.isEmpty && methods.isEmpty && hosts.isEmpty && contentTypes.isEmpty
             && minDurationMilliseconds == nil && minSize == nil
     }
 
@@ -29,7 +37,13 @@ public struct TransactionFilter: Sendable {
         }
     }
 
+    /// Whether a connection's client address is one the filter asks for (always, without `clients`).
+    public func matchesClient(_ address: IPAddress) -> Bool {
+        clients.isEmpty || clients.contains { $0.contains(address) }
+    }
+
     public func matches(_ t: Transaction) -> Bool {
+        if !matchesClient(t.connection.client.address) { return false }
         if !statusClasses.isEmpty || !statuses.isEmpty {
             let status = t.response?.status ?? 0
             if !(statuses.contains(status) || statusClasses.contains(status / 100)) { return false }
@@ -50,3 +64,46 @@ public struct TransactionFilter: Sendable {
 }
 
 public struct FilterError: Error, Sendable { public var message: String }
+
+/// An address and a prefix length: `10.0.0.7` (the address alone), `192.168.1.0/24`, `fd00::/8`.
+/// IPv4 is held as IPv4-mapped IPv6, as `IPAddress` holds it.
+public struct ClientNetwork: Sendable, Equatable {
+    public var address: IPAddress
+    /// Of the 128 bits (an IPv4 /24 is 120).
+    public var prefix: Int
+
+    public init(parsing text: String) throws(FilterError) {
+        let parts = text.split(separator: "/", maxSplits: 1).map(String.init)
+        guard let first = parts.first else { throw FilterError(message: "invalid client '\(text)': use an address (10.0.0.7) or a network (10.0.0.0/24)") }
+        var v4 = in_addr(), v6 = in6_addr()
+        let bits: Int
+        if inet_pton(AF_INET, first, &v4) == 1 {
+            address = IPAddress(ipv4: UInt32(bigEndian: v4.s_addr))
+            bits = 32
+        } else if inet_pton(AF_INET6, first, &v6) == 1 {
+            let b = withUnsafeBytes(of: v6) { Array($0) }
+            address = IPAddress(high: b[0..<8].reduce(0) { $0 << 8 | UInt64($1) }, low: b[8..<16].reduce(0) { $0 << 8 | UInt64($1) })
+            bits = 128
+        } else {
+            throw FilterError(message: "invalid client '\(text)': use an address (10.0.0.7) or a network (10.0.0.0/24)")
+        }
+        var length = bits
+        if parts.count == 2 {
+            guard let n = Int(parts[1]), (0...bits).contains(n) else {
+                throw FilterError(message: "invalid client '\(text)': the prefix length must be 0 to \(bits)")
+            }
+            length = n
+        }
+        prefix = length + (128 - bits)
+    }
+
+    public func contains(_ a: IPAddress) -> Bool {
+        func masked(_ x: IPAddress) -> (UInt64, UInt64) {
+            let highBits = min(prefix, 64), lowBits = max(prefix - 64, 0)
+            let hm: UInt64 = highBits == 0 ? 0 : ~0 << (64 - highBits)
+            let lm: UInt64 = lowBits == 0 ? 0 : ~0 << (64 - lowBits)
+            return (x.high & hm, x.low & lm)
+        }
+        return masked(a) == masked(address)
+    }
+}

@@ -106,7 +106,9 @@ public struct SinkFactory {
     }
 
     private func chain(ending end: OutputSink) -> (head: TransactionSink, output: OutputSink) {
-        if connections { return (end, end) }
+        // --connections: only the devices the filter names (the other filters are about
+        // transactions).
+        if connections { return (filter.clients.isEmpty ? end : FilteringSink(filter: filter, next: end), end) }
         let filtered: TransactionSink = filter.isEmpty ? end : FilteringSink(filter: filter, next: end)
         return (CacheJudgingSink(next: filtered), end)
     }
