@@ -50,10 +50,12 @@ public struct Report: Sendable {
 
     /// How the report names a host: lower case, and at most 255 bytes (no DNS name is longer;
     /// a Host header of 8 KiB would otherwise be kept whole in every table that names hosts).
-    static func hostKey(_ host: String) -> String {
-        let lower = host.lowercased()
-        let utf8 = lower.utf8
-        guard utf8.count > 255 else { return lower }
+    static func hostKey(_ host: String) -> String { cut(host.lowercased()) }
+
+    /// `text` in at most 255 bytes, cut on a character, with "…" when cut.
+    static func cut(_ text: String) -> String {
+        let utf8 = text.utf8
+        guard utf8.count > 255 else { return text }
         // Cut before a character that would not fit whole (a continuation byte is 10xxxxxx).
         var end = utf8.index(utf8.startIndex, offsetBy: 255)
         while end > utf8.startIndex && utf8[end] & 0xC0 == 0x80 { end = utf8.index(before: end) }
@@ -91,6 +93,24 @@ public struct Report: Sendable {
     public var maxRequestsPerConnection = 0
     public var hosts: [HostConnections] = []
     public var shortConnectionHosts: [HostConnections] = []
+    /// One device (client address): its connections and their bytes both ways (encrypted ones
+    /// included: a phone's HTTPS without keys still counts), its requests, what its own cache
+    /// should have served (docs/CACHE.md), and the apps it spoke as (User-Agents, most requests
+    /// first).
+    public struct Device: Sendable {
+        public var client: String
+        public var connections = 0
+        public var encryptedConnections = 0
+        public var wireBytes: UInt64 = 0
+        public var requests = 0
+        public var avoidable = 0
+        public var avoidableBytes: UInt64 = 0
+        public var userAgents: [(agent: String, requests: Int)] = []
+    }
+    /// Devices, most bytes first: the first `hostsCounted` one by one, the rest as "other devices".
+    public var devices: [Device] = []
+    /// User-Agents kept per device (the rest are counted as "other").
+    static let agentsPerDevice = 20
     public var avoidable = Lines()
     public var avoidableBytes: UInt64 = 0
     public var notModified = Lines()
@@ -270,8 +290,34 @@ public final class ReportCollector: TransactionSink {
     private var span: (start: Timestamp, end: Timestamp)? = nil
     private var encrypted = (tls: 0, quic: 0)
 
+    /// Per device (client address), the first `Report.hostsCounted`; later ones under one key.
+    private var byDevice: [IPAddress: (device: Report.Device, agents: [String: Int])] = [:]
+    private static let otherDevices = IPAddress(high: ~0, low: ~0)
+
+    /// Counts into the device of `client` (or "other devices" past the first `Report.hostsCounted`).
+    private func countDevice(_ client: IPAddress, _ body: (inout (device: Report.Device, agents: [String: Int])) -> Void) {
+        var address = client
+        if byDevice[address] == nil && byDevice.count >= Report.hostsCounted { address = Self.otherDevices }
+        var entry = byDevice.removeValue(forKey: address)     // modified, then put back: not copied
+            ?? (Report.Device(client: address == Self.otherDevices ? "other devices" : address.description), [:])
+        body(&entry)
+        byDevice[address] = entry
+    }
+
+    private func countDevice(_ t: Transaction) {
+        countDevice(t.connection.client.address) { entry in
+            if t.request != nil { entry.device.requests += 1 }
+            if t.cache?.avoidable ?? false { entry.device.avoidable += 1; entry.device.avoidableBytes += t.response?.wireBytes ?? 0 }
+            if let agent = t.request?.headers.first(.userAgent) {
+                let key = Report.cut(agent)
+                if entry.agents[key] != nil || entry.agents.count < Report.agentsPerDevice { entry.agents[key, default: 0] += 1 } else { entry.agents["other", default: 0] += 1 }
+            }
+        }
+    }
+
     public func consume(_ t: Transaction) {
         if devices.count < 100_000 { devices.insert(t.connection.client.address) }
+        countDevice(t)
         let host = Report.hostKey(t.host)
         if hostNames.count < 100_000 { hostNames.insert(TextKey(host)) }
         protocols[t.protocolName, default: 0] += 1
@@ -343,6 +389,12 @@ public final class ReportCollector: TransactionSink {
         span = span.map { (min($0.start, first), max($0.end, last)) } ?? (first, last)
         if let q = connection.quic { if !q.decrypted { encrypted.quic += 1 } }
         else if let tls = connection.tls, !tls.decrypted { encrypted.tls += 1 }
+        let hidden = connection.quic.map { !$0.decrypted } ?? connection.tls.map { !$0.decrypted } ?? false
+        countDevice(connection.client.address) { entry in
+            entry.device.connections += 1
+            if hidden { entry.device.encryptedConnections += 1 }
+            entry.device.wireBytes += connection.clientHalf.bytes + connection.serverHalf.bytes
+        }
         // Transactions whose bytes were contradicted after they were emitted.
         for sequence in connection.contradictedTransactions {
             if let line = recentLines.value(for: sequence) {
@@ -431,6 +483,11 @@ public final class ReportCollector: TransactionSink {
         // Many one-request connections to one host: keep-alive would have saved a handshake each.
         out.shortConnectionHosts = hosts.filter { $0.connections >= 3 && $0.singleRequestConnections * 2 >= $0.connections }
         out.hosts = Array(hosts.prefix(Report.hostsKept))
+        out.devices = byDevice.values.map { entry in
+            var d = entry.device
+            d.userAgents = entry.agents.map { ($0.key, $0.value) }.sorted { ($0.requests, $1.agent) > ($1.requests, $0.agent) }
+            return d
+        }.sorted { ($0.wireBytes, $1.client) > ($1.wireBytes, $0.client) }
         out.tls = tlsHandshakes.summary()
         out.quic = quicHandshakes.summary()
         out.http2 = http2Summary.connections > 0 ? http2Summary : nil

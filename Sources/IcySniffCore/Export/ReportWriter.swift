@@ -119,6 +119,19 @@ public enum ReportWriter {
             line("  \(h.host): \(plural(h.connections, "connection")), \(plural(h.requests, "request"))")
         }
         if r.hosts.count > maxLines { line("  … \(r.hosts.count - maxLines) more hosts") }
+        if r.devices.count > 1 {
+            line("Devices (\(r.devices.count)), most bytes first:")
+            for d in r.devices.prefix(maxLines) {
+                var text = "  \(d.client): \(bytes(d.wireBytes)), \(plural(d.connections, "connection"))"
+                if d.encryptedConnections > 0 { text += " (\(d.encryptedConnections) encrypted)" }
+                text += ", \(plural(d.requests, "request"))"
+                if d.avoidable > 0 { text += ", \(d.avoidable) avoidable (\(bytes(d.avoidableBytes)))" }
+                let apps = d.userAgents.prefix(3).map { "\($0.agent) (\($0.requests))" }
+                if !apps.isEmpty { text += "; " + apps.joined(separator: ", ") + (d.userAgents.count > 3 ? ", …" : "") }
+                line(text)
+            }
+            if r.devices.count > maxLines { line("  … \(r.devices.count - maxLines) more devices") }
+        }
         if !r.shortConnectionHosts.isEmpty {
             line("Hosts with many one-request connections (keep-alive would save a handshake each):")
             for h in r.shortConnectionHosts { line("  \(h.host): \(h.singleRequestConnections) of \(h.connections) connections carried one request") }
@@ -260,6 +273,18 @@ public enum ReportWriter {
             }
             w.endArray()
             w.key("shortConnectionHosts"); w.beginArray(); for h in r.shortConnectionHosts { w.string(h.host) }; w.endArray()
+            w.key("devices"); w.beginArray()
+            for d in r.devices {
+                w.beginObject()
+                w.string("client", d.client); w.int("connections", d.connections); w.int("encryptedConnections", d.encryptedConnections)
+                w.int("wireBytes", d.wireBytes); w.int("requests", d.requests)
+                w.int("avoidable", d.avoidable); w.int("avoidableBytes", d.avoidableBytes)
+                w.key("userAgents"); w.beginArray()
+                for a in d.userAgents { w.beginObject(); w.string("userAgent", a.agent); w.int("requests", a.requests); w.endObject() }
+                w.endArray()
+                w.endObject()
+            }
+            w.endArray()
             func lines(_ name: String, _ items: Report.Lines) {
                 w.key(text: name + "Count"); w.int(items.count)
                 w.key(text: name + "ByHost"); w.beginObject(); for h in items.hosts { w.key(text: h.host); w.int(h.count) }; w.endObject()

@@ -39,9 +39,22 @@ import Testing
         let pipeline = Pipeline(sink: CacheJudgingSink(next: report))
         Self.fetch(pipeline, port: 40001, address: 0x0A00_0002, agent: "App/1.0", at: 0)
         Self.fetch(pipeline, port: 40002, address: 0x0A00_0003, agent: "App/1.0", at: 60)
+        Self.fetch(pipeline, port: 40003, address: 0x0A00_0002, agent: "App/1.0", at: 90)
+        Self.fetch(pipeline, port: 40004, address: 0x0A00_0002, agent: "Browser/2.0", at: 95)
         pipeline.finish()
         let r = report.report(capture: "two phones")
-        #expect(r.avoidable.count == 0)
+        #expect(r.avoidable.count == 1, "only phone A's own refetch")
         #expect(r.unchangedRedownloads.count == 0)
+        // Each device apart: its requests, bytes, avoidable downloads and apps.
+        #expect(r.devices.map(\.client) == ["10.0.0.2", "10.0.0.3"], "most bytes first")
+        let a = try #require(r.devices.first), b = try #require(r.devices.last)
+        #expect(a.requests == 3 && a.connections == 3 && a.avoidable == 1 && a.avoidableBytes > 0 && b.requests == 1 && b.avoidable == 0)
+        #expect(a.wireBytes > b.wireBytes && b.wireBytes > 0)
+        #expect(a.userAgents.map(\.agent) == ["App/1.0", "Browser/2.0"] && a.userAgents.map(\.requests) == [2, 1])
+        let text = ReportWriter.text(r, width: 160)
+        #expect(text.contains("Devices (2), most bytes first:") && text.contains("3 connections, 3 requests"))
+        #expect(text.contains("1 avoidable") && text.contains("App/1.0 (2), Browser/2.0 (1)"))
+        let json = String(decoding: ReportWriter.json([r]), as: UTF8.self)
+        #expect(json.contains("\"devices\"") && json.contains("\"userAgent\""))
     }
 }
