@@ -143,7 +143,12 @@ public enum CaptureSets {
             // in the order they were given.
             return sets + probed.filter { $0.probe?.firstPacket != nil }.map { make([$0], byName: false) }
         }
-        return sets + split(readable, byName: true) { previous, next in next.probe!.canContinue(previous.probe!) }
+        // A piece continues the one before when its content agrees and it starts later: two
+        // copies of one capture, or captures of two phones made at the same time (`phone1.pcap`,
+        // `phone2.pcap`), start together and stay apart.
+        return sets + split(readable, byName: true) { previous, next in
+            next.probe!.canContinue(previous.probe!) && next.probe!.firstPacket! > previous.probe!.firstPacket!
+        }
     }
 
     /// Cuts ordered pieces into sets where `continues` says the next one does not follow.
@@ -164,7 +169,7 @@ public enum CaptureSets {
     }
 
     static func make(_ pieces: [CaptureSet.Piece], byName: Bool) -> CaptureSet {
-        CaptureSet(name: pieces.count > 1 ? setName(pieces[0].stem) : pieces[0].stem, pieces: pieces, joinedByName: byName)
+        CaptureSet(name: pieces.count > 1 ? setName(pieces.map(\.stem)) : pieces[0].stem, pieces: pieces, joinedByName: byName)
     }
 
     /// The name with its digit runs as "#", a trailing run dropped (tcpdump -C's first file has
@@ -227,18 +232,50 @@ public enum CaptureSets {
         return false
     }
 
-    /// A set's name: the first piece's stem without its digits and the separators around them
-    /// (`cap_00001_20261123101500` → `cap`), or the stem when nothing would be left.
-    static func setName(_ stem: String) -> String {
+    /// A set's name: the first piece's stem without the digit runs that number or date its
+    /// pieces, and the separators around them (`cap_00001_20261123101500` → `cap`,
+    /// `trace.pcap1` → `trace.pcap`), or the stem when nothing would be left. A digit run that
+    /// is part of a word stays: inside one (`h2c-sample1` → `h2c-sample`), or touching one and
+    /// the same in every piece (`cam2_00001`, `cam2_00002` → `cam2`).
+    static func setName(_ stems: [String]) -> String {
+        guard let stem = stems.first else { return "" }
         let folder = stem.contains("/") ? Path.folder(stem) + "/" : ""
-        let base = Path.name(stem)
+        let base = Array(Path.name(stem))
+        let others = stems.dropFirst().map { digitRunTexts(Path.name($0)) }
+        func isDigit(_ c: Character) -> Bool { c.isASCII && c.isNumber }
+        func isLetter(_ c: Character) -> Bool { c.isLetter }
         var out = ""
-        for c in base where !(c.isASCII && c.isNumber) {
-            if "-_.:".contains(c), let last = out.last, "-_.:".contains(last) { continue }
-            out.append(c)
+        var i = 0, run = 0
+        while i < base.count {
+            guard isDigit(base[i]) else {
+                let c = base[i]
+                if !("-_.:".contains(c) && (out.last.map { "-_.:".contains($0) } ?? false)) { out.append(c) }
+                i += 1
+                continue
+            }
+            var j = i
+            while j < base.count && isDigit(base[j]) { j += 1 }
+            let digits = String(base[i..<j])
+            let before = i > 0 && isLetter(base[i - 1]), after = j < base.count && isLetter(base[j])
+            let same = others.allSatisfy { run < $0.count && $0[run] == digits }
+            if (before && after) || ((before || after) && same && !others.isEmpty) { out += digits }
+            run += 1
+            i = j
         }
         while let last = out.last, "-_.:".contains(last) { out.removeLast() }
         return out.isEmpty ? stem : folder + out
+    }
+
+    static func setName(_ stem: String) -> String { setName([stem]) }
+
+    /// The digit runs of a name, as written.
+    static func digitRunTexts(_ name: String) -> [String] {
+        var runs: [String] = []
+        var current = ""
+        for c in name + " " {
+            if c.isASCII && c.isNumber { current.append(c) } else if !current.isEmpty { runs.append(current); current = "" }
+        }
+        return runs
     }
 }
 

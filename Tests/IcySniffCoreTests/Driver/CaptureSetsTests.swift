@@ -74,5 +74,17 @@ import Testing
         #expect(CaptureSets.setName("sub/cap_00001_20261123101500") == "sub/cap")
         #expect(CaptureSets.setName("h-31.12.2025-23") == "h")
         #expect(CaptureSets.setName("00001") == "00001")
+        // A digit inside a word, or touching one and the same in every piece, is the name's.
+        #expect(CaptureSets.setName(["h2c-sample1", "h2c-sample2"]) == "h2c-sample")
+        #expect(CaptureSets.setName(["d/cam2_00001", "d/cam2_00002"]) == "d/cam2")
+        #expect(CaptureSets.setName(["trace.pcap", "trace.pcap1"]) == "trace.pcap")
+        #expect(CaptureSets.setName(["v1_7", "v2_8"]) == "v")
+    }
+
+    /// Two phones captured at the same time, or two copies of one capture, named alike: they
+    /// start together, so neither continues the other.
+    @Test func capturesThatStartTogetherStayApart() {
+        #expect(Self.group([("phone1.pcap", Self.probe(100)), ("phone2.pcap", Self.probe(100))]) == [["phone1.pcap"], ["phone2.pcap"]])
+        #expect(Self.group([("h2c-sample1.pcap", Self.probe(0)), ("h2c-sample2.pcap", Self.probe(50))]) == [["h2c-sample1.pcap", "h2c-sample2.pcap"]])
     }
 }
