@@ -34,6 +34,9 @@ struct ReportCommand: ParsableCommand {
     @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Write to a file (atomically).", valueName: "file"))
     var outputPath: String?
 
+    @Flag(name: .customLong("no-join"), help: "Read every capture on its own: do not join the pieces of a rotated set (tcpdump -C/-G, dumpcap -b, editcap splits) into one report.")
+    var noJoin = false
+
     @Flag(name: .customLong("keep-secrets"), help: "Keep secret query parameters (token, key, password, …) in the URLs listed (redacted by default, as in every output).")
     var keepSecrets = false
 
@@ -42,7 +45,9 @@ struct ReportCommand: ParsableCommand {
     }
 
     func run() throws {
-        let expanded = CaptureList.expand(read)
+        // Files named one by one are separate captures, one report each (the pieces of a
+        // rotated set found in a folder are one stream, unless --no-join).
+        let expanded = CaptureList.expand(read, join: !noJoin, joinListed: false)
         var code: Int32 = 0
         for problem in expanded.problems { Diagnostics.error(problem); code = 2 }
         for warning in expanded.warnings { Diagnostics.warning(warning) }

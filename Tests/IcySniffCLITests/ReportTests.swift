@@ -87,6 +87,27 @@ import Testing
 
 /// Where the time goes, in the JSON report, and the combined report of several captures.
 @Suite struct TimeReportTests {
+    /// Files named one by one are captures of their own, one report each, even when one could
+    /// continue the other (same link type, later start): tls-sample and h2c-sample were one report.
+    @Test func filesGivenOneByOneGetAReportEach() throws {
+        let captures = ["tls-sample.pcap", "h2c-sample.pcap"].map { CLI.capture($0) }
+        let r = try CLI.run(["report", "-r", captures[0], "-r", captures[1], "--format", "json"])
+        let reports = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [[String: Any]])
+        #expect(reports.map { $0["capture"] as? String ?? "" } == captures + ["all 2 captures"])
+        // A rotated set found in a folder is one stream, unless --no-join.
+        let dir = CLI.temporaryDirectory()
+        for n in 1...2 {
+            let piece = dir.appendingPathComponent("ring_0000\(n)_2011031819060\(n).pcap").path
+            let split = try CLI.run(["-r", CLI.capture("wikipedia.pcap"), "-w", piece, "--quiet", n == 1 ? "tcp port 80 and host 208.80.152.2" : "tcp port 80 and not host 208.80.152.2"])
+            #expect(split.status == 0, "\(split.stderr)")
+        }
+        let joined = try CLI.run(["report", "-r", dir.path, "--format", "json"])
+        let one = try #require(try JSONSerialization.jsonObject(with: joined.stdout) as? [[String: Any]])
+        let apart = try CLI.run(["report", "-r", dir.path, "--format", "json", "--no-join"])
+        let two = try #require(try JSONSerialization.jsonObject(with: apart.stdout) as? [[String: Any]])
+        #expect(two.count == one.count + 2, "\(one.count) joined, \(two.count) apart")
+    }
+
     @Test func severalCapturesGetACombinedReport() throws {
         let captures = ["wikipedia.pcap", "nginx-sll2.pcap"].map { CLI.capture($0) }
         let r = try CLI.run(["report", "-r", captures[0], "-r", captures[1], "--format", "json"])
