@@ -22,6 +22,8 @@ struct PageGrouper {
         var id: String
         var title: String
         var started: Timestamp
+        /// The device the page belongs to (its client address).
+        var client: IPAddress
         /// Set on a client's page of requests outside any document page, which says so.
         var comment: String? = nil
     }
@@ -92,7 +94,7 @@ struct PageGrouper {
 
     private mutating func startPage(_ t: Transaction, url: String) -> Int {
         let index = pages.count
-        pages.append(Page(id: "page_\(index + 1)", title: url, started: t.startTime))
+        pages.append(Page(id: "page_\(index + 1)", title: url, started: t.startTime, client: t.connection.client.address))
         latestPage[t.connection.client.address] = (index, t.startTime)
         return index
     }
@@ -115,7 +117,7 @@ struct PageGrouper {
             return index
         }
         let index = pages.count
-        pages.append(Page(id: "page_\(index + 1)", title: t.request != nil ? t.url : "", started: t.startTime,
+        pages.append(Page(id: "page_\(index + 1)", title: t.request != nil ? t.url : "", started: t.startTime, client: client,
                           comment: "requests of \(client.description) outside any page (no browser document ties them to one)"))
         otherRequests[client] = index
         return index

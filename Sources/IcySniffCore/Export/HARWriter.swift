@@ -107,6 +107,8 @@ public final class HARWriter: TransactionSink {
             w.string("id", page.id)
             w.string("title", EntryEncoder.redactURL(page.title, options: options))
             if let comment = page.comment { w.string("comment", comment) }
+            // The device the page belongs to (HAR 1.2 custom field), as DevTools' per-device views need.
+            w.string("_client", page.client.description)
             w.key("pageTimings"); w.beginObject()
             w.number("onContentLoad", -1); w.number("onLoad", -1)
             w.endObject()

@@ -1,4 +1,5 @@
 import Testing
+import Foundation
 @testable import IcySniffCore
 
 /// `--client`: one device (an address) or several (a network), IPv4 or IPv6.
@@ -34,5 +35,25 @@ import Testing
         pipeline.finish()
         #expect(collected.transactions.map { $0.connection.client.address } == [Self.v4(0x0A00_0003)])
         #expect(collected.connections.map { $0.client.address } == [Self.v4(0x0A00_0003)])
+    }
+
+    /// Each HAR page names the device it belongs to.
+    @Test func harPagesNameTheirDevice() throws {
+        let har = HARWriter()
+        let pipeline = Pipeline(sink: CacheJudgingSink(next: har))
+        PerClientCacheTests.fetch(pipeline, port: 40001, address: 0x0A00_0002, agent: "App/1.0", at: 0)
+        PerClientCacheTests.fetch(pipeline, port: 40002, address: 0x0A00_0003, agent: "App/1.0", at: 1)
+        pipeline.finish()
+        let out = OutputFile(memory: true)
+        har.write(to: out)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(out.takeBytes())) as? [String: Any])
+        let log = try #require(json["log"] as? [String: Any])
+        let pages = try #require(log["pages"] as? [[String: Any]])
+        #expect(pages.compactMap { $0["_client"] as? String }.sorted() == ["10.0.0.2", "10.0.0.3"])
+        // Each entry's page is its device's.
+        let client = Dictionary(uniqueKeysWithValues: pages.map { ($0["id"] as! String, $0["_client"] as! String) })
+        for e in (log["entries"] as? [[String: Any]]) ?? [] {
+            #expect(client[e["pageref"] as? String ?? ""] == e["_clientIPAddress"] as? String)
+        }
     }
 }
