@@ -203,11 +203,10 @@ public final class KeyLog: @unchecked Sendable {
             i = entry.next
             if entry.file == Self.inArena {
                 let at = Int(entry.offset)
-                let code = arena[at], randomLength = Int(arena[at + 1]), secretLength = Int(arena[at + 2])
+                let code = Int(arena[at]), randomLength = Int(arena[at + 1]), secretLength = Int(arena[at + 2])
                 let start = at + 3
                 guard arena[start..<(start + randomLength)].elementsEqual(random) else { continue }
-                let secret = Array(arena[(start + randomLength)..<(start + randomLength + secretLength)])
-                Self.apply(Self.labels[Int(code)], secret, random: random, to: &fromFiles, overwrite: false)
+                Self.keepFirst(code, Array(arena[(start + randomLength)..<(start + randomLength + secretLength)]), in: &fromFiles)
                 continue
             }
             let fd = files[Int(entry.file)].fd
@@ -217,17 +216,39 @@ public final class KeyLog: @unchecked Sendable {
             let end = line[0..<n].firstIndex(of: 0x0A) ?? n
             // A file rewritten since it was indexed may hold another line there: it must name
             // the random asked for.
-            if let parsed = Self.parseLine(line[0..<end]), parsed.random == random {
-                Self.apply(parsed.label, parsed.secret, random: random, to: &fromFiles, overwrite: false)
+            if case .secret(let label, let lineRandom, let secret) = Self.classify(line[0..<end]), lineRandom == random,
+               let code = Self.labelCode(label, random: random) {
+                Self.keepFirst(code, secret, in: &fromFiles)
             }
         }
         _ = readBack.set(random, fromFiles)
         return fromFiles.isEmpty ? nil : fromFiles
     }
 
-    /// The labels icy-sniff uses (a line in `arena` keeps its index).
+    /// The labels icy-sniff uses, in the order of their codes (a line in `arena` keeps its code).
     static let labels = ["CLIENT_RANDOM", "CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_HANDSHAKE_TRAFFIC_SECRET",
                          "CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0", "CLIENT_EARLY_TRAFFIC_SECRET"]
+
+    /// The code of a label icy-sniff uses; nil for the others (RSA, EXPORTER_SECRET, …) and for a
+    /// `CLIENT_RANDOM` line whose random is not the 32 bytes of a TLS 1.2 ClientHello.
+    static func labelCode(_ label: String, random: [UInt8]) -> Int? {
+        guard let code = labels.firstIndex(of: label), code != 0 || random.count == 32 else { return nil }
+        return code
+    }
+
+    /// Sets the secret of label `code` unless it is set already: lines are read back newest
+    /// first, and a label's latest line wins, as when lines are parsed in order.
+    static func keepFirst(_ code: Int, _ secret: [UInt8], in s: inout TLSSecrets) {
+        func set(_ field: inout [UInt8]?) { if field == nil { field = secret } }
+        switch code {
+        case 0: set(&s.masterSecret)
+        case 1: set(&s.clientHandshake)
+        case 2: set(&s.serverHandshake)
+        case 3: set(&s.clientTraffic0)
+        case 4: set(&s.serverTraffic0)
+        default: set(&s.clientEarly)
+        }
+    }
 
     static func indexKey(_ random: [UInt8]) -> Int { random.hashValue }
 
@@ -349,11 +370,6 @@ public final class KeyLog: @unchecked Sendable {
     /// `LABEL hex hex`; else its label (without a draft-era "QUIC_" prefix), random and secret.
     enum Line { case malformed, secret(label: String, random: [UInt8], secret: [UInt8]) }
 
-    static func parseLine(_ raw: ArraySlice<UInt8>) -> (label: String, random: [UInt8], secret: [UInt8])? {
-        if case .secret(let label, let random, let secret) = classify(raw) { return (label, random, secret) }
-        return nil
-    }
-
     static func classify(_ raw: ArraySlice<UInt8>) -> Line? {
         var line = raw
         while let last = line.last, last == 0x0D || last == 0x20 || last == 0x09 { line = line.dropLast() }
@@ -366,23 +382,6 @@ public final class KeyLog: @unchecked Sendable {
         // labels with a "QUIC_" prefix: the same secrets.
         let label = written.hasPrefix("QUIC_") ? String(written.dropFirst(5)) : written
         return .secret(label: label, random: random, secret: secret)
-    }
-
-    /// Sets the secret `label` names; answers false for labels icy-sniff does not use (RSA,
-    /// EXPORTER_SECRET, EARLY_EXPORTER_SECRET, …). `overwrite: false` keeps a secret already set.
-    @discardableResult
-    static func apply(_ label: String, _ secret: [UInt8], random: [UInt8], to s: inout TLSSecrets, overwrite: Bool = true) -> Bool {
-        func set(_ field: inout [UInt8]?) { if overwrite || field == nil { field = secret } }
-        switch label {
-        case "CLIENT_RANDOM": if random.count == 32 { set(&s.masterSecret) }
-        case "CLIENT_HANDSHAKE_TRAFFIC_SECRET": set(&s.clientHandshake)
-        case "SERVER_HANDSHAKE_TRAFFIC_SECRET": set(&s.serverHandshake)
-        case "CLIENT_TRAFFIC_SECRET_0": set(&s.clientTraffic0)
-        case "SERVER_TRAFFIC_SECRET_0": set(&s.serverTraffic0)
-        case "CLIENT_EARLY_TRAFFIC_SECRET": set(&s.clientEarly)
-        default: return false
-        }
-        return true
     }
 
     /// Lines from text or a stream: kept in `arena`.
@@ -401,16 +400,14 @@ public final class KeyLog: @unchecked Sendable {
         guard let line = Self.classify(raw) else { return }
         guard case .secret(let label, let random, let secret) = line else { malformedLines += 1; return }
         secretLines += 1
-        guard let code = Self.labels.firstIndex(of: label), label != "CLIENT_RANDOM" || random.count == 32,
-              random.count < 256, secret.count < 256 else { return }
-        var where_ = offset ?? 0
+        guard let code = Self.labelCode(label, random: random), random.count < 256, secret.count < 256 else { return }
+        let position = offset ?? arena.count
         if offset == nil {
-            where_ = arena.count
             arena.append(UInt8(code)); arena.append(UInt8(random.count)); arena.append(UInt8(secret.count))
             arena.append(contentsOf: random); arena.append(contentsOf: secret)
         }
         let key = Self.indexKey(random)
-        indexLines.append((Int64(where_), file, indexHeads[key] ?? -1))
+        indexLines.append((Int64(position), file, indexHeads[key] ?? -1))
         indexHeads[key] = Int32(indexLines.count - 1)
         _ = readBack.update(random) { $0 = nil }
     }
