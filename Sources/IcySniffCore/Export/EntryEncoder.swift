@@ -207,7 +207,7 @@ enum EntryEncoder {
             if options.includeBodies, let body = r.body {
                 let mime = r.headers.first(.contentType) ?? ""
                 w.key("text")
-                writeBodyText(body, to: w)
+                writeBodyText(body, utf8: Self.isUTF8(body), to: w)
                 // A form's fields, for forms of a size people send (a hostile 16 MiB of "a&"
                 // would be 8 million objects).
                 if mime.lowercased().hasPrefix("application/x-www-form-urlencoded") && body.count <= Self.maxFormBytes {
@@ -274,9 +274,9 @@ enum EntryEncoder {
             let mime = r.headers.first(.contentType) ?? ""
             // Text as text, unless JSON would escape it to more than base64's 4/3 (control
             // characters become six bytes each: 16 MiB of NULs was 96 MiB of JSON in one buffer).
-            if MimeType.isText(mime), Self.escapedLength(body) <= body.count / 3 * 4 + 64, Self.isUTF8(body) {
+            if MimeType.isText(mime), JSONWriter.escapedLength(body) <= body.count / 3 * 4 + 64, Self.isUTF8(body) {
                 w.key("text")
-                writeBodyText(body, to: w)
+                writeBodyText(body, utf8: true, to: w)
             } else {
                 w.plainString("text") { out in
                     // In slices of whole base64 groups, the writer drained between them.
@@ -475,10 +475,10 @@ extension EntryEncoder {
 
     static func isUTF8(_ body: [UInt8]) -> Bool { (try? UTF8Span(validating: body.span)) != nil }
 
-    /// `body` as a JSON string value, written in slices: UTF-8 escaped as needed, other bytes
-    /// read as ISO-8859-1 (as `String(wireBytes:)` reads text from the wire).
-    static func writeBodyText(_ body: [UInt8], to w: JSONWriter) {
-        let utf8 = isUTF8(body)
+    /// `body` as a JSON string value, written in slices: UTF-8 (`utf8`, as the caller checked)
+    /// escaped as needed, other bytes read as ISO-8859-1 (as `String(wireBytes:)` reads text
+    /// from the wire).
+    static func writeBodyText(_ body: [UInt8], utf8: Bool, to w: JSONWriter) {
         w.composedString { w in
             body.withUnsafeBufferPointer { b in
                 var latin1: [UInt8] = []
@@ -497,16 +497,6 @@ extension EntryEncoder {
                 }
             }
         }
-    }
-
-    /// The bytes `body` takes as a JSON string's content: control characters as \uXXXX (or
-    /// \n, \r, \t), quotes and backslashes escaped.
-    static func escapedLength(_ body: [UInt8]) -> Int {
-        var n = body.count
-        for b in body where b < 0x20 || b == 0x22 || b == 0x5C {
-            n += (b == 0x0A || b == 0x0D || b == 0x09 || b == 0x22 || b == 0x5C) ? 1 : 5
-        }
-        return n
     }
 }
 

@@ -335,6 +335,16 @@ public final class JSONWriter: ByteBuffer {
         append(0x22)
     }
 
+    /// The bytes `appendEscaped` makes of `bytes`: \n, \r, \t, quotes and backslashes take two,
+    /// other control characters six (\u00XX).
+    static func escapedLength(_ bytes: [UInt8]) -> Int {
+        var n = bytes.count
+        for b in bytes where b < 0x20 || b == 0x22 || b == 0x5C {
+            n += (b == 0x0A || b == 0x0D || b == 0x09 || b == 0x22 || b == 0x5C) ? 1 : 5
+        }
+        return n
+    }
+
     /// Appends UTF-8 `utf8` escaped for the inside of a JSON string (no quotes). With
     /// `asciiOnly`, stops at the first non-ASCII byte and answers false (what was appended stays).
     @discardableResult
