@@ -177,20 +177,24 @@ public final class CacheTracker {
         if list.count > responsesPerVariant * variantsPerURL { list.removeFirst() }
     }
 
-    /// What a stored response is found by: the client whose private cache it is, then the URL
-    /// (scheme, host lower-cased, default port dropped, path and query). Assembled in a reused
-    /// buffer; one String is made, for the hash.
+    /// The client whose private cache a transaction's response goes to, as text (the one place
+    /// that says what a client is; the report's per-client tables use it too).
     ///
     /// A private cache belongs to one user agent (RFC 9111 §1): on a hotspot, phone B's first
     /// download of a file is not avoidable because phone A fetched it. A client is the address
     /// the requests come from and the User-Agent they carry: two apps (or a browser and an app)
     /// behind one address, or behind a NAT, have caches of their own.
+    public static func client(of t: Transaction) -> String {
+        "\(t.connection.client.address)\u{0}\(t.request?.headers.first(.userAgent) ?? "")"
+    }
+
+    /// What a stored response is found by: its client (`client(of:)`), then the URL (scheme,
+    /// host lower-cased, default port dropped, path and query). Assembled in a reused buffer;
+    /// one String is made, for the hash.
     func cacheKey(_ t: Transaction) -> String {
         let key = keyScratch
         key.removeAll()
-        key.append(t.connection.client.address.description)
-        key.append(0)
-        if let agent = t.request?.headers.first(.userAgent) { key.append(agent) }
+        key.append(Self.client(of: t))
         key.append(0)
         /// Bytes appended whole, then lower-cased in place.
         func appendLowered(_ b: UnsafeBufferPointer<UInt8>) {

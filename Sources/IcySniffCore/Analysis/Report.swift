@@ -30,7 +30,7 @@ public struct Report: Sendable {
             count += 1
             if lines.count < Report.examplesKept { lines.append(line) }
             let host = line.host
-            if byHost[host] != nil || byHost.count < Report.hostsKept { byHost[host, default: 0] += 1 } else { byHost[Report.otherHosts, default: 0] += 1 }
+            byHost[Report.counted(host, in: byHost, limit: Report.hostsKept, other: Report.otherHosts), default: 0] += 1
         }
         /// Hosts by count, most first.
         public var hosts: [(host: String, count: Int)] {
@@ -51,6 +51,12 @@ public struct Report: Sendable {
     /// How the report names a host: lower case, and at most 255 bytes (no DNS name is longer;
     /// a Host header of 8 KiB would otherwise be kept whole in every table that names hosts).
     static func hostKey(_ host: String) -> String { cut(host.lowercased()) }
+
+    /// The key to count `key` under in a table that counts at most `limit` keys one by one:
+    /// `key` itself while it is there or there is room, else `other` (all the rest together).
+    static func counted<Key: Hashable, Value>(_ key: Key, in table: [Key: Value], limit: Int, other: Key) -> Key {
+        table[key] != nil || table.count < limit ? key : other
+    }
 
     /// `text` in at most 255 bytes, cut on a character, with "…" when cut.
     static func cut(_ text: String) -> String {
@@ -296,8 +302,7 @@ public final class ReportCollector: TransactionSink {
 
     /// Counts into the device of `client` (or "other devices" past the first `Report.hostsCounted`).
     private func countDevice(_ client: IPAddress, _ body: (inout (device: Report.Device, agents: [String: Int])) -> Void) {
-        var address = client
-        if byDevice[address] == nil && byDevice.count >= Report.hostsCounted { address = Self.otherDevices }
+        let address = Report.counted(client, in: byDevice, limit: Report.hostsCounted, other: Self.otherDevices)
         var entry = byDevice.removeValue(forKey: address)     // modified, then put back: not copied
             ?? (Report.Device(client: address == Self.otherDevices ? "other devices" : address.description), [:])
         body(&entry)
@@ -310,7 +315,7 @@ public final class ReportCollector: TransactionSink {
             if t.cache?.avoidable ?? false { entry.device.avoidable += 1; entry.device.avoidableBytes += t.response?.wireBytes ?? 0 }
             if let agent = t.request?.headers.first(.userAgent) {
                 let key = Report.cut(agent)
-                if entry.agents[key] != nil || entry.agents.count < Report.agentsPerDevice { entry.agents[key, default: 0] += 1 } else { entry.agents["other", default: 0] += 1 }
+                entry.agents[Report.counted(key, in: entry.agents, limit: Report.agentsPerDevice, other: "other"), default: 0] += 1
             }
         }
     }
@@ -360,7 +365,7 @@ public final class ReportCollector: TransactionSink {
         }
         // A 200 for a URL whose previous 200 had the same validator: unchanged.
         if resp.status == 200, t.request?.method == "GET" {
-            let key = "\(t.connection.client.address)\u{0}\(t.request?.headers.first(.userAgent) ?? "")\u{0}\(t.url)"
+            let key = CacheTracker.client(of: t) + "\u{0}" + t.url
             let etag = resp.headers.first(.etag), lm = resp.headers.first(.lastModified)
             if let previous = lastOK.value(for: TextKey(key)) {
                 let sameValidator = (etag != nil && etag == previous.etag) || (etag == nil && lm != nil && lm == previous.lastModified)
@@ -378,7 +383,7 @@ public final class ReportCollector: TransactionSink {
         }
         if resp.status >= 400 {
             let host = Report.hostKey(t.host)
-            errors[errors[host] != nil || errors.count < Report.hostsCounted ? host : Report.otherHosts, default: [:]][resp.status, default: 0] += 1
+            errors[Report.counted(host, in: errors, limit: Report.hostsCounted, other: Report.otherHosts), default: [:]][resp.status, default: 0] += 1
         }
         slowest.keepLargest((line, t.timings.wait), kept: slowestKept) { $0.wait }
     }
@@ -456,7 +461,7 @@ public final class ReportCollector: TransactionSink {
         connectionCount += 1
         if c.count > 1 { r.reusedConnections += 1 }
         r.maxRequestsPerConnection = max(r.maxRequestsPerConnection, c.count)
-        let host = byHost[c.host] != nil || byHost.count < Report.hostsCounted ? c.host : Report.otherHosts
+        let host = Report.counted(c.host, in: byHost, limit: Report.hostsCounted, other: Report.otherHosts)
         var h = byHost[host] ?? Report.HostConnections(host: host, connections: 0, requests: 0, singleRequestConnections: 0)
         h.connections += 1
         h.requests += c.count
