@@ -78,11 +78,10 @@ public struct ClientNetwork: Sendable, Equatable {
         var v4 = in_addr(), v6 = in6_addr()
         let bits: Int
         if inet_pton(AF_INET, first, &v4) == 1 {
-            address = IPAddress(ipv4: UInt32(bigEndian: v4.s_addr))
+            address = withUnsafeBytes(of: v4) { IPAddress(ipv4: $0.be32(0)) }
             bits = 32
         } else if inet_pton(AF_INET6, first, &v6) == 1 {
-            let b = withUnsafeBytes(of: v6) { Array($0) }
-            address = IPAddress(high: b[0..<8].reduce(0) { $0 << 8 | UInt64($1) }, low: b[8..<16].reduce(0) { $0 << 8 | UInt64($1) })
+            address = withUnsafeBytes(of: v6) { IPAddress(high: $0.be64(0), low: $0.be64(8)) }
             bits = 128
         } else {
             throw FilterError(message: "invalid client '\(text)': use an address (10.0.0.7) or a network (10.0.0.0/24)")

@@ -191,17 +191,7 @@ public enum CaptureSets {
     }
 
     /// The digit runs of a name, as numbers (runs too long for an Int count as 0).
-    static func digitRuns(_ name: String) -> [Int] {
-        var runs: [Int] = []
-        var current = ""
-        for c in name + " " {
-            if c.isASCII && c.isNumber { current.append(c) } else if !current.isEmpty {
-                runs.append(Int(current.prefix(18)) ?? 0)
-                current = ""
-            }
-        }
-        return runs
-    }
+    static func digitRuns(_ name: String) -> [Int] { digitRunTexts(name).map { Int($0.prefix(18)) ?? 0 } }
 
     /// The sequence number at `position` (tcpdump -C's first file, without the trailing run: 0).
     static func sequence(_ runs: [Int], _ position: Int) -> Int { position < runs.count ? runs[position] : 0 }
