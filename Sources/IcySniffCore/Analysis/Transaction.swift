@@ -95,13 +95,17 @@ public final class Transaction {
     public let proxyTunnel: ProxyTunnel?
 
     /// The protocol as ALPN names it (and DevTools shows it): "h2" inside TLS, "h2c" in clear,
-    /// else the HTTP/1.x version in lower case ("http/1.1"); "-" when no message says.
+    /// else the HTTP/1.x version in lower case ("http/1.1") that the response said (the version
+    /// the exchange was spoken in, as DevTools names it: an HTTP/1.0 server answering an
+    /// HTTP/1.1 request is "http/1.0"), or the request's when no response was read; "-" when no
+    /// message says.
     public var protocolName: String {
         if response?.version == "HTTP/3" || request?.version == "HTTP/3" { return "h3" }
         if streamID != nil && (response?.version == "HTTP/2.0" || request?.version == "HTTP/2.0") {
             return scheme == "https" ? "h2" : "h2c"
         }
-        guard let m = request ?? response, m.startLineParsed else { return "-" }
+        let said = response?.startLineParsed == true ? response : request
+        guard let m = said, m.startLineParsed else { return "-" }
         switch m.versionText {
         case "HTTP/1.1": return "http/1.1"
         case "HTTP/1.0": return "http/1.0"

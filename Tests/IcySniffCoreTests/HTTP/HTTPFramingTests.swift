@@ -353,4 +353,25 @@ import Testing
         #expect(timings.receive == 0)
         #expect(timings.total == 3.0)
     }
+
+    /// The protocol is what the response said: an HTTP/1.0 server answering an HTTP/1.1
+    /// request spoke HTTP/1.0 (DevTools' protocol column says so); with no response, the request's.
+    @Test func protocolIsTheVersionTheResponseSaid() {
+        let t = Transcript("""
+        >>>
+        GET / HTTP/1.1
+        Host: x
+
+        <<<
+        HTTP/1.0 200 OK
+        Content-Length: 0
+
+        >>>
+        GET /b HTTP/1.1
+        Host: x
+
+
+        """).run()
+        #expect(t.map(\.protocolName) == ["http/1.0", "http/1.1"])
+    }
 }
