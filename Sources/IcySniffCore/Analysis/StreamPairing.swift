@@ -205,10 +205,24 @@ final class StreamPairing {
         }
     }
 
+    /// Streams whose server answered in full and then asked the client to stop sending its
+    /// request (RST_STREAM NO_ERROR, RFC 9113 §8.1): open for the request's DATA still coming.
+    private var stoppedRequests = Set<UInt64>()
+
     /// RST_STREAM: what arrived is reported, the unfinished messages flagged.
-    func reset(_ stream: UInt64, at ts: Timestamp, as weird: Weird = .http2StreamReset) {
+    ///
+    /// A server's RST_STREAM with NO_ERROR after a complete response is no failure: it tells the
+    /// client to stop sending a request the server needs no more of (nginx answers a POST so,
+    /// before reading its body). The DATA the client sent before it knew still comes, often
+    /// after the reset in the capture: the stream stays open for it, and is written when the
+    /// request ends, the client resets the stream, or the connection ends.
+    func reset(_ stream: UInt64, at ts: Timestamp, as weird: Weird = .http2StreamReset, noError: Bool = false, byServer: Bool = false) {
         guard let t = open[stream] else { return }
-        t.note(weird)
+        if noError && byServer, let response = t.response, response.ended, t.request?.ended == false {
+            stoppedRequests.insert(stream)
+            return
+        }
+        if stoppedRequests.remove(stream) == nil { t.note(weird) }
         if numbering == .http2 { connection.http2?.reset += 1 }
         endUnfinished(t, at: ts)
         close(stream, t)
@@ -251,6 +265,7 @@ final class StreamPairing {
 
     private func close(_ stream: UInt64, _ t: Transaction) {
         open[stream] = nil
+        if !stoppedRequests.isEmpty { stoppedRequests.remove(stream) }
         connection.releaseWaiting(t)
         if numbering == .http3 { markClosed(stream) }
         t.connection = ConnectionSnapshot(connection, scheme: scheme)

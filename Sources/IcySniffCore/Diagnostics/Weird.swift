@@ -112,6 +112,7 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
     case http2StreamReset = "http2_stream_reset"
     case http2RefusedByGoaway = "http2_refused_by_goaway"
     case http2DataWithoutHeaders = "http2_data_without_headers"
+    case http2StreamIDOutOfOrder = "http2_stream_id_out_of_order"
 
     // QUIC and HTTP/3 (connection scope, then transaction scope).
     case quicKeysNotFound = "quic_keys_not_found"
@@ -251,6 +252,7 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
         case .http3StreamReset: return "the HTTP/3 request or push stream was reset (RESET_STREAM) before its sender finished it; what arrived is reported"
         case .http3StreamCancelled: return "the client asked the server to stop sending the response (STOP_SENDING, a cancelled request)"
         case .http3RefusedByGoaway: return "the server's GOAWAY says this HTTP/3 request was never processed (its stream id is at or above the GOAWAY's); the client may retry it"
+        case .http2StreamIDOutOfOrder: return "the client opened an HTTP/2 stream with an id not above one it had already used (RFC 9113 §5.1.1 makes it a connection error the server may act on); the exchange is shown as it came"
         case .http2DataWithoutHeaders: return "DATA arrived on an HTTP/2 stream before its HEADERS (or on a stream that was never opened); counted on the stream when there is one"
         case .pipelined: return "the request was sent before the previous response arrived"
         case .bodyTruncatedInMemory: return "the body exceeded the in-memory cap; sizes are exact, the kept text is not"

@@ -56,9 +56,13 @@ enum EntryEncoder {
         w.endObject()
     }
 
-    static func writeHeaders(_ headers: HeaderFields, to w: JSONWriter, options: ExportOptions) {
+    /// The fields as HAR headers. A response leaves out `:status` (`leaving: .status`), as
+    /// Chrome's export does: it is the entry's `status`, and HAR replayers (Playwright's
+    /// `route_from_har`) refuse a response that lists it.
+    static func writeHeaders(_ headers: HeaderFields, leaving left: FieldName? = nil, to w: JSONWriter, options: ExportOptions) {
         w.key("headers"); w.beginArray()
         for i in headers.indices {
+            if let left, headers.id(at: i) == left { continue }
             let secret = !options.keepSecrets && headers.id(at: i).isSecret
             let url = !options.keepSecrets && !secret && carriesURL(headers, at: i)
             // The usual field: plain ASCII, not a secret — one run of bytes.
@@ -265,7 +269,7 @@ enum EntryEncoder {
             w.endObject()
         }
         w.endArray()
-        writeHeaders(r.headers, to: w, options: options)
+        writeHeaders(r.headers, leaving: .status, to: w, options: options)
         w.key("content"); w.beginObject()
         w.int("size", r.decodedBytes)
         if r.wasDecoded && r.decodedBytes >= r.bodyBytes { w.int("compression", r.decodedBytes - r.bodyBytes) }

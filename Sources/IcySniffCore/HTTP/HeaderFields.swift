@@ -260,6 +260,8 @@ public enum FieldName: UInt8, Sendable, CaseIterable {
     case cacheControl, expires, date, age, lastModified, etag, location, vary, pragma, setCookie
     /// HTTP/2's `:authority` pseudo-header (the Host of an HTTP/2 request).
     case authority
+    /// HTTP/2's and HTTP/3's `:status` pseudo-header (the status line of a response).
+    case status
 
     /// Fields whose values are credentials: redacted in exports unless `--keep-secrets`.
     public var isSecret: Bool {
@@ -296,6 +298,7 @@ public enum FieldName: UInt8, Sendable, CaseIterable {
         case .pragma: return "Pragma"
         case .setCookie: return "Set-Cookie"
         case .authority: return ":authority"
+        case .status: return ":status"
         }
     }
 
@@ -323,6 +326,7 @@ public enum FieldName: UInt8, Sendable, CaseIterable {
         case (6, 0x65): candidate = ("expect", .expect)
         case (6, 0x70): candidate = ("pragma", .pragma)
         case (7, 0x65): candidate = ("expires", .expires)
+        case (7, 0x3A): candidate = (":status", .status)
         case (7, 0x72): candidate = ("referer", .referer)
         case (7, 0x75): candidate = ("upgrade", .upgrade)
         case (8, 0x6C): candidate = ("location", .location)

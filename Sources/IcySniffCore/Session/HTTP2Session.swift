@@ -141,7 +141,8 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
             }
         case .rstStream:
             guard h.length == 4, h.stream != 0 else { return malformed() }
-            pairing.reset(UInt64(h.stream), at: last)
+            let error = readUInt32(payload)
+            pairing.reset(UInt64(h.stream), at: last, noError: error == 0, byServer: direction == .fromServer)
         case .settings:
             guard h.stream == 0, h.length % 6 == 0 else { return malformed() }
             if h.ack {
@@ -319,10 +320,21 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
             if let t = pairing.transaction(on: UInt64(stream)), let request = t.request {
                 return trailersArrived(fields, for: request, block, at: ts)
             }
-            if pairing.wasClosed(UInt64(stream)) { return }
+            var outOfOrder = false
+            if pairing.wasClosed(UInt64(stream)) {
+                // Trailers of a stream already written are late. A request (it has :method)
+                // on an id at or below one the client used breaks §5.1.1; a passive tool
+                // shows it, and its answer if one comes, and names what happened.
+                guard fields.contains(":method") else { return }
+                outOfOrder = true
+                note(.http2StreamIDOutOfOrder)
+            }
             let request = HTTPMessage(kind: .request)
             fill(request, fields, block, at: ts)
-            if let t = pairing.transaction(on: UInt64(stream)) { t.request = request } else { pairing.open(UInt64(stream), request: request) }
+            if let t = pairing.transaction(on: UInt64(stream)) { t.request = request } else {
+                let t = pairing.open(UInt64(stream), request: request)
+                if outOfOrder { t.note(.http2StreamIDOutOfOrder) }
+            }
             if block.endStream { end(request, on: stream, at: ts) }
             return
         }
