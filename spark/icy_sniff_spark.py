@@ -20,7 +20,7 @@ one-machine cluster, NFS, a FUSE mount of HDFS or S3).
 import argparse, hashlib, json, os, shutil, stat, subprocess, sys
 from datetime import datetime, timezone
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def schema():
@@ -39,6 +39,9 @@ def schema():
         ("cache", s), ("cache_storable", b), ("cache_lifetime", d), ("cache_lifetime_source", s), ("cache_age", d),
         ("cache_fresh_for", d), ("cache_avoidable", b), ("tls_version", s), ("sni", s), ("ssl_ms", d),
         ("stream", l), ("pushed", b), ("flags", ArrayType(s)),
+        # schema_version 2: a WebSocket's totals (null for other transactions).
+        ("ws_messages_sent", l), ("ws_messages_received", l), ("ws_bytes_sent", l), ("ws_bytes_received", l),
+        ("ws_close_code", IntegerType()),
         # Added by the job.
         ("set_id", s), ("set_name", s), ("schema_version", IntegerType()), ("capture_date", DateType()),
     ]

@@ -55,6 +55,7 @@ public final class Pipeline {
     public init(sink: TransactionSink, options: PipelineOptions = PipelineOptions(), sessions: (any SessionFactory)? = nil) {
         var options = options
         if options.http.keepBodies && options.http.bodyBudget == nil { options.http.bodyBudget = BodyBudget() }
+        if options.http.webSocketBudget == nil { options.http.webSocketBudget = BodyBudget() }
         self.options = options
         self.sink = sink
         let emitter = TransactionEmitter(sink: sink, dns: dns)

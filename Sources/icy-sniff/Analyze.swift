@@ -79,14 +79,20 @@ struct Analyze: ParsableCommand {
         }
         // Combinations that would silently write something else than asked.
         if output.har && (output.heads || output.format == .heads) { throw ValidationError("give one output format: --har or -V") }
+        if output.webSocketMessages && (output.har || output.heads || (output.format.map { $0 != .websocket } ?? false)) {
+            throw ValidationError("--websocket-messages writes one NDJSON row per message: give it without --har, -V or --format")
+        }
+        if output.webSocketMessages && output.connections {
+            throw ValidationError("--connections lists connections; --websocket-messages lists messages: use one of them")
+        }
         if output.connections && (output.heads || output.format == .heads) {
             throw ValidationError("--connections lists connections; -V shows transactions' heads: use one of them")
         }
         if output.connections && (output.har || output.format == .har) {
             throw ValidationError("--connections lists connections as a table, TSV, CSV or NDJSON; a HAR has them in log._connections (use --har alone)")
         }
-        let named = output.har ? OutputFormat.har : output.heads ? .heads : (output.format ?? output.formatFromPath)
-        if output.fields != nil && !output.connections, let f = named, f == .ndjson || f == .har || f == .heads {
+        let named = output.namedFormat ?? output.formatFromPath
+        if output.fields != nil && !output.connections, let f = named, f == .ndjson || f == .har || f == .heads || f == .websocket {
             throw ValidationError("--fields chooses the columns of the table, TSV and CSV; \(f == .heads ? "-V shows whole heads" : "NDJSON and HAR carry every field") (drop --fields, or use --format tsv)")
         }
         if output.bodies && named == .heads {
@@ -238,8 +244,17 @@ struct OutputOptions: ParsableArguments {
     @Flag(name: .customLong("har"), help: "Write HAR 1.2 (same as --format har).")
     var har = false
 
-    @Option(name: .customLong("format"), help: ArgumentHelp("Output format: table, tsv, csv, ndjson, har or heads (-V). Default: table on a terminal, TSV otherwise.", valueName: "format"), completion: .list(["table", "tsv", "csv", "ndjson", "har", "heads"]))
+    @Option(name: .customLong("format"), help: ArgumentHelp("Output format: table, tsv, csv, ndjson, har, heads (-V) or websocket (--websocket-messages). Default: table on a terminal, TSV otherwise.", valueName: "format"), completion: .list(["table", "tsv", "csv", "ndjson", "har", "heads", "websocket"]))
     var format: OutputFormat?
+
+    @Flag(name: .customLong("websocket-messages"), help: "List WebSocket messages, one NDJSON row each (time, connection, URL, direction, opcode, size; the data with --bodies), instead of transactions; same as --format websocket.")
+    var webSocketMessages = false
+
+    /// The format the options name (--har, -V, --websocket-messages, --format), if any: the one
+    /// place that reads them.
+    var namedFormat: OutputFormat? {
+        har ? .har : heads ? .heads : webSocketMessages ? .websocket : format
+    }
 
     @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Write to a file (atomically: a temporary file, then renamed; a device or FIFO such as /dev/null is written directly). Without --format or --har, the format follows the file's extension: .har, .ndjson or .jsonl, .csv, .tsv.", valueName: "file"), completion: .file())
     var outputPath: String?

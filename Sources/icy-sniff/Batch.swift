@@ -117,9 +117,7 @@ struct BatchRunner {
     var skippedNonCaptures = 0
 
     var format: OutputFormat {
-        if frontend.output.har { return .har }
-        if frontend.output.heads { return .heads }
-        if let f = frontend.output.format { return f }
+        if let f = frontend.output.namedFormat { return f }
         if frontend.output.outDir != nil { return .har }
         return OutputFile().isTerminal ? .table : .tsv
     }

@@ -81,6 +81,9 @@ struct Frontend {
     var pipelineOptions: PipelineOptions {
         var pipelineOptions = PipelineOptions()
         pipelineOptions.http.keepBodies = output.bodies
+        // WebSocket messages: their data with --bodies (as bodies), the start of each text
+        // message for -V to show; otherwise sizes only.
+        pipelineOptions.http.webSocket.keptBytes = output.bodies ? 1 << 20 : output.namedFormat == .heads ? 120 : 0
         pipelineOptions.keyLog = keyLog
         if let n = input.maxConnections { pipelineOptions.reassembly.maxConnections = n }
         return pipelineOptions
@@ -123,8 +126,7 @@ struct Frontend {
             return Exit.outputFailed
         }
 
-        let format: OutputFormat = output.har ? .har : output.heads ? .heads
-            : (output.format ?? output.formatFromPath ?? (out?.isTerminal == true ? .table : .tsv))
+        let format: OutputFormat = output.namedFormat ?? output.formatFromPath ?? (out?.isTerminal == true ? .table : .tsv)
         var factory = sinkFactory(format: format)
         // Live: every row reaches the terminal or the pipe as soon as its response completes.
         factory.flushEachRow = input.interface != nil

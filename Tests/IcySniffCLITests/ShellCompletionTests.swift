@@ -49,7 +49,7 @@ import Testing
             return r.text.split(separator: "\n").map(String.init)
         }
         #expect(try complete("icy-sniff --for").contains("--format"))
-        #expect(try complete("icy-sniff --format ") == ["table", "tsv", "csv", "ndjson", "har", "heads"])
+        #expect(try complete("icy-sniff --format ") == ["table", "tsv", "csv", "ndjson", "har", "heads", "websocket"])
         #expect(try complete("icy-sniff -r captures/wiki") == ["captures/wikipedia.pcap"])
         #expect(try complete("icy-sniff --har -o captures/tls-s").contains("captures/tls-sample.pcap"))
         #expect(try complete("icy-sniff -Z ro").contains("root"))
@@ -76,7 +76,7 @@ import Testing
         }
         #expect(try complete("icy-sniff ") == ["analyze", "help", "report"])
         #expect(try complete("icy-sniff --for") == ["--force", "--format"])
-        #expect(try complete("icy-sniff --format ") == ["table", "tsv", "csv", "ndjson", "har", "heads"])
+        #expect(try complete("icy-sniff --format ") == ["table", "tsv", "csv", "ndjson", "har", "heads", "websocket"])
         #expect(try complete("icy-sniff -r captures/wiki") == ["captures/wikipedia.pcap"])
         #expect(try complete("icy-sniff --har -o captures/tls-s").contains("captures/tls-sample.pcap"))
         #expect(try complete("icy-sniff -i l").contains("lo"))

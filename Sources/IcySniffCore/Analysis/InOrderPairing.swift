@@ -170,6 +170,10 @@ final class InOrderPairing {
         return target.isEmpty || target.hasPrefix("/") ? nil : target
     }
 
+    /// The transaction whose 101 or CONNECT 2xx made the rest of the connection a tunnel (it is
+    /// emitted when the connection ends, with what the tunnel carried).
+    var upgradeTransaction: Transaction? { tunnelTransaction }
+
     /// The connection switched to HTTP/2 after `Upgrade: h2c` and a 101: the upgrading
     /// transaction leaves this pairing (its response comes on HTTP/2 stream 1), its 101 kept as
     /// an interim response.

@@ -67,6 +67,9 @@ public final class Transaction {
     public internal(set) var interimResponses: [HTTPMessage] = []
     public internal(set) var weirds: [Weird] = []
     public internal(set) var tunnel: TunnelSummary? = nil
+    /// The messages of the WebSocket this transaction opened (a 101 to `Upgrade: websocket`, or
+    /// an RFC 8441 extended CONNECT answered 2xx).
+    public internal(set) var webSocket: WebSocketLog? = nil { didSet { cachedURL = nil } }
     /// Order of emission within a run.
     public internal(set) var sequence: UInt64 = 0
     public internal(set) var timings = TransactionTimings()
@@ -191,7 +194,8 @@ public final class Transaction {
         if request.method == "CONNECT" && !target.hasPrefix("/") { return "https://\(URLText.sanitize(target))" }
         var out: [UInt8] = []
         out.reserveCapacity(target.utf8.count + 64)
-        out.append(contentsOf: scheme.utf8)
+        // A WebSocket's URL has its own scheme (RFC 6455 §3), as DevTools shows it.
+        out.append(contentsOf: (webSocket == nil ? scheme : scheme == "https" ? "wss" : "ws").utf8)
         out.append(contentsOf: "://".utf8)
         URLText.appendSanitized(host, to: &out)
         target.withUTF8 { t in

@@ -34,6 +34,7 @@ public final class TransactionEmitter {
         let number = sequence
         t.request?.releaseBodyBudget()
         t.response?.releaseBodyBudget()
+        t.webSocket?.releaseBudget()
         sink.consume(t)
         return number
     }

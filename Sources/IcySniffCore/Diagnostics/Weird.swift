@@ -113,6 +113,10 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
     case http2RefusedByGoaway = "http2_refused_by_goaway"
     case http2DataWithoutHeaders = "http2_data_without_headers"
     case http2StreamIDOutOfOrder = "http2_stream_id_out_of_order"
+    case websocketMalformedFrame = "websocket_malformed_frame"
+    case websocketFramingLost = "websocket_framing_lost"
+    case websocketNotInflated = "websocket_not_inflated"
+    case websocketMessagesCapped = "websocket_messages_capped"
 
     // QUIC and HTTP/3 (connection scope, then transaction scope).
     case quicKeysNotFound = "quic_keys_not_found"
@@ -253,6 +257,10 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
         case .http3StreamCancelled: return "the client asked the server to stop sending the response (STOP_SENDING, a cancelled request)"
         case .http3RefusedByGoaway: return "the server's GOAWAY says this HTTP/3 request was never processed (its stream id is at or above the GOAWAY's); the client may retry it"
         case .http2StreamIDOutOfOrder: return "the client opened an HTTP/2 stream with an id not above one it had already used (RFC 9113 §5.1.1 makes it a connection error the server may act on); the exchange is shown as it came"
+        case .websocketMalformedFrame: return "a WebSocket frame breaks RFC 6455 §5 (a reserved opcode or RSV bit, a control frame fragmented or over 125 bytes, a continuation with no message, a new message inside another); read by its length where it can be"
+        case .websocketFramingLost: return "a capture gap (or an impossible length) cut a WebSocket frame header: the frames after it in that direction cannot be delimited; the message being received is reported incomplete"
+        case .websocketNotInflated: return "a permessage-deflate message could not be inflated (its DEFLATE context was lost to a gap or an earlier failure, or the data is not DEFLATE); its size is the compressed size"
+        case .websocketMessagesCapped: return "the socket carried more messages than are listed (10,000 per socket, and 32 MiB of kept messages over all sockets): the rest are counted, not listed"
         case .http2DataWithoutHeaders: return "DATA arrived on an HTTP/2 stream before its HEADERS (or on a stream that was never opened); counted on the stream when there is one"
         case .pipelined: return "the request was sent before the previous response arrived"
         case .bodyTruncatedInMemory: return "the body exceeded the in-memory cap; sizes are exact, the kept text is not"

@@ -87,7 +87,7 @@ public final class ConnectionListWriter: OutputSink {
     private func writeHeader() {
         wroteHeader = true
         switch format {
-        case .ndjson, .har: break
+        case .ndjson, .har, .websocket: break
         case .table:
             output.write(tableLine(layout.map { ($0.column, $0.column.rawValue) }) + "\n")
         case .tsv, .csv, .heads:
@@ -98,7 +98,7 @@ public final class ConnectionListWriter: OutputSink {
     /// One connection's line, with its newline.
     private func render(_ s: ConnectionSummary) -> String {
         switch format {
-        case .ndjson, .har:
+        case .ndjson, .har, .websocket:
             let w = JSONWriter(indent: 0)
             w.beginObject()
             w.string("id", "C\(s.id)")

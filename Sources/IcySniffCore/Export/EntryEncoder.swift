@@ -44,6 +44,7 @@ enum EntryEncoder {
             w.endObject()
         }
         if let via = t.proxyTunnel { ConnectionSummary.write(via, to: w, key: "_proxyTunnel") }
+        if let ws = t.webSocket { writeWebSocket(ws, to: w) }
         if !t.interimResponses.isEmpty {
             w.key("_interimResponses"); w.beginArray()
             for m in t.interimResponses {
@@ -299,6 +300,55 @@ enum EntryEncoder {
         writeURLHeader("redirectURL", r.headers, .location, absent: .empty, to: w, options: options)
         w.int("headersSize", r.headersComplete ? r.headersSize : -1)
         w.int("bodySize", r.bodyBytes)
+        w.endObject()
+    }
+
+    /// A WebSocket's messages as Chrome's HAR export lists them (`_webSocketMessages`: `type`
+    /// send/receive, `time` in seconds since the epoch, `opcode`, `data`, binary in base64), each
+    /// with its `_size` (the data is kept only with --bodies), and the socket's totals, close and
+    /// extensions in `_webSocket`.
+    static func writeWebSocket(_ ws: WebSocketLog, to w: JSONWriter) {
+        w.key("_webSocketMessages"); w.beginArray()
+        for m in ws.messages {
+            w.beginObject()
+            w.string("type", m.fromClient ? "send" : "receive")
+            w.number("time", m.time.secondsSinceEpoch, decimals: 6)
+            w.int("opcode", m.opcode)
+            if let data = m.data, !data.isEmpty, m.opcode != 1 {
+                w.plainString("data") { out in data.withUnsafeBufferPointer { Base64.append($0, to: out) } }
+            } else if let data = m.data, !data.isEmpty {
+                w.key("data")
+                writeBodyText(data, utf8: isUTF8(data), to: w)
+            } else {
+                w.string("data", "")
+            }
+            w.int("_size", m.size)
+            if m.compressed { w.int("_wireSize", m.wireSize) }
+            if m.truncated { w.bool("_truncated", true) }
+            if let problem = m.problem { w.string("_problem", problem.rawValue) }
+            w.endObject()
+        }
+        w.endArray()
+        w.key("_webSocket"); w.beginObject()
+        if let e = ws.extensions { w.string("extensions", e) }
+        if let p = ws.subprotocol { w.string("protocol", p) }
+        for (key, d) in [("sent", ws.sent), ("received", ws.received)] {
+            w.key(text: key); w.beginObject()
+            w.int("messages", d.messages)
+            w.int("bytes", d.bytes)
+            w.int("wireBytes", d.wireBytes)
+            w.int("pings", d.pings)
+            w.int("pongs", d.pongs)
+            w.endObject()
+        }
+        if ws.dropped > 0 { w.int("messagesNotListed", ws.dropped) }
+        if let byClient = ws.closedByClient {
+            w.key("close"); w.beginObject()
+            w.string("by", byClient ? "client" : "server")
+            if let code = ws.closeCode { w.int("code", code) } else { w.key("code"); w.null() }
+            if let reason = ws.closeReason { w.string("reason", reason) }
+            w.endObject()
+        }
         w.endObject()
     }
 

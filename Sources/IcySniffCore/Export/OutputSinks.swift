@@ -4,12 +4,14 @@ public enum OutputFormat: String, CaseIterable, Sendable {
     /// Each transaction's request and response heads as sent (`-V`, as tshark -V shows a
     /// packet's details): for reading, not for tools.
     case heads
+    /// One NDJSON row per WebSocket message (`--websocket-messages`), for tools.
+    case websocket
 
     /// The file name extension of an output of this format (`--out-dir`).
     public var fileExtension: String {
         switch self {
         case .har: return "har"
-        case .ndjson: return "ndjson"
+        case .ndjson, .websocket: return "ndjson"
         case .csv: return "csv"
         case .tsv, .table: return "tsv"
         case .heads: return "txt"
@@ -97,7 +99,7 @@ public struct SinkFactory {
         switch format {
         case .har:
             return HAROutput(writer: HARWriter(options: options), output: output)
-        case .table, .tsv, .csv, .ndjson, .heads:
+        case .table, .tsv, .csv, .ndjson, .heads, .websocket:
             let writer = TableWriter(format: TableFormat(format), output: output, options: options, fields: fields)
             writer.flushEachRow = flushEachRow
             writer.writesHeader = writesHeader
@@ -121,6 +123,7 @@ extension TableFormat {
         case .tsv: self = .tsv
         case .csv: self = .csv
         case .heads: self = .heads
+        case .websocket: self = .webSocketMessages
         case .ndjson, .har: self = .ndjson
         }
     }

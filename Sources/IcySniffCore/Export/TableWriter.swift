@@ -5,13 +5,16 @@ import Glibc
 /// The tabular formats.
 public enum TableFormat: Sendable {
     case table, tsv, csv, ndjson, heads
+    /// One NDJSON row per WebSocket message.
+    case webSocketMessages
 }
 
 /// A column of the tabular outputs (`--fields`); names are stable and documented in docs/CLI.md.
 public enum Field: String, CaseIterable, Sendable {
     case time, capture, connection, depth, client, server, method, host, path, url, version, proto = "protocol", status, reason,
          contentType = "type", requestSize = "req_size", size, encodedSize = "encoded_size",
-         duration, connect, send, wait, receive, ssl, cache, tlsVersion = "tls_version", sni, stream, flags
+         duration, connect, send, wait, receive, ssl, cache, tlsVersion = "tls_version", sni, stream,
+         wsMessages = "ws_messages", wsBytes = "ws_bytes", flags
 
     public static let defaultColumns: [Field] = [.time, .client, .method, .url, .status, .proto, .contentType, .size, .duration, .cache, .flags]
 
@@ -106,17 +109,18 @@ public final class TableWriter {
         case .tsv, .csv: writeDelimited(t)
         case .table: output.write(tableRow(fields.map { value($0, t) }, status: t.response?.status ?? 0) + "\n")
         case .heads: writeHeads(t)
+        case .webSocketMessages: writeWebSocketMessages(t)
         }
     }
 
     public func finish() {
-        if !wroteHeader && format != .ndjson && writesHeader { writeHeader() }
+        if !wroteHeader && format != .ndjson && format != .webSocketMessages && writesHeader { writeHeader() }
         output.flush()
     }
 
     public func writeHeader() {
         switch format {
-        case .ndjson, .heads: break
+        case .ndjson, .heads, .webSocketMessages: break
         case .tsv: output.write(fields.map(\.rawValue).joined(separator: "\t") + "\n")
         case .csv: output.write(fields.map(\.rawValue).joined(separator: ",") + "\n")
         case .table:
@@ -156,6 +160,8 @@ public final class TableWriter {
         case .status: return resp.map { $0.isHTTP09 ? "0.9" : String($0.status) } ?? missing
         case .reason: return resp?.reason ?? missing
         case .contentType:
+            // A WebSocket's upgrade has no content; DevTools types it "websocket".
+            if t.webSocket != nil && resp?.headers.contains(.contentType) != true { return "websocket" }
             let ct = resp?.headers.first(.contentType) ?? missing
             return String(ct.split(separator: ";").first ?? Substring(missing)).trimmingCharacters(in: " ")
         case .requestSize: return req.map { String($0.decodedBytes) } ?? missing
@@ -170,6 +176,8 @@ public final class TableWriter {
         case .tlsVersion: return t.connection.tlsVersion ?? missing
         case .sni: return t.connection.sni ?? missing
         case .cache: return t.cache?.label ?? missing
+        case .wsMessages: return t.webSocket.map { String($0.sent.messages + $0.received.messages) } ?? missing
+        case .wsBytes: return t.webSocket.map { String($0.sent.bytes + $0.received.bytes) } ?? missing
         case .flags:
             let w = t.allWeirds.filter { $0 != .midstreamPickup }
             return w.isEmpty ? missing : w.map(\.rawValue).joined(separator: ",")
@@ -230,7 +238,10 @@ public final class TableWriter {
         case .wait: JSONWriter.appendNumber(t.timings.wait, decimals: 3, to: row)
         case .receive: JSONWriter.appendNumber(t.timings.receive, decimals: 3, to: row)
         case .contentType:
-            guard let resp, let i = resp.headers.index(of: .contentType) else { return }
+            guard let resp, let i = resp.headers.index(of: .contentType) else {
+                if t.webSocket != nil { appendText("websocket") }
+                return
+            }
             let done = resp.headers.withValueBytes(at: i) { v -> Bool in
                 guard isASCII(v) else { return false }
                 // The media type: the first non-empty part before a ';', spaces trimmed.
@@ -323,6 +334,7 @@ public final class TableWriter {
         case .version: return 8
         case .proto: return 8
         case .stream: return 6
+        case .wsMessages, .wsBytes: return 9
         case .flags: return 24
         default: return nil
         }
@@ -442,11 +454,80 @@ public final class TableWriter {
         } else {
             text += "(no response)\n"
         }
+        if let ws = t.webSocket { text += Self.webSocketLines(ws) }
         text += "\n"
         output.write(text)
     }
 
+    /// A WebSocket's messages for `-V`: one line each (time, direction, kind, size, and the
+    /// start of a text message), then its totals and close.
+    static func webSocketLines(_ ws: WebSocketLog) -> String {
+        var text = "\n"
+        for m in ws.messages {
+            var line = "\(m.time.iso8601(fractionDigits: 3))  \(m.fromClient ? "→ send   " : "← receive")  "
+                + "\(m.opcode == 1 ? "text  " : "binary")  \(m.size) bytes"
+            if m.compressed { line += " (\(m.wireSize) compressed)" }
+            if let problem = m.problem { line += " [\(problem.rawValue)]" }
+            if m.opcode == 1, let data = m.data, !data.isEmpty {
+                var preview = String(decoding: data.prefix(120), as: UTF8.self)
+                if data.count > 120 || m.truncated { preview += "…" }
+                line += "  " + preview
+            }
+            text += printable(line) + "\n"
+        }
+        if ws.dropped > 0 { text += "(\(ws.dropped) more messages counted, not listed)\n" }
+        text += "[websocket: \(ws.sent.messages) sent (\(ws.sent.bytes) bytes), \(ws.received.messages) received (\(ws.received.bytes) bytes)"
+        if let by = ws.closedByClient {
+            text += ", closed by the \(by ? "client" : "server")"
+            if let code = ws.closeCode { text += " \(code)" }
+            if let reason = ws.closeReason, !reason.isEmpty { text += " " + printable(reason) }
+        }
+        if let e = ws.extensions { text += "; " + printable(e) }
+        return text + "]\n"
+    }
+
     // MARK: NDJSON
+
+    /// `--websocket-messages`: one row per message of the socket the transaction opened (none
+    /// for other transactions), in the order the messages began.
+    private func writeWebSocketMessages(_ t: Transaction) {
+        guard let ws = t.webSocket else { return }
+        for m in ws.messages {
+            json.reset()
+            json.beginObject()
+            json.plainString("ts") { m.time.appendISO8601(to: $0, fractionDigits: 6) }
+            if !t.captureName.isEmpty { json.string("capture", t.captureName) }
+            json.plainString("connection") { t.connection.appendLabel(to: $0) }
+            json.plainString("client_ip") { t.connection.client.address.appendText(to: $0) }
+            json.int("client_port", t.connection.client.port)
+            json.plainString("server_ip") { t.connection.server.address.appendText(to: $0) }
+            json.int("server_port", t.connection.server.port)
+            json.string("url", EntryEncoder.redactURL(t.url, options: options))
+            json.string("direction", m.fromClient ? "send" : "receive")
+            json.int("opcode", m.opcode)
+            json.string("type", m.opcode == 1 ? "text" : "binary")
+            json.int("size", m.size)
+            json.int("wire_size", m.wireSize)
+            json.bool("compressed", m.compressed)
+            json.key("problem"); if let p = m.problem { json.string(p.rawValue) } else { json.null() }
+            if let data = m.data, options.includeBodies {
+                if m.opcode == 1 && EntryEncoder.isUTF8(data) {
+                    json.key("data")
+                    EntryEncoder.writeBodyText(data, utf8: true, to: json)
+                } else {
+                    json.plainString("data") { out in data.withUnsafeBufferPointer { Base64.append($0, to: out) } }
+                    json.string("encoding", "base64")
+                }
+                if m.truncated { json.bool("truncated", true) }
+            }
+            json.endObject()
+            json.append(0x0A)
+            output.write(json.buffer)
+        }
+        if ws.dropped > 0 {
+            output.write("{\"connection\":\"\(t.connection.label)\",\"messages_not_listed\":\(ws.dropped)}\n")
+        }
+    }
 
     private func writeJSON(_ t: Transaction) {
         json.reset()
@@ -537,6 +618,13 @@ enum NDJSONEncoder {
         if t.timings.ssl < 0 { w.key("ssl_ms"); w.null() } else { w.number("ssl_ms", t.timings.ssl) }
         w.key("stream"); if let stream = t.streamID { w.int(stream) } else { w.null() }
         if t.pushed { w.bool("pushed", true) }
+        if let ws = t.webSocket {
+            w.int("ws_messages_sent", ws.sent.messages)
+            w.int("ws_messages_received", ws.received.messages)
+            w.int("ws_bytes_sent", ws.sent.bytes)
+            w.int("ws_bytes_received", ws.received.bytes)
+            w.key("ws_close_code"); if let code = ws.closeCode { w.int(code) } else { w.null() }
+        }
         w.key("flags"); w.beginArray(); for f in t.allWeirds { w.string(f.rawValue) }; w.endArray()
         w.endObject()
     }

@@ -18,6 +18,11 @@ public struct HTTPParserOptions: Sendable {
     /// What the bodies being kept (`--bodies`) of all messages not yet emitted may hold together
     /// (a pipeline makes one when none is given).
     public var bodyBudget: BodyBudget? = nil
+    /// What the WebSocket stage keeps of each socket's messages.
+    public var webSocket = WebSocketOptions()
+    /// What the WebSocket messages listed on all sockets not yet emitted may hold together
+    /// (a pipeline makes one when none is given).
+    public var webSocketBudget: BodyBudget? = nil
     public init() {}
 }
 

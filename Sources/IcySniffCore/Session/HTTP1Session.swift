@@ -36,6 +36,8 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
     private let tunnels: StandardSessionFactory?
     /// After a CONNECT answered 2xx: where the tunnel's bytes go.
     private var tunnelRelay: TunnelRelay? = nil
+    /// After `Upgrade: websocket` and a 101: the socket's frames.
+    private var webSocket: WebSocketSession? = nil
 
     /// `onTCPStream`: its stream offsets are the TCP connection's own (not inside TLS or a
     /// proxy tunnel), so bytes that reassembly finds contradicted can be tied to its transactions.
@@ -84,7 +86,10 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
         let inTunnel = parser.isTunnel
         if !inTunnel { pairing.lost(gap.offset..<(gap.offset + gap.length), from: direction) }
         parser.gap(gap)
-        if inTunnel { tunnelRelay?.missed(gap.length, at: gap.timestamp, from: direction) }
+        if inTunnel {
+            tunnelRelay?.missed(gap.length, at: gap.timestamp, from: direction)
+            webSocket?.missed(gap.length, at: gap.timestamp, fromClient: direction == .fromClient)
+        }
     }
 
     func ended(_ direction: Direction, reason: CloseReason, at timestamp: Timestamp, on connection: Connection) {
@@ -115,6 +120,7 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
         summary.bytesFromServer = responseParser.tunnelBytes
         summary.start = [requestParser.tunnelStart, responseParser.tunnelStart].compactMap { $0 }.min()
         summary.end = [requestParser.tunnelEnd, responseParser.tunnelEnd].compactMap { $0 }.max()
+        webSocket?.finish(at: timestamp)
         pairing.finish(tunnel: summary)
         upgraded?.finished(connection, at: timestamp)
         tunnelRelay?.finished(at: timestamp)
@@ -206,7 +212,7 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
     func parserCompletedHead(_ message: HTTPMessage) {
         guard message.kind == .response, verdict != .notHTTP else { return }
         if pairing.responseHeadCompleted(message) == .tunnel {
-            if message.status == 101, Self.upgradesToH2c(message), let t = pairing.takeUpgradedTransaction() {
+            if message.status == 101, Self.upgrades(message, to: "h2c"), let t = pairing.takeUpgradedTransaction() {
                 // h2c (RFC 7540 §3.2): both directions are HTTP/2 from here; the request that
                 // asked for it is stream 1. The server's bytes after the 101 in this chunk come
                 // through `parserTunnelData`, everything later straight to the HTTP/2 session.
@@ -214,6 +220,10 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
                 h2.adoptUpgradeRequest(t)
                 upgraded = h2
                 return
+            }
+            if message.status == 101, Self.upgrades(message, to: "websocket"), let t = pairing.upgradeTransaction {
+                // RFC 6455: both directions are WebSocket frames from here.
+                webSocket = WebSocketSession(transaction: t, response: message, options: options.webSocket, budget: options.webSocketBudget)
             }
             // The response parser tunnels on its own (its framing says so); the client's side
             // follows from here.
@@ -227,15 +237,17 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
         }
     }
 
-    /// A 101 whose Upgrade names h2c.
-    private static func upgradesToH2c(_ message: HTTPMessage) -> Bool {
+    /// A 101 whose Upgrade names `protocolName` (lower case; "h2c", "websocket").
+    private static func upgrades(_ message: HTTPMessage, to protocolName: String) -> Bool {
         guard let value = message.headers.combined(.upgrade) else { return false }
-        return value.split(separator: ",").contains { $0.trimmingASCIIWhitespace().lowercased() == "h2c" }
+        return value.split(separator: ",").contains { $0.trimmingASCIIWhitespace().lowercased() == protocolName }
     }
 
     func parserTunnelData(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from role: HTTPMessage.Kind) {
         if let upgraded {
             upgraded.received(StreamChunk(offset: 0, bytes: bytes, timestamp: ts), from: .fromServer, on: connection)
+        } else if let webSocket {
+            webSocket.received(bytes, at: ts, fromClient: role == .request)
         } else {
             tunnelRelay?.received(bytes, at: ts, from: role == .request ? .fromClient : .fromServer)
         }

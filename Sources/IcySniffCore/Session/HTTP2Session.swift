@@ -33,6 +33,8 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
     private var noted = Set<Weird>()
     /// Fields of the block being turned into a message were dropped at a cap (flagged on it).
     private var droppedFields: Weird? = nil
+    /// Streams that an extended CONNECT (RFC 8441) made WebSockets: their DATA is frames.
+    private var webSockets: [UInt32: WebSocketSession] = [:]
 
     struct HeaderBlock {
         var stream: UInt32
@@ -86,6 +88,8 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
     func ended(_ direction: Direction, reason: CloseReason, at timestamp: Timestamp, on connection: Connection) {}
 
     func finished(_ connection: Connection, at timestamp: Timestamp) {
+        for stream in webSockets.keys.sorted() { webSockets[stream]?.finish(at: timestamp) }
+        webSockets = [:]
         pairing.finish(at: timestamp)
     }
 
@@ -142,6 +146,7 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
         case .rstStream:
             guard h.length == 4, h.stream != 0 else { return malformed() }
             let error = readUInt32(payload)
+            if !webSockets.isEmpty, let ws = webSockets.removeValue(forKey: h.stream) { ws.finish(at: last) }
             pairing.reset(UInt64(h.stream), at: last, noError: error == 0, byServer: direction == .fromServer)
         case .settings:
             guard h.stream == 0, h.length % 6 == 0 else { return malformed() }
@@ -230,19 +235,25 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
 
     func data(_ bytes: UnsafeRawBufferPointer, of h: HTTP2FrameHeader, at ts: Timestamp, from direction: Direction) {
         guard let m = bodyMessage(h.stream, from: direction) else { return strayData(h.stream) }
+        if !webSockets.isEmpty, let ws = webSockets[h.stream] { ws.received(bytes, at: ts, fromClient: direction == .fromClient) }
         m.receiveBody(bytes, wire: bytes.count, options: options)
         m.lastByte = ts
     }
 
     func dataLost(_ length: UInt64, of h: HTTP2FrameHeader, at ts: Timestamp, from direction: Direction) {
         guard let m = bodyMessage(h.stream, from: direction) else { return }
+        if !webSockets.isEmpty, let ws = webSockets[h.stream] { ws.missed(length, at: ts, fromClient: direction == .fromClient) }
         m.receiveBodyGap(length)
     }
 
     func dataEnded(_ h: HTTP2FrameHeader, at ts: Timestamp, from direction: Direction) {
         guard let m = bodyMessage(h.stream, from: direction) else { return }
         m.lastByte = ts
-        if h.endStream { end(m, on: h.stream, at: ts) }
+        if h.endStream {
+            if !webSockets.isEmpty, let ws = webSockets[h.stream] { ws.finish(direction == .fromClient, at: ts) }
+            end(m, on: h.stream, at: ts)
+            if !webSockets.isEmpty, pairing.transaction(on: UInt64(h.stream)) == nil { webSockets[h.stream] = nil }
+        }
     }
 
     private func strayData(_ stream: UInt32) {
@@ -354,8 +365,12 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
         pairing.responseBegan(response, on: UInt64(stream))
         if let t = pairing.transaction(on: UInt64(stream)), let method = t.request?.method,
            method == "CONNECT", response.status >= 200 && response.status < 300 {
-            // CONNECT (and extended CONNECT, RFC 8441): the stream's DATA is the tunnel.
+            // CONNECT (and extended CONNECT, RFC 8441): the stream's DATA is the tunnel; a
+            // WebSocket's is its frames.
             t.note(.tunnel)
+            if t.request?.headers.first(":protocol")?.lowercased() == "websocket" {
+                webSockets[stream] = WebSocketSession(transaction: t, response: response, options: options.webSocket, budget: options.webSocketBudget)
+            }
         }
         if block.endStream { end(response, on: stream, at: ts) }
     }
