@@ -64,7 +64,7 @@ enum EntryEncoder {
         w.key("headers"); w.beginArray()
         for i in headers.indices {
             if let left, headers.id(at: i) == left { continue }
-            let secret = !options.keepSecrets && headers.id(at: i).isSecret
+            let secret = !options.keepSecrets && (headers.id(at: i).isSecret || carriesBearerToken(headers, at: i))
             let url = !options.keepSecrets && !secret && carriesURL(headers, at: i)
             // The usual field: plain ASCII, not a secret — one run of bytes.
             if !secret && !url, headers.withNameAndValueBytes(at: i, { w.nameValueObject($0, $1) }) { continue }
@@ -128,9 +128,31 @@ enum EntryEncoder {
         return headers.withNameAndValueBytes(at: i) { name, value in value.contains(0x3F) && isURLField(id, name: name) }
     }
 
+    /// A Sec-WebSocket-Protocol field with a bearer token among its subprotocols.
+    static func carriesBearerToken(_ headers: HeaderFields, at i: Int) -> Bool {
+        guard headers.id(at: i) == .secWebSocketProtocol else { return false }
+        return headers.withValueBytes(at: i) { containsIgnoringCase($0, "bearer") }
+    }
+
+    /// Sec-WebSocket-Protocol with each bearer token redacted: `authorization.bearer.[redacted
+    /// 150 bytes]` (what follows `bearer.` is the token, JWTs with their dots included).
+    static func redactSubprotocols(_ value: String) -> String {
+        value.split(separator: ",", omittingEmptySubsequences: false).map { item -> String in
+            let bytes = Array(item.utf8)
+            let marker = Array("bearer.".utf8)
+            guard bytes.count > marker.count,
+                  let at = (0...(bytes.count - marker.count)).first(where: { start in
+                      (0..<marker.count).allSatisfy { lowerASCII(bytes[start + $0]) == marker[$0] }
+                  }) else { return String(item) }
+            let end = at + marker.count
+            return String(decoding: bytes[..<end], as: UTF8.self) + redacted(String(decoding: bytes[end...], as: UTF8.self))
+        }.joined(separator: ",")
+    }
+
     static func redact(header h: HTTPHeader, options: ExportOptions) -> String {
         let id = FieldName(h.name)
         guard !options.keepSecrets else { return h.value }
+        if id == .secWebSocketProtocol { return redactSubprotocols(h.value) }
         // Fields that carry a URL (HTTP/2's and HTTP/3's :path, Referer, Location,
         // Content-Location): their secret query parameters, as the entry's URL.
         if !id.isSecret {

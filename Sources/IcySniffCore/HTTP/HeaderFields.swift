@@ -262,6 +262,9 @@ public enum FieldName: UInt8, Sendable, CaseIterable {
     case authority
     /// HTTP/2's and HTTP/3's `:status` pseudo-header (the status line of a response).
     case status
+    /// The WebSocket subprotocols offered or chosen; clients that cannot send headers from a
+    /// browser put bearer tokens there (wstunnel, Kubernetes' `base64url.bearer.authorization.k8s.io.`).
+    case secWebSocketProtocol
 
     /// Fields whose values are credentials: redacted in exports unless `--keep-secrets`.
     public var isSecret: Bool {
@@ -299,6 +302,7 @@ public enum FieldName: UInt8, Sendable, CaseIterable {
         case .setCookie: return "Set-Cookie"
         case .authority: return ":authority"
         case .status: return ":status"
+        case .secWebSocketProtocol: return "Sec-WebSocket-Protocol"
         }
     }
 
@@ -344,6 +348,7 @@ public enum FieldName: UInt8, Sendable, CaseIterable {
         case (17, 0x69): candidate = ("if-modified-since", .ifModifiedSince)
         case (17, 0x74): candidate = ("transfer-encoding", .transferEncoding)
         case (19, 0x70): candidate = ("proxy-authorization", .proxyAuthorization)
+        case (22, 0x73): candidate = ("sec-websocket-protocol", .secWebSocketProtocol)
         default: self = .other; return
         }
         self = equalsIgnoringCase(name, candidate.lower) ? candidate.id : .other

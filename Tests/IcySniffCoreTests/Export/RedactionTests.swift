@@ -2,12 +2,13 @@ import Testing
 @testable import IcySniffCore
 
 /// Secrets planted in a request and its response — a cookie, an Authorization header, a
-/// Set-Cookie, secret query parameters in the URL, the Referer and the Location — appear in no
+/// Set-Cookie, secret query parameters in the URL, the Referer and the Location, a bearer token
+/// offered as a WebSocket subprotocol (as wstunnel and Kubernetes send it) — appear in no
 /// output: HAR (entries, `_requestTarget`, pages' titles), table, TSV, CSV, NDJSON (`url`,
 /// `target`), heads (-V), the report (text and JSON); with `--keep-secrets`, everywhere
 /// (issue 30). The secret query parameter names are `ExportOptions.secretParameters`.
 @Suite struct RedactionTests {
-    static let secrets = ["hunter2pw", "keyv4lue", "s3cr3tcookie", "t0ps3cr3t", "reft0ken", "setc00kie", "s1gvalue"]
+    static let secrets = ["hunter2pw", "keyv4lue", "s3cr3tcookie", "t0ps3cr3t", "reft0ken", "setc00kie", "s1gvalue", "wst0ken"]
 
     /// The same secrets over HTTP/2 (h2c): `:path`, cookie, authorization, referer; set-cookie
     /// and location in the response.
@@ -16,7 +17,8 @@ import Testing
         var client = HTTP2FrameHeader.preface + H2.settings()
         client += H2.frame(.headers, flags: H2.endHeaders | H2.endStream, stream: 1, c.encode([
             (":method", "GET"), (":scheme", "http"), (":authority", "h.example"), (":path", "/index.html?password=hunter2pw&key=keyv4lue&q=ok"),
-            ("cookie", "sid=s3cr3tcookie"), ("authorization", "Bearer t0ps3cr3t"), ("referer", "http://h.example/start?token=reft0ken")]))
+            ("cookie", "sid=s3cr3tcookie"), ("authorization", "Bearer t0ps3cr3t"), ("referer", "http://h.example/start?token=reft0ken"),
+            ("sec-websocket-protocol", "v1, base64url.bearer.authorization.k8s.io.wst0ken")]))
         let server = H2.settings() + H2.settings(ack: true) + H2.frame(.headers, flags: H2.endHeaders | H2.endStream, stream: 1, s.encode([
             (":status", "302"), ("set-cookie", "sess=setc00kie; Path=/"), ("location", "/next?sig=s1gvalue&page=2")]))
         return Transcript(blocks: [(.client, client), (.server, server)]).run()
@@ -30,6 +32,7 @@ import Testing
         Cookie: sid=s3cr3tcookie; theme=dark
         Authorization: Bearer t0ps3cr3t
         Referer: http://h.example/start?token=reft0ken
+        Sec-WebSocket-Protocol: v1, authorization.bearer.eyJ0eXAiOi.wst0ken.sig
 
         <<<
         HTTP/1.1 302 Found
