@@ -63,4 +63,19 @@ import Testing
         let (plain, _) = try Self.anomalies(bytes)
         #expect(!plain.contains("tls_cipher_unsupported"), "without a key log there is nothing to say")
     }
+
+    /// A TLS client sent to a plain HTTP port (issue 32): nginx answers the ClientHello with a
+    /// 400 in clear. That answer is what the user needs to see; it was lost (the connection was
+    /// taken as TLS, its framing lost) and the summary advised a key log.
+    @Test func aClientHelloAnsweredInPlainHTTPShowsTheAnswer() throws {
+        let capture = CLI.packageRoot.appendingPathComponent("Tests/Fixtures/tls/tls-client-plain-server.pcap").path
+        let r = try CLI.run(["-r", capture, "--format", "tsv", "--fields", "method,status,size,flags"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let rows = r.text.split(separator: "\n").dropFirst().map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
+        #expect(rows.count == 2)
+        #expect(rows.first == ["", "400", "157", "tls_answered_in_plain_http"], "\(rows)")
+        #expect(rows.last?.prefix(2) == ["GET", "200"])
+        #expect(!r.stderr.contains("encrypted") && !r.stderr.contains("TLS connection"), "\(r.stderr)")
+        #expect(!r.stderr.contains("tls_record_framing_lost"), "\(r.stderr)")
+    }
 }

@@ -284,9 +284,17 @@ final class InOrderPairing {
         }
     }
 
+    /// An anomaly every transaction of the connection carries, in place of `request_missing`
+    /// (a TLS client answered in plain HTTP: its request was a ClientHello, not missing).
+    var noteOnEach: Weird? = nil
+
     private func emit(_ t: Transaction) {
         connection.releaseWaiting(t)
         guard !discarded else { return }
+        if let w = noteOnEach {
+            t.weirds.removeAll { $0 == .requestMissing }
+            t.note(w)
+        }
         t.connection = ConnectionSnapshot(connection, scheme: scheme)
         if holding { held.append(t) } else { send(t) }
     }

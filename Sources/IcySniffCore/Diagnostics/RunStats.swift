@@ -44,12 +44,13 @@ public struct RunStats: Sendable {
 
 extension RunStats {
     /// One connection in the TLS and QUIC counts: a QUIC connection as QUIC (its handshake is
-    /// TLS 1.3 too), a TCP one with a TLS handshake as TLS; each decrypted or not.
+    /// TLS 1.3 too), a TCP one with a TLS handshake as TLS; each decrypted or not. A ClientHello
+    /// the server answered in plain HTTP carried nothing encrypted: not counted.
     mutating func countEncryption(of connection: Connection) {
         if let q = connection.quic {
             quicConnections += 1
             if q.decrypted { quicDecrypted += 1 }
-        } else if let tls = connection.tls {
+        } else if let tls = connection.tls, connection.weirds[.tlsAnsweredInPlainHTTP] == nil {
             tlsConnections += 1
             if tls.decrypted { tlsDecrypted += 1 }
         }

@@ -98,6 +98,7 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
     case tlsRecordCut = "tls_record_cut"
     case tlsCipherUnsupported = "tls_cipher_unsupported"
     case tlsEarlyDataRejected = "tls_early_data_rejected"
+    case tlsAnsweredInPlainHTTP = "tls_answered_in_plain_http"
     case bodyTruncatedInMemory = "body_truncated_in_memory"
     case bodiesBudgetExceeded = "bodies_budget_exceeded"
 
@@ -236,6 +237,7 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
         case .tlsRecordCut: return "the connection ended inside a TLS record (the capture or the stream stopped before the record's last byte): that record was not read"
         case .tlsCipherUnsupported: return "the server chose a cipher suite icy-sniff cannot decrypt (it decrypts AES-GCM, ChaCha20-Poly1305 and the AES-CBC suites): with a key log, the connection stays encrypted"
         case .tlsRecordLost: return "part of an encrypted TLS record was never captured: the record cannot be decrypted, its plaintext is a gap"
+        case .tlsAnsweredInPlainHTTP: return "the client began a TLS handshake and the server answered in plain HTTP (a TLS client sent to an HTTP port, as nginx's 400 answers it): the server's answer is shown, its request being the ClientHello"
         case .tlsEarlyDataRejected: return "the client sent TLS 1.3 early data (0-RTT) that the server did not accept: it is not analysed"
         case .http2BadPreface: return "the client's bytes do not start with the HTTP/2 connection preface; the connection's frames are not read"
         case .http2MalformedFrame: return "an HTTP/2 frame breaks RFC 9113 §6 (a length its type does not allow, padding longer than the frame, a frame on the wrong stream); skipped, or the rest of the direction when its framing is unsure"

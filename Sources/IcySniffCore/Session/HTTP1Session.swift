@@ -54,6 +54,9 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
         unretainedParsers = (Unmanaged.passUnretained(requestParser), Unmanaged.passUnretained(responseParser))
     }
 
+    /// Every transaction of the connection is flagged `weird` (in place of `request_missing`).
+    func flagEveryTransaction(_ weird: Weird) { pairing.noteOnEach = weird }
+
     /// A request line with a version: the client; a status line: the server.
     static func speakerHint(_ firstData: UnsafeRawBufferPointer) -> SpeakerHint {
         var end = 0

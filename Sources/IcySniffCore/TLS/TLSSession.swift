@@ -75,6 +75,10 @@ final class TLSSession: ConnectionSession {
     /// A direction stops being decrypted at its first record that does not authenticate.
     private var decryptionFailed = [false, false]
     private var inner: (any ConnectionSession)? = nil
+    /// The server answered the ClientHello in plain HTTP (a TLS client sent to an HTTP port):
+    /// the server's bytes go to an HTTP/1.x session, so that its answer (nginx's 400) is shown.
+    private var plainAnswer: HTTP1Session? = nil
+    private var serverSpoke = false
     private var plaintextOffset: [UInt64] = [0, 0]
     /// Where records are decrypted to, one at a time (the inner session borrows it for a call);
     /// made with the first record decrypted, freed with the session.
@@ -146,6 +150,14 @@ final class TLSSession: ConnectionSession {
     // MARK: StreamHandler
 
     func received(_ chunk: StreamChunk, from direction: Direction, on connection: Connection) {
+        if direction == .fromServer && !serverSpoke {
+            serverSpoke = true
+            if chunk.bytes.starts(with: "HTTP/".utf8) { answeredInPlainHTTP() }
+        }
+        if let plainAnswer {
+            if direction == .fromServer { plainAnswer.received(chunk, from: direction, on: connection) }
+            return
+        }
         if awaitingKeys { lookForKeys(final: false) }
         // Whether a record's body is kept is decided when its header arrives, by the state the
         // records before it (in the same chunk too) left.
@@ -157,7 +169,20 @@ final class TLSSession: ConnectionSession {
         if clientRecords.broken || serverRecords.broken { noteBroken() }
     }
 
+    /// The server's first bytes are an HTTP status line, not a TLS record.
+    private func answeredInPlainHTTP() {
+        connection.note(.tlsAnsweredInPlainHTTP)
+        info.incomplete = true
+        let http = HTTP1Session(connection: connection, emitter: emitter, options: options, scheme: "http")
+        http.flagEveryTransaction(.tlsAnsweredInPlainHTTP)
+        plainAnswer = http
+    }
+
     func missed(_ gap: StreamGap, from direction: Direction, on connection: Connection) {
+        if let plainAnswer {
+            if direction == .fromServer { plainAnswer.missed(gap, from: direction, on: connection) }
+            return
+        }
         if awaitingKeys { lookForKeys(final: false) }
         let reader = direction == .fromClient ? clientRecords : serverRecords
         let wasBroken = reader.broken
@@ -170,11 +195,13 @@ final class TLSSession: ConnectionSession {
     }
 
     func ended(_ direction: Direction, reason: CloseReason, at timestamp: Timestamp, on connection: Connection) {
+        if let plainAnswer { return plainAnswer.ended(direction, reason: reason, at: timestamp, on: connection) }
         if awaitingKeys { heldForKeys.append(.ended(direction, reason, timestamp)); return }
         inTurn { self.inner?.ended(direction, reason: reason, at: timestamp, on: connection) }
     }
 
     func finished(_ connection: Connection, at timestamp: Timestamp) {
+        plainAnswer?.finished(connection, at: timestamp)
         if awaitingKeys { lookForKeys(final: true) }
         if clientRecords.midRecord || serverRecords.midRecord { connection.note(.tlsRecordCut) }
         info.applicationBytesFromClient = applicationBytes.fromClient
