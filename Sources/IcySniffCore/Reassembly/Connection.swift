@@ -12,6 +12,8 @@ public final class HalfStream {
     var finOffset: UInt64? = nil
     public internal(set) var closed = false
     public internal(set) var sawSYN = false
+    /// Nothing of the stream arrived yet (no bytes, gaps or segments held).
+    var isUnused: Bool { bytes == 0 && gaps == 0 && pending.isEmpty }
     public internal(set) var midstream = false
     public internal(set) var bytes: UInt64 = 0
     public internal(set) var gapBytes: UInt64 = 0
@@ -147,6 +149,9 @@ public final class Connection {
     public internal(set) var synAckTime: Timestamp? = nil
     public internal(set) var handshakeAckTime: Timestamp? = nil
     var serverISNPlusOne: UInt32 = 0
+    /// SYN/ACKs the last one replaced before the client answered (at most 4): the client's ACK,
+    /// or the server's first data, may show that one of them was the one in use.
+    var replacedServerISNsPlusOne: [UInt32] = []
     public internal(set) var packets: UInt64 = 0
     public internal(set) var resetSeen = false
     public internal(set) var weirds: [Weird: Int] = [:]

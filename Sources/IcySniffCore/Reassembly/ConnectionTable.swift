@@ -158,6 +158,14 @@ public final class ConnectionTable<Handler: StreamHandler> {
         if !retired.isEmpty { retired.removeAll(keepingCapacity: true) }
     }
 
+    /// The server's sequence space starts after the SYN/ACK of `plusOne - 1` after all.
+    private func useServerISN(plusOne: UInt32, half: HalfStream, connection c: Connection) {
+        half.nextSequence = plusOne
+        half.nextOffset = 0
+        c.serverISNPlusOne = plusOne
+        c.replacedServerISNsPlusOne = []
+    }
+
     @inline(__always)
     private func process(_ segment: TCPSegment, flow: Flow, key: ConnectionKey) {
         #if DEBUG
@@ -181,6 +189,10 @@ public final class ConnectionTable<Handler: StreamHandler> {
             if flags.contains(.ack) {
                 if c.synAckTime == nil { c.synAckTime = ts }
                 if c.clientSide == nil { c.clientSide = 1 - side; c.clientEvidence = .syn }
+                if c.serverISNPlusOne != 0, c.serverISNPlusOne != segment.sequence &+ 1, c.handshakeAckTime == nil {
+                    if c.replacedServerISNsPlusOne.count == 4 { c.replacedServerISNsPlusOne.removeFirst() }
+                    c.replacedServerISNsPlusOne.append(c.serverISNPlusOne)
+                }
                 c.serverISNPlusOne = segment.sequence &+ 1
                 c.record("h", side: side)
             } else {
@@ -205,12 +217,24 @@ public final class ConnectionTable<Handler: StreamHandler> {
             if flags.contains(.ack), !answered, other.sawSYN, other.bytes == 0, other.gaps == 0, other.pending.isEmpty {
                 other.nextSequence = segment.acknowledgement
             }
-        } else if flags.contains(.ack), c.handshakeAckTime == nil, c.synAckTime != nil,
-                  side == c.clientSide, segment.acknowledgement == c.serverISNPlusOne {
-            c.handshakeAckTime = ts
+        } else if flags.contains(.ack), c.handshakeAckTime == nil, c.synAckTime != nil, side == c.clientSide {
+            if segment.acknowledgement == c.serverISNPlusOne {
+                c.handshakeAckTime = ts
+            } else if c.replacedServerISNsPlusOne.contains(segment.acknowledgement), other.sawSYN, other.isUnused {
+                // Two SYN/ACKs with different initial sequence numbers, and the client answered
+                // an earlier one: its sequence space is the server's.
+                useServerISN(plusOne: segment.acknowledgement, half: other, connection: c)
+                c.handshakeAckTime = ts
+            }
         }
 
         let payloadCount = segment.payload.count
+        if payloadCount > 0, !c.replacedServerISNsPlusOne.isEmpty, c.handshakeAckTime == nil, side != c.clientSide, half.sawSYN, half.isUnused,
+           segment.sequence != half.nextSequence, c.replacedServerISNsPlusOne.contains(segment.sequence) {
+            // The server's data follows an earlier SYN/ACK than the last (the client's ACK was
+            // not captured).
+            useServerISN(plusOne: segment.sequence, half: half, connection: c)
+        }
         if (payloadCount > 0 || segment.missingPayload > 0) && !half.started {
             half.started = true
             half.midstream = true

@@ -41,6 +41,33 @@ import Testing
         #expect(connections[0].gaps == 0 && connections[0].weirds.isEmpty, "\(connections[0].weirds)")
     }
 
+    /// Two SYN/ACKs with different initial sequence numbers (issue 32: a capture of another
+    /// project's had them, and the 200 was lost as request_without_response): the client's
+    /// ACK, or else the server's first data, says which one the server went on with.
+    @Test(arguments: [true, false])
+    func twoSYNACKsAndTheClientAnswersTheFirst(clientACKCaptured: Bool) {
+        let w = Wire()
+        let requestEnd = 1001 + UInt32(Self.request.utf8.count)
+        w.send(fromClient: true, [.syn], seq: 1000)
+        w.send(fromClient: false, [.syn, .ack], seq: 5000, ack: 1001)
+        w.send(fromClient: false, [.syn, .ack], seq: 77_000, ack: 1001)
+        if clientACKCaptured {
+            w.send(fromClient: true, [.ack], seq: 1001, ack: 5001)
+            w.send(fromClient: true, [.ack, .psh], seq: 1001, ack: 5001, Self.request)
+        } else {
+            // Only the server's side after the handshake: its data shows the sequence space.
+            w.send(fromClient: false, [.ack, .psh], seq: 5001, ack: requestEnd, Self.response)
+            let (transactions, connections, _) = w.finish()
+            #expect(transactions.map(summary) == ["- -> 200 body=5/5 [response_without_request]"])
+            #expect(connections.first?.gaps == 0)
+            return
+        }
+        w.send(fromClient: false, [.ack, .psh], seq: 5001, ack: requestEnd, Self.response)
+        let (transactions, connections, _) = w.finish()
+        #expect(transactions.map(summary) == ["GET /a HTTP/1.1 body=0 -> 200 body=5/5 []"])
+        #expect(connections.first?.gaps == 0)
+    }
+
     @Test func aRetransmissionAfterTheEndIsNotASecondConnection() {
         let w = Wire()
         let (requestEnd, responseEnd) = w.openAndExchange()
