@@ -10,7 +10,7 @@ struct IcySniff: ParsableCommand {
         commandName: "icy-sniff",
         abstract: "Passive HTTP/1.x, HTTP/2 and HTTP/3 traffic analyzer, HTTPS and QUIC too: requests, responses, timings, cache freshness, TLS, HAR.",
         version: IcySniffVersion.current,
-        subcommands: [Analyze.self, ReportCommand.self],
+        subcommands: [Analyze.self, ReportCommand.self, DiffCommand.self],
         defaultSubcommand: Analyze.self
     )
 
@@ -24,6 +24,7 @@ struct IcySniff: ParsableCommand {
             SUBCOMMANDS:
               analyze (default)       Analyse captures or a live interface.
               report                  Caching and connection report of captures.
+              diff                    What changed between two captures, HARs or NDJSON files.
 
               See 'icy-sniff help <subcommand>' for detailed help.
             """)

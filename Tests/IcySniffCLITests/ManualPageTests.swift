@@ -24,7 +24,7 @@ import Testing
                                   environment: ["DESTDIR": dir.path, "ICY_SNIFF_BIN": CLI.binary])
         #expect(install.status == 0, "\(install.stderr)")
         let man1 = dir.appendingPathComponent("usr/share/man/man1")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: man1.path).sorted() == ["icy-sniff-analyze.1", "icy-sniff-report.1", "icy-sniff.1"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: man1.path).sorted() == ["icy-sniff-analyze.1", "icy-sniff-diff.1", "icy-sniff-report.1", "icy-sniff.1"])
         let main = try Self.rendered(man1.appendingPathComponent("icy-sniff.1").path)
 
         // Every option analyze shows in --help, by its long name, from the binary's own definitions.

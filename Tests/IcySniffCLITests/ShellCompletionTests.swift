@@ -74,7 +74,7 @@ import Testing
             #expect(r.status == 0, "\(line): \(r.stderr)")
             return r.text.split(separator: "\n").map { String($0.split(separator: "\t", maxSplits: 1)[0]) }
         }
-        #expect(try complete("icy-sniff ") == ["analyze", "help", "report"])
+        #expect(try complete("icy-sniff ") == ["analyze", "diff", "help", "report"])
         #expect(try complete("icy-sniff --for") == ["--force", "--format"])
         #expect(try complete("icy-sniff --format ") == ["table", "tsv", "csv", "ndjson", "har", "heads", "websocket"])
         #expect(try complete("icy-sniff -r captures/wiki") == ["captures/wikipedia.pcap"])

@@ -45,6 +45,17 @@ public struct CacheAssessment: Sendable {
         return "\(prefix) \(CacheAssessment.shortDuration(freshFor))"
     }
 
+    /// The kind of verdict `label` gives, without its durations (what a comparison and the HAR's
+    /// `_cache.verdict` hold): "avoidable", "304", "no-store", "not-storable", "-", "no-cache",
+    /// "stale", "heuristic" or "fresh".
+    public var verdict: String { Self.verdict(ofLabel: label) }
+
+    /// The verdict's kind of a `label` (as the tables and NDJSON's `cache` field show it).
+    public static func verdict(ofLabel label: String) -> String {
+        if label == "AVOIDABLE" { return "avoidable" }
+        return String(label.split(separator: " ").first ?? "-")
+    }
+
     static func shortDuration(_ seconds: Double) -> String {
         guard seconds.isFinite, seconds < 1e15 else { return "∞" }
         var s = Int64(max(0, seconds).rounded(.down))

@@ -389,6 +389,7 @@ enum EntryEncoder {
 
     static func writeCacheCustom(_ c: CacheAssessment, to w: JSONWriter) {
         w.key("_cache"); w.beginObject()
+        w.string("verdict", c.verdict)
         w.bool("storable", c.storable)
         w.optionalNumber("freshnessLifetime", c.freshnessLifetime)
         w.string("lifetimeSource", c.lifetimeSource.rawValue)

@@ -1,0 +1,167 @@
+import Glibc
+import ArgumentParser
+import FoundationEssentials
+import IcySniffCore
+
+/// `icy-sniff diff BEFORE AFTER`: what changed between two runs (docs/OUTPUT.md, Diff). Each side
+/// is a capture (analysed as `report` would: keys, cache judgement), a HAR or an NDJSON file.
+struct DiffCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "diff",
+        abstract: "What changed between two captures (or HARs, or NDJSON files): requests added and removed, made more or fewer times, status, cache verdict and size changes, each host's requests, bytes and median time.",
+        discussion: "Requests are matched by method and URL, with volatile query values (timestamps, cache busters, nonces, UUIDs, long hex or digit runs, redacted secrets) masked. Each side is a capture file or folder, a HAR (icy-sniff's, or a browser's), or icy-sniff's NDJSON. Exit code 0 whether or not something changed, 2 when a side cannot be read."
+    )
+
+    @Argument(help: ArgumentHelp("The run before: a capture, a HAR or an NDJSON file.", valueName: "before"))
+    var before: String
+
+    @Argument(help: ArgumentHelp("The run after.", valueName: "after"))
+    var after: String
+
+    @Option(name: .customLong("keylog"), help: ArgumentHelp("Decrypt TLS and QUIC in the captures with the secrets in this NSS key log (repeatable).", valueName: "file"))
+    var keylog: [String] = []
+
+    @Option(name: .customLong("format"), help: "text (default) or json.")
+    var format: ReportFormat = .text
+
+    @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Write to a file (atomically).", valueName: "file"))
+    var outputPath: String?
+
+    @Flag(name: .customLong("keep-secrets"), help: "Keep secret query parameters (token, key, password, …) in the URLs listed (redacted by default, as in every output).")
+    var keepSecrets = false
+
+    func run() throws {
+        var exportOptions = ExportOptions()
+        exportOptions.keepSecrets = keepSecrets
+        let keyLog = try Diagnostics.loadKeyLog(keylog)
+        var sides: [ComparisonSide] = []
+        for path in [before, after] {
+            switch Self.read(path, keyLog: keyLog, options: exportOptions) {
+            case .success(let side): sides.append(side)
+            case .failure(let problem):
+                if !problem.text.isEmpty { Diagnostics.error(problem.text) }
+                throw ExitCode(ExitStatus.badInput.rawValue)
+            }
+            if Signals.stop { throw ExitCode(ExitStatus.interrupted.rawValue) }
+        }
+        let comparison = Comparison(sides[0], sides[1])
+        let out: OutputFile
+        do { out = try outputPath.map { p throws(OutputError) in try OutputFile(path: p) } ?? OutputFile() } catch {
+            Diagnostics.error(error.message)
+            throw ExitCode(ExitStatus.outputFailed.rawValue)
+        }
+        switch format {
+        case .json: out.write(ComparisonWriter.json(comparison))
+        case .text:
+            let columns = getenv("COLUMNS").map { String(cString: $0) } ?? ""
+            let width = out.isTerminal || !columns.isEmpty ? TableWriter.tableWidth(terminal: out.isTerminal) : nil
+            out.write(ComparisonWriter.text(comparison, width: width))
+        }
+        do { try out.commit() } catch {
+            Diagnostics.error(error.message)
+            throw ExitCode(ExitStatus.outputFailed.rawValue)
+        }
+    }
+
+    /// Why a side cannot be compared ("": a diagnostic said it already).
+    struct Problem: Error { var text: String }
+
+    /// One side: by its content, a HAR (a JSON object with `log`), NDJSON (JSON objects, one per
+    /// line), or else a capture.
+    static func read(_ path: String, keyLog: KeyLog?, options: ExportOptions) -> Result<ComparisonSide, Problem> {
+        let side = ComparisonSide(name: path)
+        var isDirectory = false
+        var st = stat()
+        if stat(path, &st) == 0 { isDirectory = (st.st_mode & S_IFMT) == S_IFDIR }
+        if !isDirectory, let first = firstByte(path), first == UInt8(ascii: "{") {
+            guard let bytes = readAll(path) else { return .failure(Problem(text: "\(path): cannot be read")) }
+            return readJSON(bytes, path: path, into: side, options: options)
+        }
+        let expanded = CaptureList.expand([path], join: true, joinListed: false)
+        if let problem = expanded.problems.first { return .failure(Problem(text: problem)) }
+        guard !expanded.sets.isEmpty else { return .failure(Problem(text: "\(path): no captures found")) }
+        var pipelineOptions = PipelineOptions()
+        pipelineOptions.keyLog = keyLog
+        var driver = CaptureDriver()
+        driver.shouldStop = { Signals.stop }
+        for set in expanded.sets {
+            let pipeline = Pipeline(sink: CacheJudgingSink(next: ComparisonSink(side: side, options: options)), options: pipelineOptions)
+            for outcome in driver.run(set, through: pipeline) {
+                Diagnostics.show(outcome.diagnostic(signalled: Signals.stop))
+                if outcome.stopsRun || !outcome.analysed && outcome.exitStatus(strict: false) == .badInput {
+                    return .failure(Problem(text: ""))   // the diagnostic above said why
+                }
+            }
+            pipeline.finish()
+        }
+        return .success(side)
+    }
+
+    static func firstByte(_ path: String) -> UInt8? {
+        guard let f = fopen(path, "rb") else { return nil }
+        defer { fclose(f) }
+        var c = fgetc(f)
+        while c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 { c = fgetc(f) }
+        return c == EOF ? nil : UInt8(c)
+    }
+
+    static func readAll(_ path: String) -> [UInt8]? {
+        guard let f = fopen(path, "rb") else { return nil }
+        defer { fclose(f) }
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = fread(&buffer, 1, buffer.count, f)
+            if n > 0 { out.append(contentsOf: buffer[0..<n]) }
+            if n < buffer.count { break }
+        }
+        return ferror(f) == 0 ? out : nil
+    }
+
+    // A HAR's entries and an NDJSON row, as far as the comparison reads them.
+    struct HAR: Decodable {
+        struct Log: Decodable { var entries: [Entry] }
+        struct Entry: Decodable {
+            struct Request: Decodable { var method: String; var url: String }
+            struct Response: Decodable { var status: Int; var bodySize: Int? }
+            struct Cache: Decodable { var verdict: String? }
+            var request: Request
+            var response: Response
+            var time: Double?
+            var _cache: Cache?
+        }
+        var log: Log
+    }
+
+    struct Row: Decodable {
+        var method: String?
+        var url: String?
+        var status: Int?
+        var response_encoded_len: Int?
+        var cache: String?
+        var time_ms: Double?
+    }
+
+    static func readJSON(_ bytes: [UInt8], path: String, into side: ComparisonSide, options: ExportOptions) -> Result<ComparisonSide, Problem> {
+        let decoder = JSONDecoder()
+        if let har = try? decoder.decode(HAR.self, from: Data(bytes)) {
+            for e in har.log.entries {
+                side.add(ComparisonRow(method: e.request.method, url: e.request.url, status: e.response.status,
+                                       bytes: max(0, e.response.bodySize ?? 0), verdict: e._cache?.verdict ?? "",
+                                       timeMilliseconds: e.time ?? 0, options: options))
+            }
+            return .success(side)
+        }
+        var lineNumber = 0
+        for line in bytes.split(separator: 0x0A) where !line.allSatisfy({ $0 == 0x20 || $0 == 0x0D }) {
+            lineNumber += 1
+            guard let row = try? decoder.decode(Row.self, from: Data(line)), let url = row.url else {
+                return .failure(Problem(text: "\(path): line \(lineNumber) is not a transaction of icy-sniff's NDJSON (nor is the file a HAR)"))
+            }
+            side.add(ComparisonRow(method: row.method ?? "", url: url, status: row.status ?? 0, bytes: row.response_encoded_len ?? 0,
+                                   verdict: row.cache.map(CacheAssessment.verdict(ofLabel:)) ?? "", timeMilliseconds: row.time_ms ?? 0,
+                                   options: options))
+        }
+        return .success(side)
+    }
+}
