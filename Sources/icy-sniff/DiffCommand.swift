@@ -27,16 +27,36 @@ struct DiffCommand: ParsableCommand {
     @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Write to a file (atomically).", valueName: "file"))
     var outputPath: String?
 
+    @Option(name: .customLong("client"), help: ArgumentHelp("Compare only this device's requests on both sides: a client address or network (192.168.1.23, 192.168.1.0/24, fd00::/8).", valueName: "address[/bits]"))
+    var client: String?
+
+    @Option(name: .customLong("client-before"), help: ArgumentHelp("Only this device's requests before; with --client-after, two phones of one capture compare: icy-sniff diff hotspot.pcap hotspot.pcap --client-before 192.168.4.21 --client-after 192.168.4.37.", valueName: "address[/bits]"))
+    var clientBefore: String?
+
+    @Option(name: .customLong("client-after"), help: ArgumentHelp("Only this device's requests after.", valueName: "address[/bits]"))
+    var clientAfter: String?
+
     @Flag(name: .customLong("keep-secrets"), help: "Keep secret query parameters (token, key, password, …) in the URLs listed (redacted by default, as in every output).")
     var keepSecrets = false
+
+    func validate() throws {
+        if client != nil && (clientBefore != nil || clientAfter != nil) {
+            throw ValidationError("give --client for both sides, or --client-before and --client-after, not both")
+        }
+        for text in [client, clientBefore, clientAfter].compactMap({ $0 }) {
+            do { _ = try ClientNetwork(parsing: text) } catch { throw ValidationError(error.message) }
+        }
+    }
 
     func run() throws {
         var exportOptions = ExportOptions()
         exportOptions.keepSecrets = keepSecrets
         let keyLog = try Diagnostics.loadKeyLog(keylog)
         var sides: [ComparisonSide] = []
-        for path in [before, after] {
-            switch Self.read(path, keyLog: keyLog, options: exportOptions) {
+        for (path, device) in [(before, clientBefore ?? client), (after, clientAfter ?? client)] {
+            let network = try device.map { text in try ClientNetwork(parsing: text) }
+            let name = device.map { "\(path) (client \($0))" } ?? path
+            switch Self.read(path, name: name, client: network, keyLog: keyLog, options: exportOptions) {
             case .success(let side): sides.append(side)
             case .failure(let problem):
                 if !problem.text.isEmpty { Diagnostics.error(problem.text) }
@@ -68,14 +88,15 @@ struct DiffCommand: ParsableCommand {
 
     /// One side: by its content, a HAR (a JSON object with `log`), NDJSON (JSON objects, one per
     /// line), or else a capture.
-    static func read(_ path: String, keyLog: KeyLog?, options: ExportOptions) -> Result<ComparisonSide, Problem> {
-        let side = ComparisonSide(name: path)
+    static func read(_ path: String, name: String, client: ClientNetwork?, keyLog: KeyLog?,
+                     options: ExportOptions) -> Result<ComparisonSide, Problem> {
+        let side = ComparisonSide(name: name)
         var isDirectory = false
         var st = stat()
         if stat(path, &st) == 0 { isDirectory = (st.st_mode & S_IFMT) == S_IFDIR }
         if !isDirectory, let first = firstByte(path), first == UInt8(ascii: "{") {
             guard let bytes = readAll(path) else { return .failure(Problem(text: "\(path): cannot be read")) }
-            return readJSON(bytes, path: path, into: side, options: options)
+            return readJSON(bytes, path: path, into: side, client: client, options: options)
         }
         let expanded = CaptureList.expand([path], join: true, joinListed: false)
         if let problem = expanded.problems.first { return .failure(Problem(text: problem)) }
@@ -85,7 +106,11 @@ struct DiffCommand: ParsableCommand {
         var driver = CaptureDriver()
         driver.shouldStop = { Signals.stop }
         for set in expanded.sets {
-            let pipeline = Pipeline(sink: CacheJudgingSink(next: ComparisonSink(side: side, options: options)), options: pipelineOptions)
+            var filter = TransactionFilter()
+            if let client { filter.clients = [client] }
+            let rows = ComparisonSink(side: side, options: options)
+            let pipeline = Pipeline(sink: CacheJudgingSink(next: filter.isEmpty ? rows : FilteringSink(filter: filter, next: rows)),
+                                    options: pipelineOptions)
             for outcome in driver.run(set, through: pipeline) {
                 Diagnostics.show(outcome.diagnostic(signalled: Signals.stop))
                 if outcome.stopsRun || !outcome.analysed && outcome.exitStatus(strict: false) == .badInput {
@@ -129,6 +154,7 @@ struct DiffCommand: ParsableCommand {
             var response: Response
             var time: Double?
             var _cache: Cache?
+            var _clientIPAddress: String?
         }
         var log: Log
     }
@@ -140,12 +166,21 @@ struct DiffCommand: ParsableCommand {
         var response_encoded_len: Int?
         var cache: String?
         var time_ms: Double?
+        var client_ip: String?
     }
 
-    static func readJSON(_ bytes: [UInt8], path: String, into side: ComparisonSide, options: ExportOptions) -> Result<ComparisonSide, Problem> {
+    /// Whether a row's client address (as an output wrote it) is in `client` (always without one).
+    static func isFrom(_ address: String?, _ client: ClientNetwork?) -> Bool {
+        guard let client else { return true }
+        guard let address, let parsed = try? ClientNetwork(parsing: address) else { return false }
+        return client.contains(parsed.address)
+    }
+
+    static func readJSON(_ bytes: [UInt8], path: String, into side: ComparisonSide, client: ClientNetwork?,
+                         options: ExportOptions) -> Result<ComparisonSide, Problem> {
         let decoder = JSONDecoder()
         if let har = try? decoder.decode(HAR.self, from: Data(bytes)) {
-            for e in har.log.entries {
+            for e in har.log.entries where isFrom(e._clientIPAddress, client) {
                 side.add(ComparisonRow(method: e.request.method, url: e.request.url, status: e.response.status,
                                        bytes: max(0, e.response.bodySize ?? 0), verdict: e._cache?.verdict ?? "",
                                        timeMilliseconds: e.time ?? 0, options: options))
@@ -158,6 +193,7 @@ struct DiffCommand: ParsableCommand {
             guard let row = try? decoder.decode(Row.self, from: Data(line)), let url = row.url else {
                 return .failure(Problem(text: "\(path): line \(lineNumber) is not a transaction of icy-sniff's NDJSON (nor is the file a HAR)"))
             }
+            guard isFrom(row.client_ip, client) else { continue }
             side.add(ComparisonRow(method: row.method ?? "", url: url, status: row.status ?? 0, bytes: row.response_encoded_len ?? 0,
                                    verdict: row.cache.map(CacheAssessment.verdict(ofLabel:)) ?? "", timeMilliseconds: row.time_ms ?? 0,
                                    options: options))

@@ -64,4 +64,26 @@ import Testing
         let bad = try CLI.run(["diff", Self.before, junk])
         #expect(bad.status == 2 && bad.stderr.contains("line 1"), "\(bad.stderr)")
     }
+
+    /// Two phones in one hotspot capture (two-phones.pcap: the two loads with their clients set
+    /// to 10.0.0.5 and 10.0.0.7): compared device against device, they differ as the loads do;
+    /// each phone's cache is its own (the second phone's first style sheet is not avoidable).
+    @Test func twoDevicesOfOneCapture() throws {
+        let capture = CLI.packageRoot.appendingPathComponent("Tests/Fixtures/diff/two-phones.pcap").path
+        let r = try CLI.run(["diff", capture, capture, "--client-before", "10.0.0.5", "--client-after", "10.0.0.7", "--format", "json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let phones = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any])
+        let loads = try Self.json(Self.before, Self.after)
+        for key in ["added", "removed", "countChanged", "cacheChanged", "sizeChanged"] {
+            #expect(Self.urls(phones, key) == Self.urls(loads, key), "\(key)")
+        }
+        #expect(phones["after"] as? String == "\(capture) (client 10.0.0.7)")
+        let same = try CLI.run(["diff", capture, capture, "--client", "10.0.0.0/24", "--format", "json"])
+        let d = try #require(try JSONSerialization.jsonObject(with: same.stdout) as? [String: Any])
+        #expect((d["added"] as? [Any])?.isEmpty == true && (d["totalsBefore"] as? [String: Any])?["requests"] as? Int == 9)
+        let bad = try CLI.run(["diff", capture, capture, "--client", "10.0.0.5", "--client-after", "10.0.0.7"])
+        #expect(bad.status == 64)
+        let report = try CLI.run(["report", "-r", capture])
+        #expect(report.text.contains("  10.0.0.7") && report.text.contains("device"), "\(report.text)")
+    }
 }

@@ -111,6 +111,8 @@ public struct Report: Sendable {
         public var requests = 0
         public var avoidable = 0
         public var avoidableBytes: UInt64 = 0
+        /// Requests answered 4xx or 5xx, or not answered at all.
+        public var failed = 0
         public var userAgents: [(agent: String, requests: Int)] = []
     }
     /// Devices, most bytes first: the first `hostsCounted` one by one, the rest as "other devices".
@@ -312,6 +314,7 @@ public final class ReportCollector: TransactionSink {
     private func countDevice(_ t: Transaction) {
         countDevice(t.connection.client.address) { entry in
             if t.request != nil { entry.device.requests += 1 }
+            if t.request != nil, (t.response?.status ?? 0) >= 400 || t.response == nil { entry.device.failed += 1 }
             if t.cache?.avoidable ?? false { entry.device.avoidable += 1; entry.device.avoidableBytes += t.response?.wireBytes ?? 0 }
             if let agent = t.request?.headers.first(.userAgent) {
                 let key = Report.cut(agent)

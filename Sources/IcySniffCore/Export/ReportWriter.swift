@@ -120,15 +120,18 @@ public enum ReportWriter {
         }
         if r.hosts.count > maxLines { line("  … \(r.hosts.count - maxLines) more hosts") }
         if r.devices.count > 1 {
+            // Side by side, one row each, so that one phone is compared with another at a glance.
             line("Devices (\(r.devices.count)), most bytes first:")
-            for d in r.devices.prefix(maxLines) {
-                var text = "  \(d.client): \(bytes(d.wireBytes)), \(plural(d.connections, "connection"))"
-                if d.encryptedConnections > 0 { text += " (\(d.encryptedConnections) encrypted)" }
-                text += ", \(plural(d.requests, "request"))"
-                if d.avoidable > 0 { text += ", \(d.avoidable) avoidable (\(bytes(d.avoidableBytes)))" }
-                let apps = d.userAgents.prefix(3).map { "\($0.agent) (\($0.requests))" }
-                if !apps.isEmpty { text += "; " + apps.joined(separator: ", ") + (d.userAgents.count > 3 ? ", …" : "") }
-                line(text)
+            let shown = Array(r.devices.prefix(maxLines))
+            let width = max(6, shown.map(\.client.count).max() ?? 6)
+            line("  " + column("device", width, left: true) + column("wire", 9) + column("conns", 7) + column("encrypted", 11)
+                 + column("requests", 10) + column("failed", 8) + column("avoidable", 11) + column("wasted", 9) + "  apps")
+            for d in shown {
+                let apps = d.userAgents.prefix(3).map { "\($0.agent) (\($0.requests))" }.joined(separator: ", ")
+                    + (d.userAgents.count > 3 ? ", …" : "")
+                line("  " + column(d.client, width, left: true) + column(bytes(d.wireBytes), 9) + column("\(d.connections)", 7)
+                     + column("\(d.encryptedConnections)", 11) + column("\(d.requests)", 10) + column("\(d.failed)", 8)
+                     + column("\(d.avoidable)", 11) + column(bytes(d.avoidableBytes), 9) + (apps.isEmpty ? "" : "  " + apps))
             }
             if r.devices.count > maxLines { line("  … \(r.devices.count - maxLines) more devices") }
         }
@@ -278,7 +281,7 @@ public enum ReportWriter {
                 w.beginObject()
                 w.string("client", d.client); w.int("connections", d.connections); w.int("encryptedConnections", d.encryptedConnections)
                 w.int("wireBytes", d.wireBytes); w.int("requests", d.requests)
-                w.int("avoidable", d.avoidable); w.int("avoidableBytes", d.avoidableBytes)
+                w.int("avoidable", d.avoidable); w.int("avoidableBytes", d.avoidableBytes); w.int("failed", d.failed)
                 w.key("userAgents"); w.beginArray()
                 for a in d.userAgents { w.beginObject(); w.string("userAgent", a.agent); w.int("requests", a.requests); w.endObject() }
                 w.endArray()

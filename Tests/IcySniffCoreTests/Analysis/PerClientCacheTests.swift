@@ -52,8 +52,14 @@ import Testing
         #expect(a.wireBytes > b.wireBytes && b.wireBytes > 0)
         #expect(a.userAgents.map(\.agent) == ["App/1.0", "Browser/2.0"] && a.userAgents.map(\.requests) == [2, 1])
         let text = ReportWriter.text(r, width: 160)
-        #expect(text.contains("Devices (2), most bytes first:") && text.contains("3 connections, 3 requests"))
-        #expect(text.contains("1 avoidable") && text.contains("App/1.0 (2), Browser/2.0 (1)"))
+        #expect(text.contains("Devices (2), most bytes first:"))
+        // Side by side: one row per device under one header.
+        let rows = text.split(separator: "\n").drop { !$0.hasPrefix("Devices (2)") }.dropFirst().prefix(3).map(String.init)
+        #expect(rows.first?.split(separator: " ").map(String.init) == ["device", "wire", "conns", "encrypted", "requests", "failed", "avoidable", "wasted", "apps"])
+        let rowA = rows.dropFirst().first?.split(separator: " ").map(String.init) ?? []
+        #expect(rowA.first == "10.0.0.2" && rowA.dropFirst(3).prefix(4) == ["3", "0", "3", "0"] && rowA.dropFirst(7).first == "1", "\(rows)")
+        #expect(rows.dropFirst().first?.hasSuffix("App/1.0 (2), Browser/2.0 (1)") == true)
+        #expect(rows.last?.hasPrefix("  10.0.0.3") == true)
         let json = String(decoding: ReportWriter.json([r]), as: UTF8.self)
         #expect(json.contains("\"devices\"") && json.contains("\"userAgent\""))
     }
