@@ -120,9 +120,9 @@ public final class Pipeline {
                     decoderDLT = source.packetDLT
                     decoder.linkType = LinkType(dlt: decoderDLT)
                 }
-                if source.pendingSecrets != nil, let secrets = source.takeSecrets() {
+                if source.pendingSecrets != nil, let blocks = source.takeSecrets() {
                     // Decryption Secrets Blocks come before the packets they decrypt.
-                    keyLog.add(bytes: secrets)
+                    for secrets in blocks { keyLog.add(secrets) }
                 }
                 count += 1
                 process(packet, decoder: &decoder)

@@ -39,7 +39,7 @@ public final class PcapSource {
     /// `-w`: every packet returned is also written there (live, or with `-r` after the filter).
     public var saver: PacketWriter? = nil
     /// TLS key logs from Decryption Secrets Blocks, read since the last `takeSecrets`.
-    public private(set) var pendingSecrets: [UInt8]? = nil
+    public private(set) var pendingSecrets: [SecretsText]? = nil
     /// The decompressing stream's cookie (a compressed file, or a pipe), for its error text.
     private var decompressCookie: UnsafeMutableRawPointer?
     /// Live captures read in non-blocking mode and wait in poll(2), so a signal or a time limit
@@ -401,9 +401,8 @@ public final class PcapSource {
                 if let saver { saver.write(packet, dlt: dlt, snaplen: reader.interfaces[interface].snaplen) }
                 return .packet(packet)
             case .secrets(let bytes):
-                // Appended in place (a block of 52 MiB is not copied again).
-                if pendingSecrets == nil { pendingSecrets = bytes } else { pendingSecrets!.append(contentsOf: bytes) }
-                pendingSecrets!.append(0x0A)
+                // Each block's key log as read (a block of 52 MiB is not copied again).
+                if pendingSecrets == nil { pendingSecrets = [bytes] } else { pendingSecrets!.append(bytes) }
             case .end:
                 if let cookie = decompressCookie, let err = icy_decompress_error(cookie) {
                     return .failed("compressed data is damaged: \(String(cString: err))")
@@ -419,8 +418,8 @@ public final class PcapSource {
         }
     }
 
-    /// The key log text of the Decryption Secrets Blocks read so far, once.
-    public func takeSecrets() -> [UInt8]? {
+    /// The key log text of each Decryption Secrets Block read so far, once.
+    public func takeSecrets() -> [SecretsText]? {
         defer { pendingSecrets = nil }
         return pendingSecrets
     }

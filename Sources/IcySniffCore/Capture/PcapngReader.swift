@@ -29,7 +29,7 @@ final class PcapngReader {
 
     enum Next {
         case packet(CapturedPacket, interface: Int)
-        case secrets([UInt8])
+        case secrets(SecretsText)
         case end
         case failed(String)
     }
@@ -113,8 +113,62 @@ final class PcapngReader {
         buffer = bigger
     }
 
+    /// A buffer a large block grew gives its memory back before the next block (a 52 MB
+    /// Decryption Secrets Block or custom block must not stay 52 MB of buffer for the run).
+    private func shrinkAfterLargeBlock() {
+        guard buffer.count > Self.keptBufferBytes else { return }
+        buffer.deallocate()
+        buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 8)
+    }
+    static let keptBufferBytes = 1 << 20
+
+    /// A Decryption Secrets Block's key log, copied 64 KiB at a time into an unlinked temporary
+    /// file, where the key log indexes its lines by offset as it does a key log file's: a 52 MB
+    /// block costs neither a 52 MB buffer nor 52 MB of lines in memory. Without a temporary file
+    /// (no writable temporary directory), read into memory.
+    private func readSecrets(length: Int) -> Next? {
+        guard length >= 20, readExactly(8, at: 8) == 8 else { return .failed("a decryption secrets block is cut short") }
+        let secretsType = u32(8), secretsLength = Int(u32(12))
+        var rest = length - 16
+        var secrets: SecretsText? = nil
+        if secretsType == 0x544C_534B, secretsLength <= length - 20 {   // "TLSK"
+            let cut = Next.failed("the last block is cut short (a decryption secrets block)")
+            if let f = tmpfile() {
+                let held = SecretsFile(f)
+                var left = secretsLength
+                while left > 0 {
+                    let n = min(left, buffer.count)
+                    guard readExactly(n, at: 0) == n else { return cut }
+                    guard fwrite(buffer.baseAddress!, 1, n, f) == n else { return .failed("cannot hold a decryption secrets block: \(String(cString: strerror(errno)))") }
+                    left -= n
+                }
+                guard fflush(f) == 0 else { return .failed("cannot hold a decryption secrets block: \(String(cString: strerror(errno)))") }
+                secrets = .file(held)
+            } else {
+                let text = [UInt8](unsafeUninitializedCapacity: secretsLength) { out, count in
+                    count = secretsLength == 0 ? 0 : fread(out.baseAddress!, 1, secretsLength, file)
+                }
+                guard text.count == secretsLength else { return cut }
+                secrets = .bytes(text)
+            }
+            rest -= secretsLength
+        }
+        // Padding and options through the buffer in pieces, then the trailing length.
+        guard rest >= 4 else { return .failed("a decryption secrets block is too short for its secrets") }
+        rest -= 4
+        while rest > 0 {
+            let n = min(rest, buffer.count)
+            guard readExactly(n, at: 0) == n else { return .failed("the last block is cut short (a decryption secrets block)") }
+            rest -= n
+        }
+        guard readExactly(4, at: 0) == 4 else { return .failed("the last block is cut short (a decryption secrets block)") }
+        guard u32(0) == UInt32(length) else { return .failed("a block's trailing length does not match its header") }
+        return secrets.map { .secrets($0) }
+    }
+
     /// One block: a packet, secrets, the end, a failure, or nil for a block that is not handed on.
     private func readBlock() -> Next? {
+        shrinkAfterLargeBlock()
         let got = readExactly(8, at: 0)
         if got == 0 { return .end }
         guard got == 8 else { return .failed("the last block is cut short (\(got) of 8 header bytes)") }
@@ -135,6 +189,7 @@ final class PcapngReader {
         guard length >= 12, length % 4 == 0, length <= Self.maxBlockLength else {
             return .failed("a block has an invalid length (\(length))")
         }
+        if type == 0x0A { return readSecrets(length: length) }
         ensureCapacity(length)
         let already = type == 0x0A0D0D0A ? 12 : 8
         let body = readExactly(length - already, at: already)
@@ -156,11 +211,6 @@ final class PcapngReader {
             guard length >= 20 else { return .failed("an interface description block is too short") }
             addInterface(length: length)
             return nil
-        case 0x0A:
-            guard length >= 20 else { return nil }
-            let secretsType = u32(8), secretsLength = Int(u32(12))
-            guard secretsType == 0x544C_534B, secretsLength <= length - 20 else { return nil }   // "TLSK"
-            return .secrets(Array(UnsafeRawBufferPointer(rebasing: buffer[16..<(16 + secretsLength)])))
         default:
             return packet(type: type, available: length, complete: true)
         }
@@ -275,4 +325,18 @@ final class PcapngReader {
             interface.filter = nil
         }
     }
+}
+
+/// A pcapng Decryption Secrets Block's key log text, for `KeyLog.add`.
+public enum SecretsText: Sendable {
+    /// In an unlinked temporary file (closed, and gone, with the last reference).
+    case file(SecretsFile)
+    case bytes([UInt8])
+}
+
+public final class SecretsFile: @unchecked Sendable {
+    let file: UnsafeMutablePointer<FILE>
+    init(_ file: UnsafeMutablePointer<FILE>) { self.file = file }
+    var descriptor: Int32 { fileno(file) }
+    deinit { fclose(file) }
 }

@@ -177,6 +177,21 @@ public final class KeyLog: @unchecked Sendable {
         parse(bytes[...])
     }
 
+    /// A pcapng Decryption Secrets Block's key log: a temporary file's lines are indexed by
+    /// offset (read back when asked for, as a key log file's), in-memory text is parsed.
+    public func add(_ text: SecretsText) {
+        switch text {
+        case .bytes(let bytes): add(bytes: bytes)
+        case .file(let f):
+            pthread_mutex_lock(&mutex)
+            defer { pthread_mutex_unlock(&mutex) }
+            blocks += 1
+            _ = consume(f.descriptor, path: "decryption secrets block \(blocks)", from: 0, seekable: true, wholeLinesOnly: false)
+        }
+    }
+    /// Decryption Secrets Blocks added from temporary files (their slots' names).
+    private var blocks = 0
+
     /// The secrets logged for the connection whose ClientHello carried `clientRandom`. `wanting`:
     /// read on when those found lack it (a connection waiting for more of its secrets); `now`:
     /// look at the files however recently they were looked at (a connection's last chance).
