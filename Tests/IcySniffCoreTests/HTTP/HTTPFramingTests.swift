@@ -273,7 +273,7 @@ import Testing
         Upgrade: websocket
         Connection: Upgrade
 
-        \u{81}\u{05}hello\\
+        \u{01}\u{05}hello\\
         """, expected: ["GET /ws HTTP/1.1 body=0 -> 101 body=0/0 [tunnel]"]),
         Case(name: "RFC 9112 Appendix C.1: HTTP/0.9 simple request and response", transcript: """
         >>>

@@ -145,7 +145,7 @@ import Testing
         let connect = try #require(byStream[1]), websocket = try #require(byStream[3])
         #expect(connect.url == "https://backend.test:443" && connect.allWeirds == [.tunnel])
         #expect(connect.request?.bodyBytes == 300 && connect.response?.bodyBytes == 900)
-        #expect(websocket.url == "http://example.test/chat" && websocket.allWeirds == [.tunnel])
+        #expect(websocket.url == "ws://example.test/chat" && websocket.allWeirds == [.tunnel], "a WebSocket's scheme")
         #expect(websocket.request?.headers.first(":protocol") == "websocket")
     }
 

@@ -126,8 +126,13 @@ import Testing
             (.client, Self.record(22, hello)),
             (.server, Array("HTTP/1.1 400 Bad Request\r\n\r\n".utf8)),
         ]
-        let info = try #require(Self.run(blocks, segmentSize: 0))
+        // The handshake shows what it showed; the server's plain-HTTP answer is the user's
+        // (a TLS client sent to an HTTP port): a transaction, flagged (issue 32).
+        let sink = Transcript(blocks: blocks).collect()
+        let info = try #require(sink.connections.first?.tls)
         #expect(info.sni == "x.test" && info.incomplete && info.handshakeEnd == nil)
+        #expect(sink.transactions.map(summary) == ["- -> 400 body=0/0 [tls_answered_in_plain_http]"])
+        #expect(sink.connections.first?.weirds.map(\.0).contains(.tlsAnsweredInPlainHTTP) == true)
     }
 
     @Test func recordRecognition() {
