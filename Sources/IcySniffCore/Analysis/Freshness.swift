@@ -196,7 +196,19 @@ public final class CacheTracker {
     /// the requests come from and the User-Agent they carry: two apps (or a browser and an app)
     /// behind one address, or behind a NAT, have caches of their own.
     public static func client(of t: Transaction) -> String {
-        "\(t.connection.client.address)\u{0}\(t.request?.headers.first(.userAgent) ?? "")"
+        let text = ByteBuffer(capacity: 96)
+        appendClient(of: t, to: text)
+        return text.text
+    }
+
+    /// `client(of:)` appended to `key` (the address as text, a NUL, the User-Agent's bytes),
+    /// without making a String.
+    static func appendClient(of t: Transaction, to key: ByteBuffer) {
+        t.connection.client.address.appendText(to: key)
+        key.append(0)
+        if let headers = t.request?.headers, let i = headers.index(of: .userAgent) {
+            headers.withValueBytes(at: i) { key.append($0) }
+        }
     }
 
     /// What a stored response is found by: its client (`client(of:)`), then the URL (scheme,
@@ -205,7 +217,7 @@ public final class CacheTracker {
     func cacheKey(_ t: Transaction) -> String {
         let key = keyScratch
         key.removeAll()
-        key.append(Self.client(of: t))
+        Self.appendClient(of: t, to: key)
         key.append(0)
         /// Bytes appended whole, then lower-cased in place.
         func appendLowered(_ b: UnsafeBufferPointer<UInt8>) {
