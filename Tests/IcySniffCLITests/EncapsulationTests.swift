@@ -13,7 +13,8 @@ import Testing
 
     static let kinds = ["vlan-mpls", "qinq", "mpls-pseudowire", "pppoe", "ppp-hdlc", "ppp", "cisco-hdlc",
                         "wifi-radiotap", "wifi-wds", "wifi-ppi", "wifi-prism", "gre", "gre-ethernet", "gre-mpls",
-                        "pptp", "erspan2", "erspan3", "vxlan", "geneve", "ipip", "4in6", "6in4", "teredo", "gtp-u"]
+                        "pptp", "erspan2", "erspan3", "vxlan", "geneve", "ipip", "4in6", "6in4", "teredo", "gtp-u",
+                        "pppoe-ipv6", "l2tp-ipv6"]
 
     /// What must not change with the wrapping: the transaction, its phases and its sizes. Over
     /// IPv6 (6in4, Teredo) the servers' addresses are no longer those the capture's DNS answers
@@ -43,7 +44,7 @@ import Testing
         for kind in Self.kinds {
             let r = try CLI.run(["-r", dir.appendingPathComponent("\(kind).pcap").path, "--format", "ndjson"])
             #expect(r.status == 0, "\(kind): \(r.stderr)")
-            let ipv6 = kind == "6in4" || kind == "teredo"
+            let ipv6 = ["6in4", "teredo", "pppoe-ipv6", "l2tp-ipv6"].contains(kind)
             #expect(try Self.rows(r, withStart: !ipv6) == (ipv6 ? try Self.rows(original, withStart: false) : expected), "\(kind): \(r.stderr)")
             #expect(!r.stderr.contains("malformed"), "\(kind): \(r.stderr)")
         }

@@ -11,6 +11,7 @@ enum UDPTunnel {
     case geneve     // RFC 8926: 6081
     case gtpU       // 3GPP TS 29.281: 2152 (a mobile carrier's core)
     case teredo     // RFC 4380: 3544
+    case l2tp       // RFC 2661 (L2TPv2): 1701, PPP inside (a carrier's or a VPN's access link)
 
     @inline(__always)
     init?(sourcePort: UInt16, destinationPort: UInt16) {
@@ -21,6 +22,7 @@ enum UDPTunnel {
             case 6081: return .geneve
             case 2152: return .gtpU
             case 3544: return .teredo
+            case 1701: return .l2tp
             default: return nil
             }
         }
@@ -178,6 +180,20 @@ extension PacketDecoder {
                 }
             }
             return decodeIPByVersion(b, at: offset, wire, depth: depth + 1)
+        case .l2tp:
+            // Version 2 data messages (T clear): optional length, tunnel and session ids,
+            // optional Ns/Nr, optional offset padding, then a PPP frame. Control messages and
+            // L2TPv3 (whose cookie length only the tunnel's setup says) stay UDP datagrams.
+            guard b.count >= 6 else { return nil }
+            let flags = b.be16(0)
+            guard flags & 0x000F == 2, flags & 0x8000 == 0 else { return nil }
+            var offset = 2 + (flags & 0x4000 != 0 ? 2 : 0) + 4 + (flags & 0x0800 != 0 ? 4 : 0)
+            if flags & 0x0200 != 0 {
+                guard b.count >= offset + 2 else { return .malformed(.truncatedTunnelHeader) }
+                offset += 2 + Int(b.be16(offset))
+            }
+            guard b.count > offset else { return .malformed(.truncatedTunnelHeader) }
+            return decodePPP(b, at: offset, wire, depth: depth + 1)
         case .teredo:
             var offset = 0
             // An authentication indicator (0x0001) and an origin indication (0x0000) may come first.
