@@ -234,11 +234,13 @@ public final class OutputFile {
             return
         }
         flush()
-        let name = finalPath ?? "standard output"
+        // A rotated file is renamed to its number's name: every message names that file, not
+        // the pattern's first name it was opened under.
+        let target = finalPath.map { renamed ?? $0 }
         if let failed {
-            throw OutputError(message: "cannot write \(finalPath.map { "'\($0)'" } ?? name): \(failed)")
+            throw OutputError(message: "cannot write \(target.map { "'\($0)'" } ?? "standard output"): \(failed)")
         }
-        guard var finalPath else { return }
+        guard let finalPath = target else { return }
         guard let temporaryPath else {
             // Written directly (a device or FIFO): nothing to move.
             close(fd)
@@ -249,7 +251,6 @@ public final class OutputFile {
             throw OutputError(message: "cannot write '\(finalPath)': \(String(cString: strerror(errno)))")
         }
         close(fd)
-        if let renamed { finalPath = renamed }
         if let temporarySlot {
             TemporaryFiles.unregister(temporarySlot)
             self.temporarySlot = nil
