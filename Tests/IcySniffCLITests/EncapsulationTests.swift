@@ -14,7 +14,7 @@ import Testing
     static let kinds = ["vlan-mpls", "qinq", "mpls-pseudowire", "pppoe", "ppp-hdlc", "ppp", "cisco-hdlc",
                         "wifi-radiotap", "wifi-wds", "wifi-ppi", "wifi-prism", "gre", "gre-ethernet", "gre-mpls",
                         "pptp", "erspan2", "erspan3", "vxlan", "geneve", "ipip", "4in6", "6in4", "teredo", "gtp-u",
-                        "pppoe-ipv6", "l2tp-ipv6"]
+                        "pppoe-ipv6", "l2tp-ipv6", "arcnet", "arcnet-exception", "arcnet-linux"]
 
     /// What must not change with the wrapping: the transaction, its phases and its sizes. Over
     /// IPv6 (6in4, Teredo) the servers' addresses are no longer those the capture's DNS answers

@@ -17,6 +17,8 @@ public enum LinkType: Equatable, Sendable {
     case radiotap          // DLT_IEEE802_11_RADIO (127): 802.11 with radiotap
     case avs               // DLT_IEEE802_11_RADIO_AVS (163): 802.11 with an AVS header
     case ppi               // DLT_PPI (192): Per-Packet Information, then 802.11 (or Ethernet)
+    case arcnet            // DLT_ARCNET (7): BSD's ARCNET header (RFC 1051/1201)
+    case arcnetLinux       // DLT_ARCNET_LINUX (129): Linux's, with a 2-byte offset field
     case unsupported(Int32)
 
     public init(dlt: Int32) {
@@ -38,6 +40,8 @@ public enum LinkType: Equatable, Sendable {
         case 127: self = .radiotap
         case 163: self = .avs
         case 192: self = .ppi
+        case 7: self = .arcnet
+        case 129: self = .arcnetLinux
         default: self = .unsupported(dlt)
         }
     }

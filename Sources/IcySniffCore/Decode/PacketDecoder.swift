@@ -58,8 +58,43 @@ public struct PacketDecoder {
             return decodeEtherType(b.be16(2), b, at: 4, wire, depth: 0)
         case .ieee80211, .radiotap, .ppi, .prism, .avs:
             return decodeWireless(b, wire)
+        case .arcnet, .arcnetLinux:
+            return decodeARCNET(b, linux: linkType == .arcnetLinux, wire)
         case .unsupported:
             return .skippedNamed(.unsupportedLinkType)
+        }
+    }
+
+    /// ARCNET (the link types tcpdump's tests still carry): source and destination station
+    /// bytes (Linux adds a 2-byte offset), the protocol byte, and for the RFC 1201 protocols a
+    /// split flag and sequence number (in BSD's, an exception packet, flag 0xFF, repeats them
+    /// after 4 bytes more), as tcpdump's print-arcnet.c reads them. IP (RFC 1201's 212, RFC 1051's 240)
+    /// and IPv6 (196) are decoded; a split packet's pieces are not joined (its first piece is
+    /// taken as cut short, the others skipped, named); ARP and the rest are skipped.
+    mutating func decodeARCNET(_ b: UnsafeRawBufferPointer, linux: Bool, _ wire: WireContext) -> DecodeOutcome {
+        let typeAt = linux ? 4 : 2
+        guard b.count > typeAt else { return .malformed(.truncatedLinkHeader) }
+        let type = b.u8(typeAt)
+        var offset = typeAt + 1
+        let rfc1051 = type == 240 || type == 241 || type == 0x80
+        if !rfc1051 && linux {
+            // Linux hands over whole packets: the split flag and sequence number are skipped.
+            offset += 3
+        } else if !rfc1051 {
+            guard b.count >= offset + 3 else { return .malformed(.truncatedLinkHeader) }
+            var flag = b.u8(offset)
+            offset += 3
+            if flag == 0xFF {
+                guard b.count >= offset + 4 else { return .malformed(.truncatedLinkHeader) }
+                flag = b.u8(offset + 1)
+                offset += 4
+            }
+            if flag != 0 { return .skippedNamed(.unknownLinkPayload) }
+        }
+        switch type {
+        case 212, 240: return decodeIPv4(b, at: offset, wire, depth: 0)
+        case 196: return decodeIPv6(b, at: offset, wire, depth: 0)
+        default: return .skipped
         }
     }
 
