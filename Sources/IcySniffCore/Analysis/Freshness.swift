@@ -33,24 +33,32 @@ public struct CacheAssessment: Sendable {
     /// for this URL that might still have been fresh: "not avoidable" may be wrong here.
     public internal(set) var dependsOnEvictedEntry = false
 
-    /// A short label for tables: `fresh 8d6h`, `heuristic 2h24m`, `stale`, `no-store`, `304`, `AVOIDABLE`.
+    /// A short label for tables: `fresh 8d6h`, `heuristic 2h24m`, `stale`, `no-store`, `304`, `AVOIDABLE`:
+    /// the verdict, with how long it stays fresh for the fresh ones.
     public var label: String {
-        if avoidable { return "AVOIDABLE" }
+        let v = verdict
+        switch v {
+        case "avoidable": return "AVOIDABLE"
+        case "fresh", "heuristic": return "\(v) \(CacheAssessment.shortDuration(freshFor ?? 0))"
+        default: return v
+        }
+    }
+
+    /// The kind of verdict, without durations (what a comparison and the HAR's `_cache.verdict`
+    /// hold): "avoidable", "304", "no-store", "not-storable", "-", "no-cache", "stale",
+    /// "heuristic" or "fresh". The one place that decides it; `label` adds the durations.
+    public var verdict: String {
+        if avoidable { return "avoidable" }
         if notModified { return "304" }
         if !storable { return noStore ? "no-store" : "not-storable" }
         guard let freshFor else { return "-" }
         if noCache { return "no-cache" }
         if freshFor <= 0 { return "stale" }
-        let prefix = lifetimeSource == .heuristic ? "heuristic" : "fresh"
-        return "\(prefix) \(CacheAssessment.shortDuration(freshFor))"
+        return lifetimeSource == .heuristic ? "heuristic" : "fresh"
     }
 
-    /// The kind of verdict `label` gives, without its durations (what a comparison and the HAR's
-    /// `_cache.verdict` hold): "avoidable", "304", "no-store", "not-storable", "-", "no-cache",
-    /// "stale", "heuristic" or "fresh".
-    public var verdict: String { Self.verdict(ofLabel: label) }
-
-    /// The verdict's kind of a `label` (as the tables and NDJSON's `cache` field show it).
+    /// The verdict's kind of a `label` (as the tables and NDJSON's `cache` field show it): what
+    /// `icy-sniff diff` reads back from an NDJSON file.
     public static func verdict(ofLabel label: String) -> String {
         if label == "AVOIDABLE" { return "avoidable" }
         return String(label.split(separator: " ").first ?? "-")
