@@ -205,8 +205,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
             // before one is answered, and the SYN/ACK says which. A SYN/ACK that comes after the
             // client's ACK (a stale or forged one) changes nothing.
             let answered = flags.contains(.ack) ? c.handshakeAckTime != nil : c.synAckTime != nil
-            let unused = half.bytes == 0 && half.gaps == 0 && half.pending.isEmpty
-            if !half.started || (unused && !answered) {
+            if !half.started || (half.isUnused && !answered) {
                 half.started = true
                 half.sawSYN = true
                 half.nextSequence = segment.sequence &+ 1
@@ -214,7 +213,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
             }
             // The SYN/ACK acknowledges the SYN it answers: that one's sequence space is the
             // client's, whichever SYN came last.
-            if flags.contains(.ack), !answered, other.sawSYN, other.bytes == 0, other.gaps == 0, other.pending.isEmpty {
+            if flags.contains(.ack), !answered, other.sawSYN, other.isUnused {
                 other.nextSequence = segment.acknowledgement
             }
         } else if flags.contains(.ack), c.handshakeAckTime == nil, c.synAckTime != nil, side == c.clientSide {
