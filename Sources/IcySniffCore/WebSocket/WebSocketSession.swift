@@ -291,8 +291,10 @@ final class WebSocketReader {
         scratch.removeAll(keepingCapacity: true)
         scratch.append(contentsOf: bytes)
         if let mask {
-            let key = [mask.0, mask.1, mask.2, mask.3]
-            for k in scratch.indices { scratch[k] ^= key[(maskIndex &+ k) & 3] }
+            // The key read in place from the tuple: no array made per payload piece.
+            withUnsafeBytes(of: mask) { key in
+                for k in scratch.indices { scratch[k] ^= key[(maskIndex &+ k) & 3] }
+            }
         }
         maskIndex &+= bytes.count
         return scratch[...]
