@@ -40,7 +40,7 @@ public enum ComparisonWriter {
             line(pad("hosts", hostWidth + 2) + pad("requests", 14) + pad("bytes", 24) + "median time")
             for h in c.hosts.prefix(maxLines) {
                 line("  " + pad(ReportWriter.cut(h.host, hostWidth), hostWidth) + pad("\(h.requestsBefore) → \(h.requestsAfter)", 14)
-                     + pad("\(bytes(h.bytesBefore)) → \(bytes(h.bytesAfter))", 24) + "\(ms(h.medianBefore)) → \(ms(h.medianAfter))")
+                     + pad("\(bytes(h.bytesBefore)) → \(bytes(h.bytesAfter))", 24) + "\(ReportWriter.ms(h.medianBefore)) → \(ReportWriter.ms(h.medianAfter))")
             }
             if c.hosts.count > maxLines { line("  … \(c.hosts.count - maxLines) more hosts") }
         }
@@ -102,22 +102,12 @@ public enum ComparisonWriter {
     static func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s + " " : s + String(repeating: " ", count: n - s.count) }
     static func signed(_ n: Int) -> String { n > 0 ? "+\(n)" : "\(n)" }
     static func times(_ n: Int) -> String { n > 1 ? "  ×\(n)" : "" }
-    static func bytes(_ n: Int) -> String {
-        if n >= 10_000_000 { return "\(n / 1_000_000) MB" }
-        if n >= 10_000 { return "\(n / 1000) kB" }
-        return "\(n) B"
-    }
+    static func bytes(_ n: Int) -> String { ReportWriter.bytes(UInt64(max(0, n))) }
     static func percent(_ a: Int, _ b: Int) -> String {
         guard a > 0 else { return b > 0 ? "new" : "±0%" }
         let p = (Double(b) - Double(a)) * 100 / Double(a)
         let r = (p * 10).rounded() / 10
         return (r > 0 ? "+" : "") + (r == r.rounded() ? "\(Int(r))" : "\(r)") + "%"
-    }
-    static func ms(_ v: Double?) -> String {
-        guard let v else { return "-" }
-        let w = ByteBuffer(capacity: 32)
-        JSONWriter.appendNumber(v, decimals: 1, to: w)
-        return w.text + " ms"
     }
     static func status(_ s: Comparison.Change.Side) -> String { s.status == 0 ? "no response" : String(s.status) }
     static func statuses(_ s: Comparison.Change.Side) -> String {

@@ -53,20 +53,24 @@ public enum ReportWriter {
         }
     }
 
+    /// Milliseconds with one decimal and the unit; "-" for none (the report's and diff's).
+    static func ms(_ v: Double?) -> String {
+        guard let v else { return "-" }
+        let w = ByteBuffer(capacity: 32)
+        JSONWriter.appendNumber(v, decimals: 1, to: w)
+        return w.text + " ms"
+    }
+
+    /// A byte count as the report and diff show it: B, kB past 10,000, MB past 10,000,000.
+    static func bytes(_ n: UInt64) -> String {
+        if n >= 10_000_000 { return "\(n / 1_000_000) MB" }
+        if n >= 10_000 { return "\(n / 1000) kB" }
+        return "\(n) B"
+    }
+
     static func unfitted(_ r: Report, maxLines: Int, narrow: Bool) -> String {
         var out = ""
         func line(_ s: String = "") { out += s + "\n" }
-        func ms(_ v: Double?) -> String {
-            guard let v else { return "-" }
-            let w = ByteBuffer(capacity: 32)
-            JSONWriter.appendNumber(v, decimals: 1, to: w)
-            return w.text + " ms"
-        }
-        func bytes(_ n: UInt64) -> String {
-            if n >= 10_000_000 { return "\(n / 1_000_000) MB" }
-            if n >= 10_000 { return "\(n / 1000) kB" }
-            return "\(n) B"
-        }
         /// `s` right-aligned in `width` columns (`left`: left-aligned).
         func column(_ s: String, _ width: Int, left: Bool = false) -> String {
             let fill = String(repeating: " ", count: max(0, width - s.count))
