@@ -65,21 +65,11 @@ struct DiffCommand: ParsableCommand {
             if Signals.stop { throw ExitCode(ExitStatus.interrupted.rawValue) }
         }
         let comparison = Comparison(sides[0], sides[1])
-        let out: OutputFile
-        do { out = try outputPath.map { p throws(OutputError) in try OutputFile(path: p) } ?? OutputFile() } catch {
-            Diagnostics.error(error.message)
-            throw ExitCode(ExitStatus.outputFailed.rawValue)
-        }
-        switch format {
-        case .json: out.write(ComparisonWriter.json(comparison))
-        case .text:
-            let columns = getenv("COLUMNS").map { String(cString: $0) } ?? ""
-            let width = out.isTerminal || !columns.isEmpty ? TableWriter.tableWidth(terminal: out.isTerminal) : nil
-            out.write(ComparisonWriter.text(comparison, width: width))
-        }
-        do { try out.commit() } catch {
-            Diagnostics.error(error.message)
-            throw ExitCode(ExitStatus.outputFailed.rawValue)
+        try CommandOutput.write(to: outputPath) { out, width in
+            switch format {
+            case .json: out.write(ComparisonWriter.json(comparison))
+            case .text: out.write(ComparisonWriter.text(comparison, width: width))
+            }
         }
     }
 
@@ -91,10 +81,7 @@ struct DiffCommand: ParsableCommand {
     static func read(_ path: String, name: String, client: ClientNetwork?, keyLog: KeyLog?,
                      options: ExportOptions) -> Result<ComparisonSide, Problem> {
         let side = ComparisonSide(name: name)
-        var isDirectory = false
-        var st = stat()
-        if stat(path, &st) == 0 { isDirectory = (st.st_mode & S_IFMT) == S_IFDIR }
-        if !isDirectory, let first = firstByte(path), first == UInt8(ascii: "{") {
+        if FileSystem.kind(of: path) != .directory, let first = firstByte(path), first == UInt8(ascii: "{") {
             guard let bytes = readAll(path) else { return .failure(Problem(text: "\(path): cannot be read")) }
             return readJSON(bytes, path: path, into: side, client: client, options: options)
         }

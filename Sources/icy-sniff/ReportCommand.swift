@@ -4,6 +4,25 @@ import IcySniffCore
 
 enum ReportFormat: String, ExpressibleByArgument, CaseIterable { case text, json }
 
+/// The one output of `report` and `diff`: written atomically to `-o` (or standard output), the
+/// text fitted to the width of a terminal (or COLUMNS) and whole lines otherwise; exit 3 with one
+/// line when it cannot be written.
+enum CommandOutput {
+    static func write(to path: String?, _ body: (OutputFile, _ textWidth: Int?) -> Void) throws {
+        let out: OutputFile
+        do { out = try path.map { p throws(OutputError) in try OutputFile(path: p) } ?? OutputFile() } catch {
+            Diagnostics.error(error.message)
+            throw ExitCode(ExitStatus.outputFailed.rawValue)
+        }
+        let columns = getenv("COLUMNS").map { String(cString: $0) } ?? ""
+        body(out, out.isTerminal || !columns.isEmpty ? TableWriter.tableWidth(terminal: out.isTerminal) : nil)
+        do { try out.commit() } catch {
+            Diagnostics.error(error.message)
+            throw ExitCode(ExitStatus.outputFailed.rawValue)
+        }
+    }
+}
+
 /// Hands every transaction and connection to two sinks: a capture's report and the combined one.
 private final class BothSinks: TransactionSink {
     let first: TransactionSink, second: TransactionSink
@@ -78,25 +97,13 @@ struct ReportCommand: ParsableCommand {
             reports.append(collector.report(capture: set.pieces.count == 1 ? set.pieces[0].path : set.name))
         }
         if analysed > 1 { reports.append(combined.report(capture: "all \(analysed) captures")) }
-        let out: OutputFile
-        do { out = try outputPath.map { p throws(OutputError) in try OutputFile(path: p) } ?? OutputFile() } catch {
-            Diagnostics.error(error.message)
-            throw ExitCode(3)
-        }
         // Stopped by a signal: each report says it is partial, in the file too.
         if Signals.stop { for i in reports.indices { reports[i].interrupted = true } }
-        switch format {
-        case .json: out.write(ReportWriter.json(reports))
-        case .text:
-            // On a terminal (or with COLUMNS set) every line fits the width; files and pipes get
-            // whole lines.
-            let columns = getenv("COLUMNS").map { String(cString: $0) } ?? ""
-            let width = out.isTerminal || !columns.isEmpty ? TableWriter.tableWidth(terminal: out.isTerminal) : nil
-            for (i, r) in reports.enumerated() { out.write((i > 0 ? "\n" : "") + ReportWriter.text(r, width: width)) }
-        }
-        do { try out.commit() } catch {
-            Diagnostics.error(error.message)
-            throw ExitCode(3)
+        try CommandOutput.write(to: outputPath) { out, width in
+            switch format {
+            case .json: out.write(ReportWriter.json(reports))
+            case .text: for (i, r) in reports.enumerated() { out.write((i > 0 ? "\n" : "") + ReportWriter.text(r, width: width)) }
+            }
         }
         if Signals.stop {
             Diagnostics.warning("interrupted: the report covers only the packets read before the signal")
