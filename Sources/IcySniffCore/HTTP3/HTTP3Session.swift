@@ -19,6 +19,8 @@ final class HTTP3Session {
     /// sender's encoder stream; its capacity comes from the other side's SETTINGS.
     private let decoders: [QPACKDecoder]
     private var streams: [StreamKey: StreamState] = [:]
+    /// The stream of the last call: a transfer's frames come one stream at a time.
+    private var lastState: (key: StreamKey, state: StreamState)? = nil
     private var noted = Set<Weird>()
     /// What the connection's `QUICInfo` reports of HTTP/3.
     private(set) var requests = 0
@@ -79,7 +81,8 @@ final class HTTP3Session {
 
     private func state(_ id: UInt64, _ direction: Direction) -> StreamState {
         let key = StreamKey(id: id, fromClient: direction == .fromClient)
-        if let s = streams[key] { return s }
+        if let last = lastState, last.key == key { return last.state }
+        if let s = streams[key] { lastState = (key, s); return s }
         let kind: StreamKind
         if id & 2 == 0 {
             // Bidirectional: the client's are requests; a server-initiated one is not allowed (§6.1).
@@ -90,6 +93,7 @@ final class HTTP3Session {
         }
         let s = StreamState(kind: kind)
         streams[key] = s
+        lastState = (key, s)
         return s
     }
 

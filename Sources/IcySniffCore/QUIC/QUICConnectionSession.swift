@@ -49,8 +49,8 @@ final class QUICConnectionSession {
     private var handshakeKeys: [QUICPacketKeys?] = [nil, nil]
     private var earlyKeys: QUICPacketKeys? = nil
     private var appKeys: [PhaseKeys?] = [nil, nil]
-    /// The largest packet number seen in each space, per direction ([direction][space]).
-    private var largestPN: [[UInt64?]] = [[nil, nil, nil], [nil, nil, nil]]
+    /// The largest packet number seen in each space, per direction (`direction.index * 3 + space`).
+    private var largestPN = [UInt64?](repeating: nil, count: 6)
     /// CRYPTO data per epoch (Initial, Handshake, 1-RTT) and direction, and the handshake messages in it.
     private var crypto: [[OffsetReassembler]] = Array(repeating: Array(repeating: OffsetReassembler(maxPending: 1 << 18), count: 3), count: 2)
     private var handshakeMessages: [[TLSHandshakeBuffer]] = Array(repeating: Array(repeating: TLSHandshakeBuffer(), count: 3), count: 2)
@@ -58,6 +58,8 @@ final class QUICConnectionSession {
     /// Each direction's streams (`streams[d.index][id]`), and those whose data has all been handed on.
     private var streams: [[UInt64: StreamData]] = [[:], [:]]
     private var closedStreams: [Set<UInt64>] = [[], []]
+    /// The stream the last STREAM frame was for, while it is open (`streams` holds it too).
+    private var lastStream: (direction: Int, id: UInt64, data: StreamData)? = nil
     private var http3: HTTP3Session? = nil
     private unowned let emitter: TransactionEmitter
     private let options: HTTPParserOptions
@@ -89,13 +91,17 @@ final class QUICConnectionSession {
 
     /// The 1-RTT keys of one direction: the current key phase's, with the previous phase's kept
     /// for late packets (RFC 9001 §6.5) and the next one's derived when a packet flips the bit.
-    struct PhaseKeys {
+    /// A class, changed where it lies: as a struct in `appKeys`, every packet's reads of its
+    /// phase and keys copied it (three references counted up and down each time).
+    final class PhaseKeys {
         var current: QUICPacketKeys
         var phase: Bool = false
         var previous: QUICPacketKeys? = nil
         var next: QUICPacketKeys? = nil
         var firstPacketOfCurrent: UInt64? = nil
         var updates = 0
+
+        init(current: QUICPacketKeys) { self.current = current }
     }
 
     init(id: UInt64, client: Endpoint, server: Endpoint, dcid: [UInt8], scid: [UInt8], version: UInt32, at ts: Timestamp,
@@ -277,7 +283,10 @@ final class QUICConnectionSession {
     private func startsWithConnectionID(_ bytes: UnsafeRawBufferPointer, from direction: Direction) -> Bool {
         let length = receiverCIDLength(direction)
         guard length > 0, bytes.count > length else { return false }
-        return knownCIDs.contains(CIDKey(UnsafeRawBufferPointer(rebasing: bytes[1...length])))
+        let dcid = CIDKey(UnsafeRawBufferPointer(rebasing: bytes[1...length]))
+        // The receiver's first CID (most packets carry it) before the look-up among all.
+        if let first = direction == .fromClient ? info.serverCID : info.clientCID, CIDKey(first) == dcid { return true }
+        return knownCIDs.contains(dcid)
     }
 
     /// Every CID either side announced (the tracker routes by them too).
@@ -312,10 +321,11 @@ final class QUICConnectionSession {
     }
 
     private func shortPacketAlone(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) -> Int? {
-        guard confirmed, let keyLog else { return bytes.count }
+        // Without a secret in the key log (none given, or none read yet) nothing to open.
+        guard confirmed, let keyLog, keyLog.hasSecrets || keyLog.growing else { return bytes.count }
         guard cipher != nil else {
             // Overtook the ServerHello (reordered, or its Initial was retransmitted): kept.
-            if keyLog.count > 0 || keyLog.growing { hold(bytes, at: ts, from: direction) }
+            hold(bytes, at: ts, from: direction)
             return bytes.count
         }
         let pnOffset = 1 + receiverCIDLength(direction)
@@ -428,7 +438,7 @@ final class QUICConnectionSession {
             out[pnOffset + k] = whole[pnOffset + k] ^ m
             truncated = truncated << 8 | UInt64(out[pnOffset + k])
         }
-        let pn = decodePacketNumber(largest: largestPN[direction.index][space.rawValue], truncated: truncated, bits: pnLength * 8)
+        let pn = decodePacketNumber(largest: largestPN[direction.index * 3 + space.rawValue], truncated: truncated, bits: pnLength * 8)
         return (pnOffset + pnLength, pn, first & 0x04 != 0)
     }
 
@@ -443,7 +453,7 @@ final class QUICConnectionSession {
             return nil
         }
         let s = space.rawValue
-        largestPN[direction.index][s] = max(largestPN[direction.index][s] ?? 0, pn)
+        largestPN[direction.index * 3 + s] = max(largestPN[direction.index * 3 + s] ?? 0, pn)
         packetOpened(keyed: space != .initial)
         return UnsafeRawBufferPointer(rebasing: scratch[header..<(header + n)])
     }
@@ -468,35 +478,31 @@ final class QUICConnectionSession {
     private func submitShort(_ whole: UnsafeRawBufferPointer, pnOffset: Int, to decryption: DecryptionQueue, at ts: Timestamp,
                              from direction: Direction) {
         let d = direction.index
-        guard let current = appKeys[d]?.current,
-              let (header, pn, phase) = unprotect(whole, pnOffset: pnOffset, keys: current, space: .application, from: direction,
+        guard let k = appKeys[d],
+              let (header, pn, phase) = unprotect(whole, pnOffset: pnOffset, keys: k.current, space: .application, from: direction,
                                                   longHeader: false) else { return packetFailed() }
         let keys: QUICPacketKeys
-        if phase == appKeys[d]!.phase {
-            // The common case: the keys as they are (the table's entry is changed in place only
-            // when it must be, not copied out and back for every packet).
-            keys = current
-            if appKeys[d]!.firstPacketOfCurrent == nil { appKeys[d]!.firstPacketOfCurrent = pn }
-        } else if let previous = appKeys[d]!.previous, let start = appKeys[d]!.firstPacketOfCurrent, pn < start {
+        if phase == k.phase {
+            keys = k.current
+            if k.firstPacketOfCurrent == nil { k.firstPacketOfCurrent = pn }
+        } else if let previous = k.previous, let start = k.firstPacketOfCurrent, pn < start {
             keys = previous
-        } else if let next = appKeys[d]!.next ?? current.next() {
-            appKeys[d]!.previous = current
-            appKeys[d]!.current = next
-            appKeys[d]!.next = nil
-            appKeys[d]!.phase = phase
-            appKeys[d]!.firstPacketOfCurrent = pn
-            appKeys[d]!.updates += 1
+        } else if let next = k.next ?? k.current.next() {
+            k.previous = k.current
+            k.current = next
+            k.next = nil
+            k.phase = phase
+            k.firstPacketOfCurrent = pn
+            k.updates += 1
             info.keyUpdates = max(appKeys[0]?.updates ?? 0, appKeys[1]?.updates ?? 0)
             keys = next
         } else {
             return packetFailed()
         }
         let s = QUICSpace.application.rawValue
-        if pn > largestPN[d][s] ?? 0 { largestPN[d][s] = pn }
-        var packet = decryption.sparePacket()
-        packet.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[0..<header]))
-        packet.append(contentsOf: UnsafeRawBufferPointer(rebasing: whole[header...]))
-        decryption.submit(packet: packet, headerLength: header, packetNumber: pn, keys: keys, of: self, from: direction, at: ts)
+        if pn > largestPN[d * 3 + s] ?? 0 { largestPN[d * 3 + s] = pn }
+        decryption.submit(header: UnsafeRawBufferPointer(rebasing: scratch[0..<header]), sealed: UnsafeRawBufferPointer(rebasing: whole[header...]),
+                          packetNumber: pn, keys: keys, of: self, from: direction, at: ts)
     }
 
     /// A packet the decryption thread opened (nil: it did not authenticate), in its turn.
@@ -515,12 +521,12 @@ final class QUICConnectionSession {
 
     /// A 1-RTT packet: the key phase bit picks the current, next or previous keys (RFC 9001 §6).
     private func openShort(_ whole: UnsafeRawBufferPointer, pnOffset: Int, from direction: Direction) -> UnsafeRawBufferPointer? {
-        guard var k = appKeys[direction.index] else { return nil }
+        guard let k = appKeys[direction.index] else { return nil }
         guard let (header, pn, phase) = unprotect(whole, pnOffset: pnOffset, keys: k.current, space: .application, from: direction,
                                                   longHeader: false) else { packetFailed(); return nil }
         if phase == k.phase {
             if let p = decrypt(whole, header: header, pn: pn, keys: k.current, space: .application, from: direction, quiet: false) {
-                if k.firstPacketOfCurrent == nil { k.firstPacketOfCurrent = pn; appKeys[direction.index] = k }
+                if k.firstPacketOfCurrent == nil { k.firstPacketOfCurrent = pn }
                 return p
             }
             return nil
@@ -538,11 +544,9 @@ final class QUICConnectionSession {
             k.phase = phase
             k.firstPacketOfCurrent = pn
             k.updates += 1
-            appKeys[direction.index] = k
             info.keyUpdates = max(appKeys[0]?.updates ?? 0, appKeys[1]?.updates ?? 0)
             return p
         }
-        appKeys[direction.index] = k
         if let previous = k.previous {
             return decrypt(whole, header: header, pn: pn, keys: previous, space: .application, from: direction, quiet: false)
         }
@@ -670,17 +674,25 @@ final class QUICConnectionSession {
     private func streamData(_ id: UInt64, _ data: UnsafeRawBufferPointer, at offset: UInt64, fin: Bool, ts: Timestamp,
                             from direction: Direction) {
         let d = direction.index
-        guard !closedStreams[d].contains(id) else { return }
         let h3 = session()
         let s: StreamData
-        if let existing = streams[d][id] { s = existing } else {
-            s = StreamData()
-            streams[d][id] = s
+        if let last = lastStream, last.id == id, last.direction == d {
+            // The stream of the frame before (the common case in a transfer): open, and found
+            // without two look-ups.
+            s = last.data
+        } else {
+            guard !closedStreams[d].contains(id) else { return }
+            if let existing = streams[d][id] { s = existing } else {
+                s = StreamData()
+                streams[d][id] = s
+            }
+            lastStream = (d, id, s)
         }
         if fin { s.finalSize = offset + UInt64(data.count) }
         s.reassembler.insert(data, at: offset, deliver: { h3.streamData(id, $0, at: ts, from: direction) },
                              lost: { h3.streamGap(id, $0, at: ts, from: direction) })
         if let size = s.finalSize, s.reassembler.delivered >= size {
+            lastStream = nil
             streams[d][id] = nil
             closedStreams[d].insert(id)
             h3.streamEnded(id, at: ts, from: direction)
@@ -690,6 +702,7 @@ final class QUICConnectionSession {
     private func streamReset(_ id: UInt64, finalSize: UInt64, at ts: Timestamp, from direction: Direction) {
         let d = direction.index
         guard !closedStreams[d].contains(id) else { return }
+        if let last = lastStream, last.id == id, last.direction == d { lastStream = nil }
         streams[d][id] = nil
         closedStreams[d].insert(id)
         session().streamReset(id, at: ts, from: direction)
@@ -727,6 +740,7 @@ final class QUICConnectionSession {
                 }
                 streams[direction.index] = [:]
             }
+            lastStream = nil
             h3.finish(at: ts)
             info.requests = h3.requests
             info.pushes = h3.pushes

@@ -32,9 +32,12 @@ struct CIDKey: Hashable {
 /// through the emitter. Memory: the open connections, at most `maxConnections`.
 final class QUICTracker {
     private var byCID: [CIDKey: QUICConnectionSession] = [:]
-    /// The connection the last short header went to, and its DCID: consecutive datagrams mostly
-    /// belong to one connection, and a compare is cheaper than a look-up.
-    private var lastShort: (key: CIDKey, session: QUICConnectionSession)? = nil
+    /// The last two DCIDs of short headers that were looked up, and their connections:
+    /// consecutive datagrams mostly belong to one connection, and a compare is cheaper than a
+    /// look-up. Two, because the two directions of a transfer (data one way, ACKs the other)
+    /// alternate and carry different DCIDs. A new one replaces the older (`recentNext`).
+    private var recentShort: [(key: CIDKey, session: QUICConnectionSession)] = []
+    private var recentNext = 0
     private var byAddress: [AddressPair: QUICConnectionSession] = [:]
     /// The lengths of the CIDs in `byCID` (a short header does not say its DCID's length).
     private var cidLengths: [Int: Int] = [:]
@@ -92,13 +95,22 @@ final class QUICTracker {
         // may be 0 (peers that agreed to grease it, RFC 9287): only a datagram matching nothing
         // is judged by it.
         var session: QUICConnectionSession? = nil
-        if let last = lastShort, p.count > 1 + last.key.length,
-           CIDKey(UnsafeRawBufferPointer(rebasing: p[1..<(1 + last.key.length)])) == last.key {
-            session = last.session
-        } else {
+        for i in recentShort.indices {
+            let length = recentShort[i].key.length
+            if p.count > 1 + length, CIDKey(UnsafeRawBufferPointer(rebasing: p[1..<(1 + length)])) == recentShort[i].key {
+                session = recentShort[i].session
+                break
+            }
+        }
+        if session == nil {
             for (length, _) in cidLengths where length > 0 && p.count > 1 + length {
                 let key = CIDKey(UnsafeRawBufferPointer(rebasing: p[1..<(1 + length)]))
-                if let s = byCID[key] { session = s; lastShort = (key, s); break }
+                if let s = byCID[key] {
+                    session = s
+                    if recentShort.count < 2 { recentShort.append((key, s)) } else { recentShort[recentNext] = (key, s) }
+                    recentNext = (recentNext + 1) % 2
+                    break
+                }
             }
         }
         if session == nil { session = byAddress[AddressPair(d.source, d.destination)] }
@@ -215,7 +227,10 @@ final class QUICTracker {
             cidLengths[cid.length, default: 1] -= 1
             if cidLengths[cid.length] == 0 { cidLengths[cid.length] = nil }
         }
-        if lastShort?.session === s { lastShort = nil }
+        if recentShort.contains(where: { $0.session === s }) {
+            recentShort.removeAll { $0.session === s }
+            recentNext = recentShort.count
+        }
         for pair in mine.pairs where byAddress[pair] === s { byAddress[pair] = nil }
     }
 

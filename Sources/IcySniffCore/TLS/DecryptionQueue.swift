@@ -36,25 +36,26 @@ final class DecryptionQueue: @unchecked Sendable {
     }
 
     /// A QUIC 1-RTT packet whose header protection is removed and whose keys are chosen (on the
-    /// pipeline's thread): its AEAD is opened here, in place, and its frames read in its turn.
+    /// pipeline's thread): its bytes lie in its batch's arena, its AEAD is opened there, in place,
+    /// and its frames read in its turn.
+    ///
+    /// The session and the keys are held unretained: the batch keeps each object its packets use
+    /// alive (`Batch.held`, once for a run of packets that use the same), so neither thread
+    /// counts references on them per packet. A count per packet was a write to the keys object's
+    /// first cache line on the pipeline's thread while the decryption thread read the AEAD
+    /// context beside it: the line moved between the cores twice a packet.
     struct PacketJob {
-        let session: QUICConnectionSession
+        let session: Unmanaged<QUICConnectionSession>
         let direction: Direction
-        let keys: QUICPacketKeys
+        let keys: Unmanaged<QUICPacketKeys>
         let packetNumber: UInt64
-        /// The unprotected header, then the ciphertext (opened where it lies).
-        var packet: [UInt8]
+        /// Where the packet starts in the arena; its unprotected header's length; its length.
+        let offset: Int
         let headerLength: Int
+        let length: Int
         let at: Timestamp
+        /// The plaintext's length once opened; nil: it did not authenticate.
         var plaintextLength: Int? = nil
-
-        mutating func open() {
-            let (keys, pn, h) = (self.keys, packetNumber, headerLength)
-            plaintextLength = packet.withUnsafeMutableBytes { raw in
-                keys.open(packetNumber: pn, header: UnsafeRawBufferPointer(rebasing: raw[0..<h]),
-                          sealed: UnsafeRawBufferPointer(rebasing: raw[h...]), into: UnsafeMutableRawBufferPointer(rebasing: raw[h...]))
-            }
-        }
     }
 
     /// A batch: its records, each opened where its body lies (the plaintext overwrites the
@@ -69,25 +70,66 @@ final class DecryptionQueue: @unchecked Sendable {
         var delivered = 0
         /// Opened: its results may be delivered (pipeline's thread).
         var collected = false
+        /// The QUIC packets' bytes, one after another (`PacketJob.offset`): one buffer per batch,
+        /// kept with the batch when it is reused, instead of an array per packet. Allocated with
+        /// the first packet; a batch is handed over before it passes `batchBytes`, and a datagram
+        /// adds at most 64 KiB, so it grows only for a caller that skips `cycle`.
+        private(set) var arena = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+        private(set) var arenaUsed = 0
+        /// The sessions and keys this batch's packets use (each once for a run of packets that
+        /// use it): what keeps them alive until the batch is recycled.
+        private var held: [AnyObject] = []
+        private var lastSession: ObjectIdentifier? = nil
+        private var lastKeys: ObjectIdentifier? = nil
+
+        deinit { arena.deallocate() }
+
+        /// Room for `count` bytes at the arena's end (pipeline's thread, while filling).
+        func reserve(_ count: Int) -> UnsafeMutableRawBufferPointer {
+            if arenaUsed + count > arena.count {
+                let grown = UnsafeMutableRawBufferPointer.allocate(byteCount: max(DecryptionQueue.batchBytes + (64 << 10),
+                                                                                     2 * (arenaUsed + count)), alignment: 16)
+                if arenaUsed > 0 { grown.copyMemory(from: UnsafeRawBufferPointer(rebasing: arena[0..<arenaUsed])) }
+                arena.deallocate()
+                arena = grown
+            }
+            return UnsafeMutableRawBufferPointer(rebasing: arena[arenaUsed..<(arenaUsed + count)])
+        }
+
+        func append(_ job: PacketJob, session: QUICConnectionSession, keys: QUICPacketKeys) {
+            if lastSession != ObjectIdentifier(session) { held.append(session); lastSession = ObjectIdentifier(session) }
+            if lastKeys != ObjectIdentifier(keys) { held.append(keys); lastKeys = ObjectIdentifier(keys) }
+            packets.append(job)
+            arenaUsed = job.offset + job.length
+        }
 
         func openAll() {
             for i in jobs.indices {
                 (jobs[i].opened, jobs[i].start) = jobs[i].decryptor.openInPlace(&jobs[i].record)
             }
-            for i in packets.indices { packets[i].open() }
+            let arena = self.arena
+            packets.withUnsafeMutableBufferPointer { all in
+                for i in all.indices {
+                    let (o, h, n) = (all[i].offset, all[i].headerLength, all[i].length)
+                    let pn = all[i].packetNumber
+                    all[i].plaintextLength = all[i].keys._withUnsafeGuaranteedRef {
+                        $0.open(packetNumber: pn, header: UnsafeRawBufferPointer(rebasing: arena[o..<(o + h)]),
+                                sealed: UnsafeRawBufferPointer(rebasing: arena[(o + h)..<(o + n)]),
+                                into: UnsafeMutableRawBufferPointer(rebasing: arena[(o + h)..<(o + n)]))
+                    }
+                }
+            }
         }
 
         /// Hands the `i`th QUIC packet's result to its connection.
         func deliverPacket(_ i: Int) {
-            // Read where it lies: copying the job out would retain and release its session, keys
-            // and buffer for every packet.
+            // Read where it lies: copying the job out would retain and release its session.
+            let arena = self.arena
             packets.withUnsafeBufferPointer { all in
                 let job = all.baseAddress! + i
-                let h = job.pointee.headerLength
-                job.pointee.packet.withUnsafeBytes { raw in
-                    job.pointee.session.opened(job.pointee.plaintextLength.map { UnsafeRawBufferPointer(rebasing: raw[h..<(h + $0)]) },
-                                               packetNumber: job.pointee.packetNumber, at: job.pointee.at, from: job.pointee.direction)
-                }
+                let start = job.pointee.offset + job.pointee.headerLength
+                job.pointee.session._withUnsafeGuaranteedRef { $0.opened(job.pointee.plaintextLength.map { UnsafeRawBufferPointer(rebasing: arena[start..<(start + $0)]) },
+                                           packetNumber: job.pointee.packetNumber, at: job.pointee.at, from: job.pointee.direction) }
             }
             delivered += 1
         }
@@ -107,6 +149,10 @@ final class DecryptionQueue: @unchecked Sendable {
         func reset() {
             jobs.removeAll(keepingCapacity: true)
             packets.removeAll(keepingCapacity: true)
+            held.removeAll(keepingCapacity: true)
+            lastSession = nil
+            lastKeys = nil
+            arenaUsed = 0
             bytes = 0
             delivered = 0
             collected = false
@@ -210,14 +256,19 @@ final class DecryptionQueue: @unchecked Sendable {
         return true
     }
 
-    /// The packet (unprotected header, then ciphertext) of a `willTake` that answered true.
-    func submit(packet: [UInt8], headerLength: Int, packetNumber: UInt64, keys: QUICPacketKeys,
+    /// The packet of a `willTake` that answered true: its unprotected header (`header`), then the
+    /// rest of the protected packet (`sealed`), copied into the filling batch's arena.
+    func submit(header: UnsafeRawBufferPointer, sealed: UnsafeRawBufferPointer, packetNumber: UInt64, keys: QUICPacketKeys,
                 of session: QUICConnectionSession, from direction: Direction, at ts: Timestamp) {
         recordsQueued += 1
-        filling.packets.append(PacketJob(session: session, direction: direction, keys: keys, packetNumber: packetNumber,
-                                         packet: packet, headerLength: headerLength, at: ts))
+        let length = header.count + sealed.count
+        let room = filling.reserve(length)
+        room.copyMemory(from: header)
+        UnsafeMutableRawBufferPointer(rebasing: room[header.count...]).copyMemory(from: sealed)
+        filling.append(PacketJob(session: Unmanaged.passUnretained(session), direction: direction, keys: Unmanaged.passUnretained(keys), packetNumber: packetNumber,
+                                 offset: filling.arenaUsed, headerLength: header.count, length: length, at: ts), session: session, keys: keys)
         steps.append(.packet(filling, filling.packets.count - 1))
-        filling.bytes += max(packet.count, 64)
+        filling.bytes += max(length, 64)
     }
 
     /// After each packet: a full batch (or one with many steps held behind it) goes to the
@@ -294,21 +345,9 @@ final class DecryptionQueue: @unchecked Sendable {
     /// A buffer for the next record body of a reader whose last one was submitted.
     func spareBody() -> [UInt8] { spareBodies.popLast() ?? [] }
 
-    /// An empty buffer (with the capacity of a packet delivered before) for the next QUIC packet.
-    func sparePacket() -> [UInt8] {
-        guard var p = sparePackets.popLast() else { return [] }
-        p.removeAll(keepingCapacity: true)
-        return p
-    }
-    private var sparePackets: [[UInt8]] = []
-    private static let maxSparePackets = 4096
-
     private func recycle(_ batch: Batch) {
         for i in batch.jobs.indices where spareBodies.count < Self.maxSpareBodies {
             if let body = batch.jobs[i].record.body { spareBodies.append(body) }
-        }
-        for i in batch.packets.indices where sparePackets.count < Self.maxSparePackets {
-            sparePackets.append(batch.packets[i].packet)
         }
         batch.reset()
         spares.append(batch)

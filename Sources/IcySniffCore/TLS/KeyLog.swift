@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Synchronization
 
 /// Errors reading a key log: one line for the user (never a secret).
 public struct KeyLogError: Error, Sendable {
@@ -155,6 +156,11 @@ public final class KeyLog: @unchecked Sendable {
         for f in files where f.fd >= 0 { close(f.fd) }
         pthread_mutex_destroy(&mutex)
     }
+
+    /// Whether any secret has been read, asked without the lock: every QUIC packet asks (a
+    /// capture's Decryption Secrets Blocks may bring the first later). It only turns true.
+    public var hasSecrets: Bool { anySecret.load(ordering: .relaxed) }
+    private let anySecret = Atomic<Bool>(false)
 
     /// Connections with at least one secret.
     public var count: Int {
@@ -425,6 +431,7 @@ public final class KeyLog: @unchecked Sendable {
         indexLines.append((Int64(position), file, indexHeads[key] ?? -1))
         indexHeads[key] = Int32(indexLines.count - 1)
         _ = readBack.update(random) { $0 = nil }
+        anySecret.store(true, ordering: .relaxed)
     }
 
     static func hex(_ s: ArraySlice<UInt8>) -> [UInt8]? {
