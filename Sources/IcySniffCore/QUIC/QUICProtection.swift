@@ -64,15 +64,13 @@ final class QUICPacketKeys {
     /// The keys of `secret` (an Initial secret, or a handshake / 0-RTT / 1-RTT traffic secret).
     /// `hpFrom`: the header-protection key of an earlier key phase (key updates keep it).
     init?(secret: [UInt8], cipher: TLSCipherParameters, version: QUICVersion, hpFrom earlier: QUICPacketKeys? = nil) {
-        let p = version.labelPrefix
-        guard let key = TLSKeys.expandLabel(secret, p + "key", length: cipher.keyLength, sha384: cipher.sha384),
-              let iv = TLSKeys.expandLabel(secret, p + "iv", length: 12, sha384: cipher.sha384),
-              let a = key.withUnsafeBufferPointer({ icy_aead_new(cipher.kind, $0.baseAddress, $0.count) }) else { return nil }
+        guard let keys = TrafficKeys(secret: secret, cipher: cipher, labels: version.labels, withHeaderProtection: earlier == nil),
+              let a = keys.key.withUnsafeBufferPointer({ icy_aead_new(cipher.kind, $0.baseAddress, $0.count) }) else { return nil }
         if let earlier {
             self.hp = earlier.hp
             self.sharesHP = earlier
         } else {
-            guard let hpKey = TLSKeys.expandLabel(secret, p + "hp", length: cipher.keyLength, sha384: cipher.sha384),
+            guard let hpKey = keys.headerProtection,
                   let h = hpKey.withUnsafeBufferPointer({ icy_hp_new(cipher.kind, $0.baseAddress, $0.count) }) else {
                 icy_aead_free(a)
                 return nil
@@ -81,7 +79,7 @@ final class QUICPacketKeys {
             self.sharesHP = nil
         }
         self.aead = OpaquePointer(a)
-        self.iv = iv
+        self.iv = keys.iv
         self.secret = secret
         self.cipher = cipher
         self.version = version
@@ -114,9 +112,7 @@ final class QUICPacketKeys {
 
     /// The next key phase's keys (RFC 9001 §6.1).
     func next() -> QUICPacketKeys? {
-        guard let s = TLSKeys.expandLabel(secret, version.labelPrefix + "ku", length: cipher.hashLength, sha384: cipher.sha384) else {
-            return nil
-        }
+        guard let s = TrafficKeys.nextSecret(secret, cipher: cipher, labels: version.labels) else { return nil }
         return QUICPacketKeys(secret: s, cipher: cipher, version: version, hpFrom: self)
     }
 

@@ -8,6 +8,9 @@ struct QUICVersion {
     let labelPrefix: String
     let isV2: Bool
 
+    /// The labels its packet-protection keys are expanded with.
+    var labels: TrafficKeyLabels { .quic(prefix: labelPrefix) }
+
     static let v1: UInt32 = 0x0000_0001
     static let v2: UInt32 = 0x6b33_43cf
 

@@ -109,7 +109,7 @@ final class DirectionDecryptor: @unchecked Sendable {
             handshake.append(Array(UnsafeRawBufferPointer(rebasing: plaintext[0..<n]))) { type, _ in
                 // KeyUpdate: application_traffic_secret_N+1 (RFC 8446 §7.2) from the next record on.
                 guard type == 24, let s = secret,
-                      let next = TLSKeys.expandLabel(s, "traffic upd", length: cipher.hashLength, sha384: cipher.sha384),
+                      let next = TrafficKeys.nextSecret(s, cipher: cipher, labels: .tls13),
                       let p = RecordProtection(tls13Secret: next, cipher: cipher) else { return }
                 secret = next
                 protection = p

@@ -68,6 +68,53 @@ struct TLSCipherParameters {
     }
 }
 
+/// The labels a TLS 1.3 traffic secret is expanded with into the keys that protect what it
+/// covers: TLS records (RFC 8446 §7.3: `key`, `iv`; KeyUpdate's `traffic upd`, §7.2) or QUIC
+/// packets (RFC 9001 §5.1: the version's prefix before `key`, `iv`, `hp`; key updates' `ku`, §6.1).
+/// The one place where the two protocols' key schedules differ.
+struct TrafficKeyLabels: Sendable {
+    let key: String
+    let iv: String
+    /// The header-protection key's label; nil: records have no header protection.
+    let headerProtection: String?
+    /// The label that makes the next generation's secret.
+    let update: String
+
+    static let tls13 = TrafficKeyLabels(key: "key", iv: "iv", headerProtection: nil, update: "traffic upd")
+
+    /// QUIC's, with the version's prefix ("quic " for v1 and drafts, "quicv2 " for v2).
+    static func quic(prefix: String) -> TrafficKeyLabels {
+        TrafficKeyLabels(key: prefix + "key", iv: prefix + "iv", headerProtection: prefix + "hp", update: prefix + "ku")
+    }
+}
+
+/// The keys of one traffic secret (TLS 1.3 or QUIC): AEAD key, IV, and (QUIC) the
+/// header-protection key, expanded with a label set.
+struct TrafficKeys {
+    let key: [UInt8]
+    let iv: [UInt8]
+    let headerProtection: [UInt8]?
+
+    /// `withHeaderProtection` false: a QUIC key update, which keeps the previous phase's key.
+    init?(secret: [UInt8], cipher: TLSCipherParameters, labels: TrafficKeyLabels, withHeaderProtection: Bool = true) {
+        guard let key = TLSKeys.expandLabel(secret, labels.key, length: cipher.keyLength, sha384: cipher.sha384),
+              let iv = TLSKeys.expandLabel(secret, labels.iv, length: 12, sha384: cipher.sha384) else { return nil }
+        self.key = key
+        self.iv = iv
+        if withHeaderProtection, let hp = labels.headerProtection {
+            guard let hpKey = TLSKeys.expandLabel(secret, hp, length: cipher.keyLength, sha384: cipher.sha384) else { return nil }
+            headerProtection = hpKey
+        } else {
+            headerProtection = nil
+        }
+    }
+
+    /// The next generation's secret (TLS KeyUpdate, QUIC key update).
+    static func nextSecret(_ secret: [UInt8], cipher: TLSCipherParameters, labels: TrafficKeyLabels) -> [UInt8]? {
+        TLSKeys.expandLabel(secret, labels.update, length: cipher.hashLength, sha384: cipher.sha384)
+    }
+}
+
 /// The key derivations of TLS, through OpenSSL's KDFs.
 enum TLSKeys {
     /// RFC 8446 §7.1 HKDF-Expand-Label.
@@ -121,9 +168,8 @@ final class RecordProtection {
 
     /// TLS 1.3: key and IV from a traffic secret (RFC 8446 §7.3).
     convenience init?(tls13Secret secret: [UInt8], cipher: TLSCipherParameters) {
-        guard let key = TLSKeys.expandLabel(secret, "key", length: cipher.keyLength, sha384: cipher.sha384),
-              let iv = TLSKeys.expandLabel(secret, "iv", length: 12, sha384: cipher.sha384) else { return nil }
-        self.init(key: key, iv: iv, cipher: cipher, tls13: true)
+        guard let keys = TrafficKeys(secret: secret, cipher: cipher, labels: .tls13) else { return nil }
+        self.init(key: keys.key, iv: keys.iv, cipher: cipher, tls13: true)
     }
 
     init?(key: [UInt8], iv: [UInt8], cipher: TLSCipherParameters, tls13: Bool) {
