@@ -30,11 +30,6 @@ final class TLSSession: ConnectionSession {
     private var serverRandom: [UInt8] = []
     private var cipher: TLSCipherParameters? = nil
     private var secrets: TLSSecrets? = nil
-    /// The protection of each direction's next record (TLS 1.2: set at its ChangeCipherSpec).
-    private var clientProtection: RecordProtection? = nil
-    private var serverProtection: RecordProtection? = nil
-    private var clientPending: RecordProtection? = nil
-    private var serverPending: RecordProtection? = nil
     /// TLS 1.3 0-RTT: the early-data protection, and early records held until the server says
     /// (EncryptedExtensions) whether it accepted them.
     private var earlyProtection: RecordProtection? = nil
@@ -60,26 +55,15 @@ final class TLSSession: ConnectionSession {
     static let maxHeldForKeys = 256 << 10
     static let maxWaitForKeys: Int64 = 1_000_000_000
     private var awaitingSince: Timestamp = .zero
-    /// Each direction's decryption once its handshake is over (TLS 1.2: from its
-    /// ChangeCipherSpec; TLS 1.3: after its Finished): it owns the record protection and applies
-    /// KeyUpdate. Its records are opened here, or on the decryption queue's thread.
-    private var clientDecryptor: DirectionDecryptor? = nil
-    private var serverDecryptor: DirectionDecryptor? = nil
     /// Where application data is decrypted (offline: on the second core, `DecryptionQueue`);
     /// nil: here, as records come. Everything that follows a record there (the plaintext's way
     /// into the inner session, a direction's end, the connection's end) waits its turn (`inTurn`).
     private let decryption: DecryptionQueue?
-    /// Decrypted handshake messages (TLS 1.3).
-    private var clientSealedHandshake = TLSHandshakeBuffer()
-    private var serverSealedHandshake = TLSHandshakeBuffer()
-    /// A direction stops being decrypted at its first record that does not authenticate.
-    private var decryptionFailed = [false, false]
     private var inner: (any ConnectionSession)? = nil
     /// The server answered the ClientHello in plain HTTP (a TLS client sent to an HTTP port):
     /// the server's bytes go to an HTTP/1.x session, so that its answer (nginx's 400) is shown.
     private var plainAnswer: HTTP1Session? = nil
     private var serverSpoke = false
-    private var plaintextOffset: [UInt64] = [0, 0]
     /// Where records are decrypted to, one at a time (the inner session borrows it for a call);
     /// made with the first record decrypted, freed with the session.
     private var scratch: UnsafeMutableRawBufferPointer? = nil
@@ -95,9 +79,6 @@ final class TLSSession: ConnectionSession {
     private(set) var info = TLSInfo() {
         didSet { connection.tls = info }
     }
-    /// Application-data bytes each way (record headers included), counted on every record and
-    /// added to `info` at the connection's end: each change to `info` copies it to the connection.
-    private var applicationBytes: (fromClient: UInt64, fromServer: UInt64) = (0, 0)
 
     private func markDecrypted() {
         if !info.decrypted && !secretsIncomplete { info.decrypted = true }
@@ -105,10 +86,39 @@ final class TLSSession: ConnectionSession {
     /// The key log lacked a direction's application traffic secret: the connection is not
     /// decrypted, whatever its handshake was.
     private var secretsIncomplete = false
-    private let clientRecords = TLSRecordReader()
-    private let serverRecords = TLSRecordReader()
-    private var clientHandshake = TLSHandshakeBuffer()
-    private var serverHandshake = TLSHandshakeBuffer()
+    /// What each direction holds (`half(_:)`; `client`, `server`).
+    private let halves = [Half(), Half()]
+    private var client: Half { halves[0] }
+    private var server: Half { halves[1] }
+    private func half(_ direction: Direction) -> Half { halves[direction.index] }
+
+    /// What one direction of the connection holds (Go's `halfConn`): its record framing, its
+    /// handshake messages (in clear, and TLS 1.3's decrypted ones), the protection of its records
+    /// before and after its handshake ends, and how far its plaintext has gone.
+    private final class Half {
+        let records = TLSRecordReader()
+        var handshake = TLSHandshakeBuffer()
+        /// Decrypted handshake messages (TLS 1.3).
+        var sealedHandshake = TLSHandshakeBuffer()
+        /// From here on its handshake records are encrypted (TLS 1.2: after its ChangeCipherSpec;
+        /// TLS 1.3: the server's after its ServerHello).
+        var encrypted = false
+        /// The protection of its next record during the handshake (TLS 1.3: the handshake
+        /// traffic keys), and (TLS 1.2) the one its ChangeCipherSpec switches to.
+        var protection: RecordProtection? = nil
+        var pending: RecordProtection? = nil
+        /// Its decryption once its handshake is over (TLS 1.2: from its ChangeCipherSpec; TLS
+        /// 1.3: after its Finished): it owns the record protection and applies KeyUpdate. Its
+        /// records are opened here, or on the decryption queue's thread.
+        var decryptor: DirectionDecryptor? = nil
+        /// It stops being decrypted at its first record that does not authenticate.
+        var decryptionFailed = false
+        /// Plaintext handed to the inner session so far.
+        var plaintextOffset: UInt64 = 0
+        /// Application-data bytes (record headers included), counted on every record and added
+        /// to `info` at the connection's end: each change to `info` copies it to the connection.
+        var applicationBytes: UInt64 = 0
+    }
     private var clientHellos = 0
     private var ticketOffered = false
     /// TLS 1.2 CBC suites: the server agreed to encrypt-then-MAC (RFC 7366).
@@ -117,10 +127,6 @@ final class TLSSession: ConnectionSession {
     private var sawServerHello = false
     /// TLS 1.2: the server's Certificate came (a full handshake).
     private var sawCertificate = false
-    /// From here on the direction's handshake records are encrypted (TLS 1.2: after its
-    /// ChangeCipherSpec; TLS 1.3: the server's after its ServerHello).
-    private var clientEncrypted = false
-    private var serverEncrypted = false
 
     deinit {
         scratch?.deallocate()
@@ -138,10 +144,9 @@ final class TLSSession: ConnectionSession {
     /// Whether a record of `type` from `direction` is to be kept whole: cleartext handshake
     /// records, and everything that may be decrypted.
     private func keeps(_ type: UInt8, _ direction: Direction) -> Bool {
-        let encrypted = direction == .fromClient ? clientEncrypted : serverEncrypted
-        if type == 22 && !encrypted { return true }
+        if type == 22 && !half(direction).encrypted { return true }
         if awaitingKeys { return (20...23).contains(type) }
-        guard secrets != nil, !decryptionFailed[direction.index], (21...23).contains(type) else { return false }
+        guard secrets != nil, !half(direction).decryptionFailed, (21...23).contains(type) else { return false }
         return true
     }
 
@@ -162,11 +167,11 @@ final class TLSSession: ConnectionSession {
         // Whether a record's body is kept is decided when its header arrives, by the state the
         // records before it (in the same chunk too) left.
         if direction == .fromClient {
-            clientRecords.feed(chunk.bytes, at: chunk.timestamp, keep: { self.keeps($0, .fromClient) }) { clientRecord($0) }
+            client.records.feed(chunk.bytes, at: chunk.timestamp, keep: { self.keeps($0, .fromClient) }) { clientRecord($0) }
         } else {
-            serverRecords.feed(chunk.bytes, at: chunk.timestamp, keep: { self.keeps($0, .fromServer) }) { serverRecord($0) }
+            server.records.feed(chunk.bytes, at: chunk.timestamp, keep: { self.keeps($0, .fromServer) }) { serverRecord($0) }
         }
-        if clientRecords.broken || serverRecords.broken { noteBroken() }
+        if client.records.broken || server.records.broken { noteBroken() }
     }
 
     /// The server's first bytes are an HTTP status line, not a TLS record.
@@ -184,7 +189,7 @@ final class TLSSession: ConnectionSession {
             return
         }
         if awaitingKeys { lookForKeys(final: false) }
-        let reader = direction == .fromClient ? clientRecords : serverRecords
+        let reader = half(direction).records
         let wasBroken = reader.broken
         reader.gap(gap.length, at: gap.timestamp) { direction == .fromClient ? clientRecord($0) : serverRecord($0) }
         if reader.broken {
@@ -203,10 +208,10 @@ final class TLSSession: ConnectionSession {
     func finished(_ connection: Connection, at timestamp: Timestamp) {
         plainAnswer?.finished(connection, at: timestamp)
         if awaitingKeys { lookForKeys(final: true) }
-        if clientRecords.midRecord || serverRecords.midRecord { connection.note(.tlsRecordCut) }
-        info.applicationBytesFromClient = applicationBytes.fromClient
-        info.applicationBytesFromServer = applicationBytes.fromServer
-        if info.handshakeEnd == nil || clientHandshake.overflowed || serverHandshake.overflowed { info.incomplete = true }
+        if client.records.midRecord || server.records.midRecord { connection.note(.tlsRecordCut) }
+        info.applicationBytesFromClient = client.applicationBytes
+        info.applicationBytesFromServer = server.applicationBytes
+        if info.handshakeEnd == nil || client.handshake.overflowed || server.handshake.overflowed { info.incomplete = true }
         if info.version != 0 && !isTLS13 { info.earlyDataAccepted = false }
         if !heldEarly.isEmpty { settleEarlyData(accepted: info.earlyDataAccepted ?? false) }
         inTurn { self.inner?.finished(connection, at: timestamp) }
@@ -233,10 +238,10 @@ final class TLSSession: ConnectionSession {
     private func clientRecord(_ r: TLSRecordReader.Record) {
         if awaitingKeys { return hold(r, from: .fromClient) }
         switch r.type {
-        case 22 where !clientEncrypted:
+        case 22 where !client.encrypted:
             if let body = r.body {
                 if info.handshakeStart == nil { info.handshakeStart = r.firstByte }
-                clientHandshake.append(body) { type, message in
+                client.handshake.append(body) { type, message in
                     if type == 1 { clientHello(message) }
                 }
             }
@@ -247,11 +252,11 @@ final class TLSSession: ConnectionSession {
         case 20:
             // TLS 1.3 sends a ChangeCipherSpec only for middlebox compatibility: it changes nothing.
             if sawServerHello && !isTLS13 {
-                clientEncrypted = true
-                handOver(.fromClient, protection: clientPending, secret: nil)
+                client.encrypted = true
+                handOver(.fromClient, protection: client.pending, secret: nil)
             }
         case 23:
-            applicationBytes.fromClient &+= UInt64(r.length + 5)
+            client.applicationBytes &+= UInt64(r.length + 5)
             if !sawServerHello {
                 // 0-RTT early data, sent with the ClientHello: held until the server's
                 // EncryptedExtensions say whether it was accepted.
@@ -274,9 +279,9 @@ final class TLSSession: ConnectionSession {
     private func serverRecord(_ r: TLSRecordReader.Record) {
         if awaitingKeys { return hold(r, from: .fromServer) }
         switch r.type {
-        case 22 where !serverEncrypted:
+        case 22 where !server.encrypted:
             guard let body = r.body else { return }
-            serverHandshake.append(body) { type, message in
+            server.handshake.append(body) { type, message in
                 switch type {
                 case 2: serverHello(message)
                 case 11: sawCertificate = true
@@ -288,8 +293,8 @@ final class TLSSession: ConnectionSession {
             sealed(r, from: .fromServer)
         case 20:
             if sawServerHello && !isTLS13 {
-                serverEncrypted = true
-                handOver(.fromServer, protection: serverPending, secret: nil)
+                server.encrypted = true
+                handOver(.fromServer, protection: server.pending, secret: nil)
                 // An abbreviated handshake: ChangeCipherSpec right after the ServerHello.
                 if !sawCertificate {
                     info.resumed = true
@@ -297,7 +302,7 @@ final class TLSSession: ConnectionSession {
                 }
             }
         case 23:
-            applicationBytes.fromServer &+= UInt64(r.length + 5)
+            server.applicationBytes &+= UInt64(r.length + 5)
             sealed(r, from: .fromServer)
         default:
             break
@@ -310,12 +315,12 @@ final class TLSSession: ConnectionSession {
     /// handshake is over: by its decryptor, here or on the decryption queue), then its content
     /// handled by type.
     private func sealed(_ r: TLSRecordReader.Record, from direction: Direction, with protection: RecordProtection? = nil) {
-        guard secrets != nil, !decryptionFailed[direction.index] else { return }
-        if protection == nil, let d = direction == .fromClient ? clientDecryptor : serverDecryptor {
+        let side = half(direction)
+        guard secrets != nil, !side.decryptionFailed else { return }
+        if protection == nil, let d = side.decryptor {
             if let decryption, decryption.submit(r, from: direction, of: self, with: d) {
                 // The batch holds the body: the reader reads the next record into a spare one.
-                let reader = direction == .fromClient ? clientRecords : serverRecords
-                if r.body != nil { reader.bodyTaken(replacement: decryption.spareBody()) }
+                if r.body != nil { side.records.bodyTaken(replacement: decryption.spareBody()) }
                 return
             }
             let out = plaintextBuffer
@@ -323,8 +328,8 @@ final class TLSSession: ConnectionSession {
         }
         let chosen: RecordProtection?
         if let protection { chosen = protection }
-        else if direction == .fromClient { chosen = earlyActive ? earlyProtection : clientProtection }
-        else { chosen = serverProtection }
+        else if direction == .fromClient { chosen = earlyActive ? earlyProtection : client.protection }
+        else { chosen = server.protection }
         guard let p = chosen else { return }
         let out = plaintextBuffer
         let result = OpenedRecord.open(r, with: p, tls13: isTLS13, cipher: cipher, into: out)
@@ -332,10 +337,8 @@ final class TLSSession: ConnectionSession {
             // TLS 1.3 handshake messages: they move this session's state on, here and now.
             markDecrypted()
             let plaintext = Array(UnsafeRawBufferPointer(rebasing: out[0..<n]))
-            if direction == .fromClient {
-                clientSealedHandshake.append(plaintext) { t, m in clientSealedMessage(t, m) }
-            } else {
-                serverSealedHandshake.append(plaintext) { t, m in serverSealedMessage(t, m) }
+            side.sealedHandshake.append(plaintext) { t, m in
+                if direction == .fromClient { clientSealedMessage(t, m) } else { serverSealedMessage(t, m) }
             }
             return
         }
@@ -370,7 +373,7 @@ final class TLSSession: ConnectionSession {
             connection.note(.tlsRecordLost)
             if let estimate { deliverGap(estimate, at: lastByte, from: direction) }
         case .failed:
-            decryptionFailed[direction.index] = true
+            half(direction).decryptionFailed = true
             connection.note(.tlsDecryptionFailed)
         case .skipped:
             break
@@ -389,13 +392,9 @@ final class TLSSession: ConnectionSession {
             info.decrypted = false
             connection.note(.tlsSecretsIncomplete)
         }
-        if direction == .fromClient {
-            clientDecryptor = d
-            clientProtection = nil
-        } else {
-            serverDecryptor = d
-            serverProtection = nil
-        }
+        let side = half(direction)
+        side.decryptor = d
+        side.protection = nil
     }
 
     private func serverSealedMessage(_ type: UInt8, _ message: ArraySlice<UInt8>) {
@@ -447,14 +446,16 @@ final class TLSSession: ConnectionSession {
     /// Plaintext application data: to the inner session, chosen by the negotiated protocol.
     private func deliver(_ plaintext: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) {
         guard !plaintext.isEmpty, let inner = innerSession(for: plaintext) else { return }
-        inner.received(StreamChunk(offset: plaintextOffset[direction.index], bytes: plaintext, timestamp: ts), from: direction, on: connection)
-        plaintextOffset[direction.index] &+= UInt64(plaintext.count)
+        let side = half(direction)
+        inner.received(StreamChunk(offset: side.plaintextOffset, bytes: plaintext, timestamp: ts), from: direction, on: connection)
+        side.plaintextOffset &+= UInt64(plaintext.count)
     }
 
     private func deliverGap(_ length: UInt64, at ts: Timestamp, from direction: Direction) {
         guard length > 0, let inner else { return }
-        inner.missed(StreamGap(offset: plaintextOffset[direction.index], length: length, timestamp: ts), from: direction, on: connection)
-        plaintextOffset[direction.index] &+= length
+        let side = half(direction)
+        inner.missed(StreamGap(offset: side.plaintextOffset, length: length, timestamp: ts), from: direction, on: connection)
+        side.plaintextOffset &+= length
     }
 
     private func innerSession(for plaintext: UnsafeRawBufferPointer) -> (any ConnectionSession)? {
@@ -506,9 +507,9 @@ final class TLSSession: ConnectionSession {
         }
         secrets = found
         if isTLS13 {
-            serverProtection = protection(for: found.serverHandshake)
-            clientProtection = protection(for: found.clientHandshake)
-            if serverProtection == nil && clientProtection == nil { secrets = nil; connection.note(.tlsKeysNotFound) }
+            server.protection = protection(for: found.serverHandshake)
+            client.protection = protection(for: found.clientHandshake)
+            if server.protection == nil && client.protection == nil { secrets = nil; connection.note(.tlsKeysNotFound) }
         } else if let master = found.masterSecret {
             // RFC 5246 §6.3: key_block = PRF(master, "key expansion", server_random + client_random):
             // the client's and the server's MAC keys (CBC suites), write keys, then IVs (the
@@ -526,8 +527,8 @@ final class TLSSession: ConnectionSession {
                 let iv = 2 * (m + k) + side * v
                 return RecordProtection(key: key, iv: Array(block[iv..<(iv + v)]), cipher: c, tls13: false)
             }
-            clientPending = protection(0)
-            serverPending = protection(1)
+            client.pending = protection(0)
+            server.pending = protection(1)
         } else {
             secrets = nil
             connection.note(.tlsKeysNotFound)
@@ -590,7 +591,7 @@ final class TLSSession: ConnectionSession {
         serverRandom = hello.random
         self.cipher = TLSCipherParameters(suite: hello.cipherSuite)
         if cipher == nil && (keyLog?.count ?? 0) > 0 { connection.note(.tlsCipherUnsupported) }
-        if hello.version == 0x0304 { serverEncrypted = true }
+        if hello.version == 0x0304 { server.encrypted = true }
         setUpKeys()
     }
 
