@@ -58,6 +58,12 @@ final class QUICConnectionSession {
     /// Each direction's streams (`streams[d.index][id]`), and those whose data has all been handed on.
     private var streams: [[UInt64: StreamData]] = [[:], [:]]
     private var closedStreams: [Set<UInt64>] = [[], []]
+    /// The stateless reset tokens each direction's sender issued (RFC 9000 §10.3: the server's
+    /// transport parameter, NEW_CONNECTION_ID frames; read with keys only), and whether a packet
+    /// ended with one of them: the sender had lost the connection's state.
+    private var resetTokens: [[ResetToken]] = [[], []]
+    private var statelessReset = false
+
     /// The stream the last STREAM frame was for, while it is open (`streams` holds it too).
     private var lastStream: (direction: Int, id: UInt64, data: StreamData)? = nil
     private var http3: HTTP3Session? = nil
@@ -323,6 +329,9 @@ final class QUICConnectionSession {
     private func shortPacketAlone(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) -> Int? {
         // Without a secret in the key log (none given, or none read yet) nothing to open.
         guard confirmed, let keyLog, keyLog.hasSecrets || keyLog.growing else { return bytes.count }
+        // Checked before header protection is removed: a reset's bits are random, and its key
+        // phase bit must not start a key update.
+        if isStatelessReset(bytes, from: direction) { return bytes.count }
         guard cipher != nil else {
             // Overtook the ServerHello (reordered, or its Initial was retransmitted): kept.
             hold(bytes, at: ts, from: direction)
@@ -463,6 +472,40 @@ final class QUICConnectionSession {
         connection.note(.quicDecryptionFailed)
     }
 
+    /// A short-header packet that ends with a stateless reset token its sender issued: not a
+    /// packet at all, but the sender saying it lost the connection (it is not counted as one
+    /// that failed to decrypt).
+    private func isStatelessReset(_ packet: UnsafeRawBufferPointer, from direction: Direction) -> Bool {
+        let tokens = resetTokens[direction.index]
+        guard !tokens.isEmpty, packet.count >= 21, packet[0] & 0x80 == 0,
+              tokens.contains(ResetToken(UnsafeRawBufferPointer(rebasing: packet[(packet.count - 16)...]))) else { return false }
+        statelessReset = true
+        return true
+    }
+
+    /// The transport parameters a server sends in its EncryptedExtensions (RFC 9000 §18.2):
+    /// its stateless reset token (id 0x02), for its first CID.
+    private func serverTransportParameters(_ message: ArraySlice<UInt8>) {
+        var r = TLSReader(message)
+        guard let block = r.vector(2) else { return }
+        for (type, data) in TLSReader.extensions(block) where type == 0x39 || type == 0xffa5 {
+            Array(data).withUnsafeBytes { raw in
+                var p = QUICReader(raw)
+                while p.remaining > 0 {
+                    guard let id = p.varint(), let value = p.vector() else { return }
+                    if id == 0x02, value.count == 16 { addResetToken(value, from: .fromServer) }
+                }
+            }
+        }
+    }
+
+    private func addResetToken(_ token: UnsafeRawBufferPointer, from direction: Direction) {
+        let t = ResetToken(token)
+        // Bounded: an endpoint keeps a handful of CIDs (active_connection_id_limit).
+        guard !resetTokens[direction.index].contains(t), resetTokens[direction.index].count < 64 else { return }
+        resetTokens[direction.index].append(t)
+    }
+
     /// The frames of a 0-RTT or 1-RTT packet opened here: at once, or — while packets before it
     /// wait on the decryption thread — in its turn (streams are read in the capture's order).
     private func applicationFrames(_ plaintext: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) {
@@ -506,8 +549,15 @@ final class QUICConnectionSession {
     }
 
     /// A packet the decryption thread opened (nil: it did not authenticate), in its turn.
-    func opened(_ plaintext: UnsafeRawBufferPointer?, packetNumber: UInt64, at ts: Timestamp, from direction: Direction) {
-        guard let plaintext else { return packetFailed() }
+    /// `packet`: the whole packet as it came (its last 16 bytes are left as they were when
+    /// it does not authenticate).
+    func opened(_ plaintext: UnsafeRawBufferPointer?, packet: UnsafeRawBufferPointer, packetNumber: UInt64, at ts: Timestamp,
+                from direction: Direction) {
+        guard let plaintext else {
+            // A reset whose token came in a packet still on the thread when the reset was read.
+            if isStatelessReset(packet, from: direction) { return }
+            return packetFailed()
+        }
         packetOpened(keyed: true)
         frames(plaintext, epoch: 2, at: ts, from: direction)
     }
@@ -594,8 +644,10 @@ final class QUICConnectionSession {
                 case 0x11, 0x15:
                     guard r.varint() != nil, r.varint() != nil else { return }
                 case 0x18:   // NEW_CONNECTION_ID: a CID the peer may send to from now on
-                    guard r.varint() != nil, r.varint() != nil, let n = r.u8(), n <= 20, let cid = r.take(Int(n)), r.take(16) != nil else { return }
+                    guard r.varint() != nil, r.varint() != nil, let n = r.u8(), n <= 20, let cid = r.take(Int(n)),
+                          let token = r.take(16) else { return }
                     newCIDs.append(Array(cid))
+                    addResetToken(token, from: direction)
                 case 0x1a, 0x1b:   // PATH_CHALLENGE, PATH_RESPONSE
                     guard r.take(8) != nil else { return }
                 case 0x1c, 0x1d:   // CONNECTION_CLOSE
@@ -646,6 +698,7 @@ final class QUICConnectionSession {
             replayPending = !held.isEmpty
         case (.fromServer, 1, 8):
             TLSHandshakeObserver.encryptedExtensions(message, into: &tls)
+            serverTransportParameters(message)
         default:
             break
         }
@@ -745,11 +798,23 @@ final class QUICConnectionSession {
             info.requests = h3.requests
             info.pushes = h3.pushes
         }
-        if info.end == nil { info.end = "idle" }
+        if info.end == nil { info.end = statelessReset ? "stateless_reset" : "idle" }
         connection.halves.0.bytes = info.bytesFromClient
         connection.halves.1.bytes = info.bytesFromServer
         connection.quic = info
         connection.tls = tls
         connection.finishedAt = ts
+    }
+}
+
+/// A stateless reset token (16 bytes) as two words: compared per packet against the few a
+/// connection's peer issued.
+struct ResetToken: Equatable {
+    var a: UInt64 = 0, b: UInt64 = 0
+
+    init(_ bytes: UnsafeRawBufferPointer) {
+        var words: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes.prefix(16))) }
+        (a, b) = words
     }
 }

@@ -127,9 +127,13 @@ final class DecryptionQueue: @unchecked Sendable {
             let arena = self.arena
             packets.withUnsafeBufferPointer { all in
                 let job = all.baseAddress! + i
-                let start = job.pointee.offset + job.pointee.headerLength
-                job.pointee.session._withUnsafeGuaranteedRef { $0.opened(job.pointee.plaintextLength.map { UnsafeRawBufferPointer(rebasing: arena[start..<(start + $0)]) },
-                                           packetNumber: job.pointee.packetNumber, at: job.pointee.at, from: job.pointee.direction) }
+                let (o, n) = (job.pointee.offset, job.pointee.length)
+                let start = o + job.pointee.headerLength
+                job.pointee.session._withUnsafeGuaranteedRef {
+                    $0.opened(job.pointee.plaintextLength.map { UnsafeRawBufferPointer(rebasing: arena[start..<(start + $0)]) },
+                              packet: UnsafeRawBufferPointer(rebasing: arena[o..<(o + n)]),
+                              packetNumber: job.pointee.packetNumber, at: job.pointee.at, from: job.pointee.direction)
+                }
             }
             delivered += 1
         }

@@ -189,6 +189,32 @@ struct QUICClientWire {
         #expect(sink.connections.first?.tls?.cipherSuite == 0x1303)
     }
 
+    /// Two connections the server ends with a stateless reset (RFC 9000 §10.3), recorded by
+    /// scripts/record-quic-reset-sample: the first with the token of its transport parameters,
+    /// the second with one of a NEW_CONNECTION_ID frame. With keys the tokens are known: the
+    /// reset ends the connection and is not a packet that failed to decrypt; on the decryption
+    /// thread too (from the first packet), where the reset comes in among packets still opening.
+    /// Without keys nothing tells a reset from a packet: the connections end idle.
+    @Test(arguments: [nil, 0] as [Int?])
+    func statelessReset(thread: Int?) throws {
+        var options = PipelineOptions()
+        options.keyLog = try KeyLog(paths: ["Tests/Fixtures/quic/stateless-reset.keys"])
+        options.decryptOnSecondThreadAfter = thread
+        let sink = CollectingSink()
+        let pipeline = Pipeline(sink: sink, options: options)
+        _ = pipeline.run(try PcapSource.open(path: "Tests/Fixtures/quic/stateless-reset.pcap"))
+        pipeline.finish()
+        #expect(sink.connections.count == 2)
+        for c in sink.connections {
+            #expect(c.quic?.end == "stateless_reset")
+            #expect(c.quic?.packetsUndecryptable == 0 && c.weirds.isEmpty)
+        }
+        #expect(sink.transactions.map { $0.response?.status ?? 0 } == [200, 200])
+
+        let (keyless, _) = try Self.run("stateless-reset", keys: false)
+        #expect(keyless.connections.map { $0.quic?.end } == ["idle", "idle"])
+    }
+
     /// Wrong keys: flagged, nothing made up.
     @Test func wrongKeys() throws {
         var options = PipelineOptions()
