@@ -403,7 +403,7 @@ public final class ReportCollector: TransactionSink {
 
     public func connectionFinished(_ connection: Connection) {
         if devices.count < 100_000 { devices.insert(connection.client.address) }
-        let first = connection.synTime ?? connection.firstSeen, last = connection.lastSeen
+        let first = connection.began, last = connection.lastSeen
         span = span.map { (min($0.start, first), max($0.end, last)) } ?? (first, last)
         if let q = connection.quic { if !q.decrypted { encrypted.quic += 1 } }
         else if let tls = connection.tls, !tls.decrypted { encrypted.tls += 1 }
@@ -441,7 +441,7 @@ public final class ReportCollector: TransactionSink {
         guard let c = open.removeValue(forKey: connection.id) else { return }
         // HTTP/1.x only: HTTP/2 and HTTP/3 (QUIC) connections multiplex already.
         if connection.http2 == nil && connection.transport == .tcp {
-            let start = connection.synTime ?? connection.firstSeen
+            let start = connection.began
             let end = connection.finishedAt ?? connection.lastSeen
             let kept = intervalsKept
             http1Intervals.update(c.host) { entry in
@@ -553,7 +553,7 @@ struct HandshakeAggregate {
             }
         }
         let sni = Report.hostKey(tls.sni ?? connection.server.description)
-        let start = connection.synTime ?? connection.firstSeen
+        let start = connection.began
         let end = connection.finishedAt ?? connection.lastSeen
         let wasResumed = tls.resumed
         hosts.update(sni) { entry in

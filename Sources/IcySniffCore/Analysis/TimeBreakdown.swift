@@ -161,11 +161,9 @@ final class TimeBreakdownCollector {
         if end > pages[index].last { pages[index].last = end }
     }
 
-    /// The connection's TCP round trip as the capture saw it: its handshake, SYN to the ACK (at
-    /// either end of the path, the two legs add up to one round trip); never negative.
-    static func roundTrip(_ c: ConnectionSnapshot) -> Double? {
-        Connection.handshakeRoundTrip(syn: c.synTime, ack: c.handshakeAckTime).flatMap { $0 >= 0 ? $0 : nil }
-    }
+    /// The connection's transport round trip as the capture saw it (TCP: its handshake; QUIC has
+    /// none apart from TLS: nil); never negative.
+    static func roundTrip(_ c: ConnectionSnapshot) -> Double? { c.setup.roundTripMilliseconds }
 
     /// Redirect chains: a request for the Location of an earlier redirect to the same client
     /// continues that redirect's chain.

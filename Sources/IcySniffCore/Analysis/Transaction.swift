@@ -3,18 +3,13 @@ public struct ConnectionSnapshot: Sendable {
     public var id: UInt64
     public var client: Endpoint
     public var server: Endpoint
-    public var synTime: Timestamp?
-    public var synAckTime: Timestamp?
-    public var handshakeAckTime: Timestamp?
+    /// How the connection was set up (its transport's handshake, its TLS handshake).
+    public var setup: ConnectionSetup
     public var midstream: Bool
-    /// The TLS handshake of the connection (first ClientHello byte, client Finished), if any.
-    public var tlsHandshakeStart: Timestamp?
-    public var tlsHandshakeEnd: Timestamp?
     /// "TLS 1.3", … and the ClientHello's server_name, for a transaction carried by TLS.
     public var tlsVersion: String?
     public var sni: String?
-    /// The transaction came over QUIC: its handshake (first Initial to the client's Finished) is
-    /// `tlsHandshakeStart`…`tlsHandshakeEnd`, with no TCP handshake before it.
+    /// The transaction came over QUIC.
     public var quic = false
 
     /// The connection as a transaction of `scheme` sees it: the TLS fields only for one that
@@ -23,13 +18,9 @@ public struct ConnectionSnapshot: Sendable {
         id = c.id
         client = c.client
         server = c.server
-        synTime = c.synTime
-        synAckTime = c.synAckTime
-        handshakeAckTime = c.handshakeAckTime
+        setup = c.setup(withTLS: scheme == "https")
         midstream = c.clientHalf.midstream || c.serverHalf.midstream
         let tls = scheme == "https" ? c.tls : nil
-        tlsHandshakeStart = tls?.handshakeStart
-        tlsHandshakeEnd = tls?.handshakeEnd
         tlsVersion = tls?.versionName
         sni = tls?.sni
         quic = c.transport == .quic

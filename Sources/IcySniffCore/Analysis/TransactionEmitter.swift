@@ -26,8 +26,8 @@ public final class TransactionEmitter {
         t.sequence = sequence
         t.captureName = captureName
         var lookup: DNSLookup? = nil
-        if t.depth == 1, let syn = t.connection.synTime {
-            lookup = dns.lookup(host: t.host, address: t.connection.server.address, before: syn)
+        if t.depth == 1, let begin = t.connection.setup.start {
+            lookup = dns.lookup(host: t.host, address: t.connection.server.address, before: begin)
         }
         t.timings = TransactionTimings.compute(for: t, dns: lookup)
         emitted += 1

@@ -16,10 +16,11 @@ public struct TransactionTimings: Sendable {
         max(0, blocked) + max(0, dns) + max(0, connect) + max(0, send) + max(0, wait) + max(0, receive)
     }
 
-    /// - connect: first SYN to the client's ACK of the SYN-ACK, first request of a connection only;
-    ///   over TLS, first SYN to the end of the TLS handshake, and ssl is the handshake (included
-    ///   in connect, HAR 1.2) — as far as it came before the request (0-RTT sends it earlier);
-    ///   over QUIC, connect and ssl are both the QUIC handshake, up to the request at most;
+    /// - connect, first request of a connection only: its set-up (`ConnectionSetup`) — the
+    ///   transport's handshake (TCP: first SYN to the client's ACK of the SYN-ACK) and then the
+    ///   TLS handshake, which is ssl (included in connect, HAR 1.2), as far as it came before the
+    ///   request (0-RTT sends it earlier); QUIC has no handshake apart from TLS's, so its connect
+    ///   and ssl are the same span; a set-up not seen from its start gives neither;
     /// - send: first to last byte of the request; wait: last request byte to first response byte;
     /// - receive: first to last response byte; dns: a matching captured lookup, when one is given.
     static func compute(for t: Transaction, dns lookup: DNSLookup?) -> TransactionTimings {
@@ -28,29 +29,28 @@ public struct TransactionTimings: Sendable {
         let resp = t.response
         let firstRequestByte = req?.firstByte ?? resp?.firstByte ?? .zero
         var start = firstRequestByte
-        if t.depth == 1, t.connection.quic, let start0 = t.connection.tlsHandshakeStart, start0 <= firstRequestByte {
-            // QUIC: the connection is its handshake (TLS 1.3 inside QUIC), so connect and ssl are
-            // the same span, from the client's first Initial to its Finished — or to the request,
-            // sent before that as 0-RTT.
-            let end = min(t.connection.tlsHandshakeEnd ?? firstRequestByte, firstRequestByte)
-            timings.connect = end.milliseconds(since: start0)
-            timings.ssl = timings.connect
-            start = start0
-        } else if t.depth == 1, let syn = t.connection.synTime, let ack = t.connection.handshakeAckTime, ack >= syn, syn <= firstRequestByte {
-            timings.connect = ack.milliseconds(since: syn)
-            start = syn
-            if let tlsStart = t.connection.tlsHandshakeStart, tlsStart >= ack {
-                // 0-RTT: the request went before the handshake ended (even before it is known).
-                let end = min(t.connection.tlsHandshakeEnd ?? firstRequestByte, firstRequestByte)
-                if end >= tlsStart {
-                    timings.ssl = end.milliseconds(since: tlsStart)
-                    timings.connect = end.milliseconds(since: syn)
-                }
+        let setup = t.connection.setup
+        if t.depth == 1, let begin = setup.start, begin <= firstRequestByte {
+            // When the transport could carry the TLS handshake.
+            var ready: Timestamp? = begin
+            if let transport = setup.transport, let end = transport.end {
+                ready = end >= transport.start ? end : nil
+                if ready != nil { timings.connect = end.milliseconds(since: transport.start) }
             }
-            if let lookup, lookup.answered <= syn {
-                timings.dns = lookup.answered.milliseconds(since: lookup.queried)
-                start = lookup.queried
-                // The time between the answer and the SYN is the client's: not part of any phase.
+            if let ready {
+                start = begin
+                if let secure = setup.secure, secure.start >= ready {
+                    let end = min(secure.end ?? firstRequestByte, firstRequestByte)
+                    if end >= secure.start {
+                        timings.ssl = end.milliseconds(since: secure.start)
+                        timings.connect = end.milliseconds(since: begin)
+                    }
+                }
+                if let lookup, lookup.answered <= begin {
+                    timings.dns = lookup.answered.milliseconds(since: lookup.queried)
+                    start = lookup.queried
+                    // The time between the answer and the set-up is the client's: not part of any phase.
+                }
             }
         }
         if let req {

@@ -145,15 +145,10 @@ public final class Connection {
     public internal(set) var clientEvidence: ClientEvidence? = nil
     public internal(set) var firstSeen: Timestamp
     public internal(set) var lastSeen: Timestamp
-    public internal(set) var synTime: Timestamp? = nil
-    public internal(set) var synAckTime: Timestamp? = nil
-    public internal(set) var handshakeAckTime: Timestamp? = nil
-    var serverISNPlusOne: UInt32 = 0
-    /// SYN/ACKs the last one replaced before the client answered (at most 4): the client's ACK,
-    /// or the server's first data, may show that one of them was the one in use.
-    var replacedServerISNsPlusOne: [UInt32] = []
+    /// What only TCP has (its handshake, RST, Zeek's history letters); empty for QUIC. Readers
+    /// that do not care what carries the connection use `setup` and `began`.
+    public internal(set) var tcp = TCPFacts()
     public internal(set) var packets: UInt64 = 0
-    public internal(set) var resetSeen = false
     public internal(set) var weirds: [Weird: Int] = [:]
     public internal(set) var finishedAt: Timestamp? = nil
     /// What the cleartext TLS handshake showed, for a connection that carried TLS.
@@ -170,8 +165,6 @@ public final class Connection {
     public internal(set) var quic: QUICInfo? = nil
     /// What the connection's HTTP/2 session counted (nil: not HTTP/2).
     public internal(set) var http2: HTTP2Stats? = nil
-    /// Zeek-style history letters (upper case: originator): S h a d f r g.
-    public internal(set) var history: [UInt8] = []
 
     init(id: UInt64, first: Endpoint, second: Endpoint, timestamp: Timestamp) {
         self.id = id
@@ -207,13 +200,18 @@ public final class Connection {
     public var clientHalf: HalfStream { half(clientSide ?? 0) }
     public var serverHalf: HalfStream { half(1 - (clientSide ?? 0)) }
 
-    /// Handshake round trip: SYN to the client's ACK of the SYN-ACK.
-    public var connectDuration: Double? { Self.handshakeRoundTrip(syn: synTime, ack: handshakeAckTime) }
+    /// When the connection began: a TCP connection's first SYN, else its first packet (a QUIC
+    /// connection's first Initial).
+    public var began: Timestamp { tcp.syn ?? firstSeen }
 
-    /// Milliseconds from a SYN to the ACK that completes the handshake (nil: either not seen).
-    static func handshakeRoundTrip(syn: Timestamp?, ack: Timestamp?) -> Double? {
-        guard let syn, let ack else { return nil }
-        return ack.milliseconds(since: syn)
+    /// How the connection was set up, whatever carries it; `withTLS`: its TLS handshake counts
+    /// (not for a CONNECT's transaction, which came before a tunnel's TLS).
+    public func setup(withTLS: Bool = true) -> ConnectionSetup {
+        var s = ConnectionSetup()
+        if let syn = tcp.syn, let ack = tcp.handshakeAck { s.transport = ConnectionSetup.Span(start: syn, end: ack) }
+        if withTLS, let tls, let start = tls.handshakeStart { s.secure = ConnectionSetup.Span(start: start, end: tls.handshakeEnd) }
+        s.secureIsSetup = transport == .quic
+        return s
     }
 
     public func note(_ weird: Weird) { weirds[weird, default: 0] += 1 }
@@ -275,7 +273,7 @@ public final class Connection {
         let isOriginator = side == (clientSide ?? 0)
         let lower = lowerASCII(UInt8(ascii: letter))
         let byte = isOriginator ? lower & ~0x20 : lower
-        if !history.contains(byte) { history.append(byte) }
+        if !tcp.history.contains(byte) { tcp.history.append(byte) }
     }
 
     /// The connection id as shown in outputs ("C" and a number).
@@ -285,6 +283,53 @@ public final class Connection {
 /// The transport of a connection, as outputs name it (`"transport"`).
 public enum Transport: String, Sendable {
     case tcp, quic
+}
+
+/// What only a TCP connection has: its handshake as the capture saw it, the server's initial
+/// sequence numbers the reassembly checks the client's ACK against, whether a RST came, and
+/// Zeek-style history letters.
+public struct TCPFacts: Sendable {
+    /// The first SYN, the SYN-ACK, and the client's ACK that completed the handshake.
+    public internal(set) var syn: Timestamp? = nil
+    public internal(set) var synAck: Timestamp? = nil
+    public internal(set) var handshakeAck: Timestamp? = nil
+    var serverISNPlusOne: UInt32 = 0
+    /// SYN/ACKs the last one replaced before the client answered (at most 4): the client's ACK,
+    /// or the server's first data, may show that one of them was the one in use.
+    var replacedServerISNsPlusOne: [UInt32] = []
+    public internal(set) var resetSeen = false
+    /// Upper case: originator. S h a d f r g.
+    public internal(set) var history: [UInt8] = []
+}
+
+/// How a connection was set up before its first request, whatever carries it: what the timings
+/// (connect, ssl, dns) and the round-trip figures read, so that none of them assumes TCP.
+public struct ConnectionSetup: Sendable {
+    public struct Span: Sendable {
+        public var start: Timestamp
+        public var end: Timestamp?
+    }
+    /// The transport's own handshake, when it has one apart from TLS and the capture saw both
+    /// ends of it: TCP's SYN to the client's ACK of the SYN-ACK. QUIC has none.
+    public var transport: Span? = nil
+    /// The TLS handshake: over TCP the ClientHello's first byte to the client's Finished; over
+    /// QUIC the client's first Initial to its Finished.
+    public var secure: Span? = nil
+    /// QUIC: the TLS handshake is the connection's set-up itself (it begins with it).
+    public var secureIsSetup = false
+
+    /// When the set-up began (nil: the capture did not see it from its start).
+    public var start: Timestamp? { transport?.start ?? (secureIsSetup ? secure?.start : nil) }
+
+    /// The transport handshake's length as captured (negative when its packets came out of order).
+    public var transportMilliseconds: Double? {
+        guard let t = transport, let end = t.end else { return nil }
+        return end.milliseconds(since: t.start)
+    }
+
+    /// The transport's round trip as the capture saw it (its handshake; at either end of the
+    /// path, the two legs add up to one round trip); never negative.
+    public var roundTripMilliseconds: Double? { transportMilliseconds.flatMap { $0 >= 0 ? $0 : nil } }
 }
 
 /// Streams of an HTTP/2 connection, as its session saw them.

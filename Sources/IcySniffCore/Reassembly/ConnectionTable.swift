@@ -162,8 +162,8 @@ public final class ConnectionTable<Handler: StreamHandler> {
     private func useServerISN(plusOne: UInt32, half: HalfStream, connection c: Connection) {
         half.nextSequence = plusOne
         half.nextOffset = 0
-        c.serverISNPlusOne = plusOne
-        c.replacedServerISNsPlusOne = []
+        c.tcp.serverISNPlusOne = plusOne
+        c.tcp.replacedServerISNsPlusOne = []
     }
 
     @inline(__always)
@@ -187,16 +187,16 @@ public final class ConnectionTable<Handler: StreamHandler> {
 
         if flags.contains(.syn) {
             if flags.contains(.ack) {
-                if c.synAckTime == nil { c.synAckTime = ts }
+                if c.tcp.synAck == nil { c.tcp.synAck = ts }
                 if c.clientSide == nil { c.clientSide = 1 - side; c.clientEvidence = .syn }
-                if c.serverISNPlusOne != 0, c.serverISNPlusOne != segment.sequence &+ 1, c.handshakeAckTime == nil {
-                    if c.replacedServerISNsPlusOne.count == 4 { c.replacedServerISNsPlusOne.removeFirst() }
-                    c.replacedServerISNsPlusOne.append(c.serverISNPlusOne)
+                if c.tcp.serverISNPlusOne != 0, c.tcp.serverISNPlusOne != segment.sequence &+ 1, c.tcp.handshakeAck == nil {
+                    if c.tcp.replacedServerISNsPlusOne.count == 4 { c.tcp.replacedServerISNsPlusOne.removeFirst() }
+                    c.tcp.replacedServerISNsPlusOne.append(c.tcp.serverISNPlusOne)
                 }
-                c.serverISNPlusOne = segment.sequence &+ 1
+                c.tcp.serverISNPlusOne = segment.sequence &+ 1
                 c.record("h", side: side)
             } else {
-                if c.synTime == nil { c.synTime = ts }
+                if c.tcp.syn == nil { c.tcp.syn = ts }
                 if c.clientSide == nil { c.clientSide = side; c.clientEvidence = .syn }
                 c.record("S", side: side)
             }
@@ -204,7 +204,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
             // until the peer has answered (acknowledged) one: a client may send several SYNs
             // before one is answered, and the SYN/ACK says which. A SYN/ACK that comes after the
             // client's ACK (a stale or forged one) changes nothing.
-            let answered = flags.contains(.ack) ? c.handshakeAckTime != nil : c.synAckTime != nil
+            let answered = flags.contains(.ack) ? c.tcp.handshakeAck != nil : c.tcp.synAck != nil
             if !half.started || (half.isUnused && !answered) {
                 half.started = true
                 half.sawSYN = true
@@ -216,20 +216,20 @@ public final class ConnectionTable<Handler: StreamHandler> {
             if flags.contains(.ack), !answered, other.sawSYN, other.isUnused {
                 other.nextSequence = segment.acknowledgement
             }
-        } else if flags.contains(.ack), c.handshakeAckTime == nil, c.synAckTime != nil, side == c.clientSide {
-            if segment.acknowledgement == c.serverISNPlusOne {
-                c.handshakeAckTime = ts
-            } else if c.replacedServerISNsPlusOne.contains(segment.acknowledgement), other.sawSYN, other.isUnused {
+        } else if flags.contains(.ack), c.tcp.handshakeAck == nil, c.tcp.synAck != nil, side == c.clientSide {
+            if segment.acknowledgement == c.tcp.serverISNPlusOne {
+                c.tcp.handshakeAck = ts
+            } else if c.tcp.replacedServerISNsPlusOne.contains(segment.acknowledgement), other.sawSYN, other.isUnused {
                 // Two SYN/ACKs with different initial sequence numbers, and the client answered
                 // an earlier one: its sequence space is the server's.
                 useServerISN(plusOne: segment.acknowledgement, half: other, connection: c)
-                c.handshakeAckTime = ts
+                c.tcp.handshakeAck = ts
             }
         }
 
         let payloadCount = segment.payload.count
-        if payloadCount > 0, !c.replacedServerISNsPlusOne.isEmpty, c.handshakeAckTime == nil, side != c.clientSide, half.sawSYN, half.isUnused,
-           segment.sequence != half.nextSequence, c.replacedServerISNsPlusOne.contains(segment.sequence) {
+        if payloadCount > 0, !c.tcp.replacedServerISNsPlusOne.isEmpty, c.tcp.handshakeAck == nil, side != c.clientSide, half.sawSYN, half.isUnused,
+           segment.sequence != half.nextSequence, c.tcp.replacedServerISNsPlusOne.contains(segment.sequence) {
             // The server's data follows an earlier SYN/ACK than the last (the client's ACK was
             // not captured).
             useServerISN(plusOne: segment.sequence, half: half, connection: c)
@@ -272,7 +272,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
             closeIfComplete(half, side: side, flow: flow, timestamp: ts)
         }
         if flags.contains(.rst) {
-            c.resetSeen = true
+            c.tcp.resetSeen = true
             c.record("r", side: side)
             c.note(.connectionReset)
             for s in 0...1 { flushHalf(c.half(s), side: s, flow: flow, reason: .reset, timestamp: ts) }

@@ -215,6 +215,21 @@ struct QUICClientWire {
         #expect(keyless.connections.map { $0.quic?.end } == ["idle", "idle"])
     }
 
+    /// Timings read the connection's set-up, not a TCP handshake: a QUIC connection's first
+    /// request gets the DNS lookup before it (2 ms in the fixture) as a TCP one does, and its
+    /// connect and ssl are both its handshake (1 ms), none of it counted twice.
+    @Test func timingsOfAQUICConnectionAfterItsLookup() throws {
+        let (sink, _) = try Self.run("stateless-reset", keys: true)
+        #expect(sink.transactions.count == 2)
+        for t in sink.transactions {
+            #expect(abs(t.timings.dns - 2) < 0.001)
+            #expect(abs(t.timings.connect - 1) < 0.001 && t.timings.ssl == t.timings.connect)
+            let handshake = try #require(t.connection.setup.secure?.start)
+            #expect(abs(handshake.milliseconds(since: t.timings.start) - 3) < 0.001, "starts at the query")
+            #expect(t.connection.setup.transport == nil && t.connection.setup.roundTripMilliseconds == nil)
+        }
+    }
+
     /// Wrong keys: flagged, nothing made up.
     @Test func wrongKeys() throws {
         var options = PipelineOptions()
