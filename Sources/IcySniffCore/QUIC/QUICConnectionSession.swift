@@ -476,9 +476,10 @@ final class QUICConnectionSession {
     /// packet at all, but the sender saying it lost the connection (it is not counted as one
     /// that failed to decrypt).
     private func isStatelessReset(_ packet: UnsafeRawBufferPointer, from direction: Direction) -> Bool {
-        let tokens = resetTokens[direction.index]
-        guard !tokens.isEmpty, packet.count >= 21, packet[0] & 0x80 == 0,
-              tokens.contains(ResetToken(UnsafeRawBufferPointer(rebasing: packet[(packet.count - 16)...]))) else { return false }
+        let d = direction.index
+        guard !resetTokens[d].isEmpty, packet.count >= 21, packet[0] & 0x80 == 0 else { return false }
+        let tail = ResetToken(UnsafeRawBufferPointer(rebasing: packet[(packet.count - 16)...]))
+        guard resetTokens[d].contains(tail) else { return false }
         statelessReset = true
         return true
     }
