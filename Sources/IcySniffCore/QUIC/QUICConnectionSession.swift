@@ -235,7 +235,8 @@ final class QUICConnectionSession {
                 info.handshakeEnd = ts
                 tls.handshakeEnd = ts
             }
-            if type == .zeroRTT { info.zeroRTTPackets += 1 }
+            // Counted when it came: a 0-RTT packet held for the ServerHello comes by again.
+            if type == .zeroRTT && !replaying { info.zeroRTTPackets += 1 }
         } else {
             if negotiatedVersion == nil && (type == .initial || type == .handshake) {
                 negotiatedVersion = version
@@ -706,8 +707,12 @@ final class QUICConnectionSession {
     }
 
     /// Packets held until the ServerHello gave the cipher suite: handled now, in arrival order.
+    private var replaying = false
+
     private func replayHeld() {
         replayPending = false
+        replaying = true
+        defer { replaying = false }
         let items = held
         held = []
         heldBytes = 0

@@ -215,6 +215,46 @@ struct QUICClientWire {
         #expect(keyless.connections.map { $0.quic?.end } == ["idle", "idle"])
     }
 
+    /// 0-RTT (the corpus's h3-resume-0rtt, copied here): the second connection resumes with the
+    /// first one's ticket and sends two GETs as 0-RTT before its handshake ends; accepted. The
+    /// figures are the aioquic server's own log (the corpus's expected file); the same with the
+    /// datagrams reversed in windows (0-RTT packets after the handshake's).
+    @Test(arguments: [0])
+    func zeroRTT(shuffleWindow: Int) throws {
+        let (sink, _) = try Self.run("h3-resume-0rtt", keys: true, shuffleWindow: shuffleWindow)
+        let byConnection = Dictionary(grouping: sink.transactions, by: { $0.connection.id })
+        #expect(sink.connections.count == 2 && byConnection.count == 2)
+        let connections = sink.connections.sorted { $0.id < $1.id }
+        let (first, resumed) = (connections[0], connections[1])
+        #expect(first.tls?.resumed == false && first.quic?.zeroRTTPackets == 0)
+        #expect(resumed.tls?.resumed == true && resumed.tls?.earlyDataOffered == true && resumed.tls?.earlyDataAccepted == true)
+        #expect(resumed.quic?.zeroRTTPackets == 2)
+        #expect(byConnection[first.id]?.map { $0.response?.decodedBytes ?? 0 } == [2659])
+        #expect(byConnection[resumed.id]?.map { $0.response?.decodedBytes ?? 0 }.sorted() == [440, 5300, 9100])
+        #expect(sink.transactions.allSatisfy { $0.response?.status == 200 && $0.allWeirds.isEmpty })
+        #expect(connections.allSatisfy { $0.weirds.isEmpty && $0.quic?.packetsUndecryptable == 0 })
+    }
+
+    /// QUIC v2 from the first packet, a download the client cancels after about 100 kB
+    /// (STOP_SENDING, then the server's RESET_STREAM), then NAT rebinding: the client's port
+    /// changes, the connection IDs do not (the corpus's h3-v2-rebind-cancel, copied here).
+    @Test func version2RebindingAndACancelledStream() throws {
+        let (sink, _) = try Self.run("h3-v2-rebind-cancel", keys: true)
+        let c = try #require(sink.connections.first)
+        #expect(sink.connections.count == 1)
+        #expect(c.quic?.version == QUICVersion.v2 && c.quic?.initialVersion == QUICVersion.v2)
+        #expect(c.quic?.migrated == true && c.quic?.clientPorts == [56726, 40210])
+        #expect(QUICInfo.hex(c.quic!.originalDCID) == "288c7579f7af3c01")
+        let ts = sink.transactions.sorted { $0.streamID ?? 0 < $1.streamID ?? 0 }
+        #expect(ts.map { $0.response?.status ?? 0 } == [200, 200, 200, 200])
+        #expect(ts.map(\.url) == ["https://www.icy.test/api/item-18.json", "https://www.icy.test/slow/stream-600k.bin",
+                                  "https://www.icy.test/api/item-19.json", "https://www.icy.test/img/icon-05.png"])
+        // The cancelled one is flagged and partial, never lost; the others whole.
+        #expect(ts[1].allWeirds.contains(.http3StreamCancelled) && ts[1].allWeirds.contains(.responseIncomplete))
+        #expect([ts[0], ts[2], ts[3]].map { $0.response?.decodedBytes ?? 0 } == [942, 985, 1963])
+        #expect([ts[0], ts[2], ts[3]].allSatisfy { $0.allWeirds.isEmpty })
+    }
+
     /// Timings read the connection's set-up, not a TCP handshake: a QUIC connection's first
     /// request gets the DNS lookup before it (2 ms in the fixture) as a TCP one does, and its
     /// connect and ssl are both its handshake (1 ms), none of it counted twice.
