@@ -285,6 +285,15 @@ final class HTTP3Session {
         pairing.refuse(where: { $0 >= id && $0 < StreamPairing.pushKeyBase }, as: .http3RefusedByGoaway, at: ts)
     }
 
+    /// A request that came after its response began (the capture saw the server's stream
+    /// first: reordered, or the request's first copy lost to the capture): it takes its place,
+    /// and the transaction no longer misses it.
+    private static func attachLate(_ request: HTTPMessage, to t: Transaction) {
+        guard t.request == nil else { return }
+        t.request = request
+        t.weirds.removeAll { $0 == .requestMissing }
+    }
+
     private func pushPromise(_ payload: [UInt8], at ts: Timestamp) {
         var pushID: UInt64? = nil
         var consumed = 0
@@ -309,10 +318,7 @@ final class HTTP3Session {
             request.endAsFramed(at: ts, options: self.options)
             if let t = self.pairing.transaction(on: key) {
                 // The pushed response came first (streams are not ordered among themselves).
-                if t.request == nil {
-                    t.request = request
-                    t.weirds.removeAll { $0 == .requestMissing }
-                }
+                Self.attachLate(request, to: t)
             } else if !self.pairing.wasClosed(key) {
                 self.pairing.open(key, request: request, pushed: true)
                 self.pushes += 1
@@ -364,7 +370,7 @@ final class HTTP3Session {
         if pairing.wasClosed(key) { return }
         if direction == .fromClient {
             s.message = m
-            if let t = pairing.transaction(on: key) { if t.request == nil { t.request = m } } else {
+            if let t = pairing.transaction(on: key) { Self.attachLate(m, to: t) } else {
                 pairing.open(key, request: m)
                 requests += 1
             }

@@ -219,7 +219,7 @@ struct QUICClientWire {
     /// first one's ticket and sends two GETs as 0-RTT before its handshake ends; accepted. The
     /// figures are the aioquic server's own log (the corpus's expected file); the same with the
     /// datagrams reversed in windows (0-RTT packets after the handshake's).
-    @Test(arguments: [0])
+    @Test(arguments: [0, 3])
     func zeroRTT(shuffleWindow: Int) throws {
         let (sink, _) = try Self.run("h3-resume-0rtt", keys: true, shuffleWindow: shuffleWindow)
         let byConnection = Dictionary(grouping: sink.transactions, by: { $0.connection.id })
