@@ -49,6 +49,21 @@ import Testing
         #expect(keyed.text.contains("1 device, 1 host; 13 h3\n"), "\(keyed.text)")
     }
 
+    /// How QUIC connections ended, in the report: a server that lost its state and answered
+    /// with stateless resets (a load balancer that moved the flow) is worth seeing at once.
+    @Test func reportSaysHowQUICConnectionsEnded() throws {
+        let fixture = CLI.packageRoot.appendingPathComponent("Tests/Fixtures/quic/stateless-reset").path
+        let keyed = try CLI.run(["report", "-r", fixture + ".pcap", "--keylog", fixture + ".keys"])
+        #expect(keyed.text.contains("\n  ended: stateless reset 2\n"), "\(keyed.text)")
+        let json = try CLI.run(["report", "-r", fixture + ".pcap", "--keylog", fixture + ".keys", "--format", "json"])
+        let reports = try #require(try JSONSerialization.jsonObject(with: json.stdout) as? [[String: Any]])
+        let quic = try #require(reports.first?["quic"] as? [String: Any])
+        #expect(quic["ends"] as? [String: Int] == ["stateless_reset": 2])
+        // Without keys the tokens are not seen: they ended idle as far as the capture shows.
+        let keyless = try CLI.run(["report", "-r", fixture + ".pcap"])
+        #expect(keyless.text.contains("\n  ended: idle 2\n"), "\(keyless.text)")
+    }
+
     @Test func tableNamesTheProtocol() throws {
         let r = try CLI.run(["-r", capture, "--keylog", keys, "--format", "tsv", "--fields", "method,url,status,protocol", "--quiet"])
         #expect(r.status == 0, "\(r.stderr)")

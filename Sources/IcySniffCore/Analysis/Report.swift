@@ -187,6 +187,9 @@ public struct Report: Sendable {
         /// Bytes each way on these connections (TCP payload; QUIC: UDP payload).
         public var bytesFromClient: UInt64 = 0
         public var bytesFromServer: UInt64 = 0
+        /// QUIC: how the connections ended (`QUICInfo.end`: "idle", "connection_close",
+        /// "application_close", "stateless_reset"), most first; empty for TLS over TCP.
+        public var ends: [(end: String, count: Int)] = []
         public var resumptionRate: Double { connections == 0 ? 0 : Double(resumed) / Double(connections) }
     }
 
@@ -423,7 +426,8 @@ public final class ReportCollector: TransactionSink {
         if let tls = connection.tls {
             if let quic = connection.quic {
                 quicHandshakes.add(tls, connection, version: QUICVersion.name(quic.version), decrypted: quic.decrypted,
-                                   handshakeMilliseconds: quic.handshakeMilliseconds, bytes: (quic.bytesFromClient, quic.bytesFromServer))
+                                   handshakeMilliseconds: quic.handshakeMilliseconds, bytes: (quic.bytesFromClient, quic.bytesFromServer),
+                                   end: quic.end)
             } else {
                 tlsHandshakes.add(tls, connection, version: tls.versionName ?? "unknown", decrypted: tls.decrypted,
                                   handshakeMilliseconds: tls.handshakeMilliseconds,
@@ -532,11 +536,13 @@ struct HandshakeAggregate {
     /// on every run.
     private var sampler: UInt64 = 0x1C5A1F
     private var bytes: (fromClient: UInt64, fromServer: UInt64) = (0, 0)
+    private var ends: [String: Int] = [:]
     private var hosts = BoundedLRU<String, (connections: Int, resumed: Int, sequential: Int, lastEnd: Timestamp)>(capacity: 50_000)
 
     mutating func add(_ tls: TLSInfo, _ connection: Connection, version: String, decrypted isDecrypted: Bool,
-                      handshakeMilliseconds: Double?, bytes b: (UInt64, UInt64)) {
+                      handshakeMilliseconds: Double?, bytes b: (UInt64, UInt64), end: String? = nil) {
         connections += 1
+        if let end { ends[end, default: 0] += 1 }
         if isDecrypted { decrypted += 1 }
         if tls.resumed { resumed += 1 }
         versions[version, default: 0] += 1
@@ -575,6 +581,7 @@ struct HandshakeAggregate {
         s.bytesFromClient = bytes.fromClient
         s.bytesFromServer = bytes.fromServer
         s.versions = versions.sorted { ($0.value, $0.key) > ($1.value, $1.key) }.map { ($0.key, $0.value) }
+        s.ends = ends.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map { ($0.key, $0.value) }
         let sorted = handshakes.sorted()
         if !sorted.isEmpty {
             func percentile(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int((p * Double(sorted.count - 1)).rounded()))] }

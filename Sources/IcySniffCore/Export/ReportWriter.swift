@@ -216,6 +216,9 @@ public enum ReportWriter {
                  + (title == "QUIC" ? ", \(bytes(tls.bytesFromClient + tls.bytesFromServer)) on the wire" : ""))
             line("  versions: " + tls.versions.map { "\($0.version) \($0.count)" }.joined(separator: ", "))
             line("  handshake time: median \(ms(tls.handshakeP50)), 90th percentile \(ms(tls.handshakeP90)), max \(ms(tls.handshakeMax))")
+            if !tls.ends.isEmpty {
+                line("  ended: " + tls.ends.map { "\($0.end.replacingAll("_", " ")) \($0.count)" }.joined(separator: ", "))
+            }
             for h in tls.hosts.prefix(maxLines) {
                 var text = "  \(h.sni): \(h.connections) connection\(h.connections == 1 ? "" : "s")"
                 if h.resumed > 0 { text += ", \(h.resumed) resumed" }
@@ -331,7 +334,10 @@ public enum ReportWriter {
                 w.optionalNumber("handshakeP50", tls.handshakeP50)
                 w.optionalNumber("handshakeP90", tls.handshakeP90)
                 w.optionalNumber("handshakeMax", tls.handshakeMax)
-                if key == "quic" { w.int("bytesFromClient", tls.bytesFromClient); w.int("bytesFromServer", tls.bytesFromServer) }
+                if key == "quic" {
+                    w.int("bytesFromClient", tls.bytesFromClient); w.int("bytesFromServer", tls.bytesFromServer)
+                    w.key("ends"); w.beginObject(); for e in tls.ends { w.key(text: e.end); w.int(e.count) }; w.endObject()
+                }
                 w.key("hosts"); w.beginArray()
                 for h in tls.hosts {
                     w.beginObject(); w.string("sni", h.sni); w.int("connections", h.connections); w.int("resumed", h.resumed)
