@@ -67,7 +67,8 @@ public final class Pipeline {
         var standard = StandardSessionFactory(options: options.http, keyLog: keyLog)
         standard.decryption = decryption
         let factory: any SessionFactory = sessions ?? standard
-        table = ConnectionTable(limits: options.reassembly, speakerHint: { factory.speakerHint($0) }) { _ in
+        table = ConnectionTable(limits: options.reassembly, speakerHint: { factory.speakerHint($0) },
+                                opensAsClient: { factory.opensAsClient($0) }) { _ in
             SessionSlot(factory: factory, emitter: emitter)
         }
         let table = self.table

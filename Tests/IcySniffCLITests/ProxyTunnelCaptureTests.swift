@@ -34,6 +34,24 @@ import Testing
         #expect(try rows([]).count == 8)
     }
 
+    /// A reverse SOCKS5 proxy (Tests/Fixtures/tunnel/reverse-socks5.pcap, recorded with
+    /// scripts/record-reverse-socks-sample): the proxy's side sent the SYN, the side that accepted
+    /// the connection greets it in SOCKS5. That side is the client: its GETs are found inside the
+    /// tunnels, not lost as bytes that are not HTTP (issue 32).
+    @Test func reverseSOCKSProxy() throws {
+        let fixture = CLI.packageRoot.appendingPathComponent("Tests/Fixtures/tunnel/reverse-socks5.pcap").path
+        let r = try CLI.run(["-r", fixture, "--format", "ndjson"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let all = try r.text.split(separator: "\n").map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        #expect(all.map { $0["url"] as? String ?? "" } == ["http://web.icy.test:18090/page.html", "http://web.icy.test:18090/api/data.json"])
+        #expect(all.allSatisfy { $0["status"] as? Int == 200 && ($0["flags"] as? [String] ?? []) == ["tunnelled"] })
+        #expect(all.allSatisfy { $0["client_port"] as? Int == 11091 }, "the side that greeted the proxy is the client")
+        let c = try CLI.run(["-r", fixture, "--connections", "--format", "ndjson"])
+        let connections = try c.text.split(separator: "\n").map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        #expect(connections.compactMap { ($0["tunnel"] as? [String: String])?["target"] } == ["web.icy.test:18090", "web.icy.test:18090"])
+        #expect(connections.allSatisfy { ($0["anomalies"] as? [String] ?? []).isEmpty })
+    }
+
     @Test func connectionsNameTheirTunnels() throws {
         let r = try CLI.run(["-r", capture, "--keylog", keys, "--connections", "--format", "ndjson"])
         #expect(r.status == 0, "\(r.stderr)")

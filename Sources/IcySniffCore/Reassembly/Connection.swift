@@ -268,9 +268,12 @@ public final class Connection {
     }
     func forget(_ weird: Weird) { weirds[weird] = nil }
 
-    /// Adds a history letter once (Zeek records each event kind once per direction).
+    /// Adds a history letter once (Zeek records each event kind once per direction). Upper case:
+    /// the side that opened the connection (the client's, unless a reverse proxy's client
+    /// accepted it: `ClientEvidence.reverse`).
     func record(_ letter: Unicode.Scalar, side: Int) {
-        let isOriginator = side == (clientSide ?? 0)
+        let client = clientSide ?? 0
+        let isOriginator = side == (clientEvidence == .reverse ? 1 - client : client)
         let lower = lowerASCII(UInt8(ascii: letter))
         let byte = isOriginator ? lower & ~0x20 : lower
         if !tcp.history.contains(byte) { tcp.history.append(byte) }

@@ -73,6 +73,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
     /// Reads the first bytes of a connection whose handshake was not captured (the protocols on
     /// top know what a client's first bytes look like).
     private let speakerHint: (UnsafeRawBufferPointer) -> SpeakerHint
+    private let opensAsClient: (UnsafeRawBufferPointer) -> Bool
     private var nextID: UInt64 = 1
     /// A connection id for a connection of another transport (QUIC): ids are one sequence per run.
     func takeID() -> UInt64 {
@@ -92,10 +93,12 @@ public final class ConnectionTable<Handler: StreamHandler> {
 
     public init(limits: ReassemblyLimits = ReassemblyLimits(),
                 speakerHint: @escaping (UnsafeRawBufferPointer) -> SpeakerHint = { _ in .unknown },
+                opensAsClient: @escaping (UnsafeRawBufferPointer) -> Bool = { _ in false },
                 makeHandler: @escaping (Connection) -> Handler) {
         self.limits = limits
         self.budget = StateBudget(limit: limits.stateBudget)
         self.speakerHint = speakerHint
+        self.opensAsClient = opensAsClient
         self.makeHandler = makeHandler
         flows.reserveCapacity(1024)
     }
@@ -355,13 +358,21 @@ public final class ConnectionTable<Handler: StreamHandler> {
     private func deliver(_ bytes: UnsafeRawBufferPointer, half: HalfStream, side: Int, flow: Flow, timestamp: Timestamp,
                          peerAck: UInt64?) {
         guard bytes.count > 0 else { return }
+        let c = flow.connection
+        if c.clientSide == nil {
+            decideClient(c, firstBytes: bytes, from: side)
+        } else if side != c.clientSide, c.clientEvidence == .syn, half.bytes == 0, c.half(1 - side).bytes == 0,
+                  flow.handler == nil, opensAsClient(bytes) {
+            // The connection's first bytes, from the side that accepted it, open a protocol only
+            // a client opens (a reverse SOCKS proxy): that side is the client.
+            c.clientSide = side
+            c.clientEvidence = .reverse
+        }
         let chunk = StreamChunk(offset: half.nextOffset, bytes: bytes, timestamp: timestamp, peerAck: peerAck)
         half.remember(bytes)
         half.nextOffset &+= UInt64(bytes.count)
         half.nextSequence = half.nextSequence &+ UInt32(truncatingIfNeeded: bytes.count)
         half.bytes &+= UInt64(bytes.count)
-        let c = flow.connection
-        if c.clientSide == nil { decideClient(c, firstBytes: bytes, from: side) }
         if flow.handler == nil { flow.setHandler(makeHandler(c)) }
         c.record("d", side: side)
         let direction = c.direction(ofSide: side)

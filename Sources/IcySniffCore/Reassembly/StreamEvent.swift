@@ -51,6 +51,9 @@ public enum Direction: Sendable, Hashable, CaseIterable {
 public enum ClientEvidence: String, Sendable {
     /// The SYN (or SYN-ACK) was captured.
     case syn
+    /// The SYN was captured, but the side that accepted the connection opened the protocol on it
+    /// as only a client does (`SessionFactory.opensAsClient`: a reverse SOCKS proxy's client).
+    case reverse
     /// No handshake: the first bytes read like a client's or a server's (`SpeakerHint`).
     case content
     /// Neither: the endpoint on a well-known port, else the lower port, is the server.

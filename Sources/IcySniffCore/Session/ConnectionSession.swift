@@ -21,6 +21,14 @@ public protocol SessionFactory {
     func speakerHint(_ firstBytes: UnsafeRawBufferPointer) -> SpeakerHint
     /// Whether these first bytes are too few to choose by (the slot holds them until more come).
     func needsMoreBytes(_ firstBytes: UnsafeRawBufferPointer) -> Bool
+    /// Whether the first bytes of a connection open a protocol that only its client opens with,
+    /// so firmly that they are believed over the TCP handshake when the side that accepted the
+    /// connection sends them (a reverse proxy: Reassembly then makes that side the client).
+    func opensAsClient(_ firstBytes: UnsafeRawBufferPointer) -> Bool
+}
+
+extension SessionFactory {
+    public func opensAsClient(_ firstBytes: UnsafeRawBufferPointer) -> Bool { false }
 }
 
 /// The factory a pipeline uses, by content on any port: TLS where the first bytes are a TLS
@@ -84,6 +92,10 @@ public struct StandardSessionFactory: SessionFactory {
         if SOCKSHandshake.mayBeGreetingPrefix(firstBytes) { return true }
         return firstBytes.count < TLSRecordReader.bytesToRecognise && TLSRecordReader.mayBeginHandshakeRecord(firstBytes)
     }
+
+    /// A SOCKS greeting: reverse SOCKS proxies (Zeek's `socks*_reverse` signatures) have the
+    /// proxy open the TCP connection to the client, which then greets it.
+    public func opensAsClient(_ firstBytes: UnsafeRawBufferPointer) -> Bool { SOCKSHandshake.isGreeting(firstBytes) }
 
     public func speakerHint(_ firstBytes: UnsafeRawBufferPointer) -> SpeakerHint {
         // A TLS ClientHello comes from the client, a ServerHello from the server.
