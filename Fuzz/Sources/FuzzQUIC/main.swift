@@ -9,8 +9,9 @@ import IcySniffCore
 /// those captures decrypt, and mutations around them reach the 1-RTT and HTTP/3 paths (a
 /// mutated packet fails authentication: that must be flagged, never trap).
 let root = String(#filePath).split(separator: "/", omittingEmptySubsequences: false).dropLast(4).joined(separator: "/")
-let keyLog = (try? KeyLog(paths: [root + "/captures/h3-sample.keys", root + "/Tests/Fixtures/quic/h3-concurrent-qpack-statuses.keys",
-                                  root + "/Tests/Fixtures/quic/h3-chacha20-keyupdate.keys"])) ?? KeyLog(text: "")
+let keyLog = (try? KeyLog(paths: [root + "/captures/h3-sample.keys"]
+                                 + ["h3-concurrent-qpack-statuses", "h3-chacha20-keyupdate", "h3-resume-0rtt", "h3-v2-rebind-cancel",
+                                    "stateless-reset"].map { root + "/Tests/Fixtures/quic/\($0).keys" })) ?? KeyLog(text: "")
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
