@@ -108,6 +108,17 @@ final class QUICConnectionSession {
         var updates = 0
 
         init(current: QUICPacketKeys) { self.current = current }
+
+        /// A key update: the next phase's keys take over from packet `pn` on; the current ones
+        /// stay for late packets.
+        func update(to next: QUICPacketKeys, phase: Bool, firstPacket pn: UInt64) {
+            previous = current
+            current = next
+            self.next = nil
+            self.phase = phase
+            firstPacketOfCurrent = pn
+            updates += 1
+        }
     }
 
     init(id: UInt64, client: Endpoint, server: Endpoint, dcid: [UInt8], scid: [UInt8], version: UInt32, at ts: Timestamp,
@@ -533,12 +544,7 @@ final class QUICConnectionSession {
         } else if let previous = k.previous, let start = k.firstPacketOfCurrent, pn < start {
             keys = previous
         } else if let next = k.next ?? k.current.next() {
-            k.previous = k.current
-            k.current = next
-            k.next = nil
-            k.phase = phase
-            k.firstPacketOfCurrent = pn
-            k.updates += 1
+            k.update(to: next, phase: phase, firstPacket: pn)
             info.keyUpdates = max(appKeys[0]?.updates ?? 0, appKeys[1]?.updates ?? 0)
             keys = next
         } else {
@@ -590,12 +596,7 @@ final class QUICConnectionSession {
         if k.next == nil { k.next = k.current.next() }
         guard let next = k.next else { return nil }
         if let p = decrypt(whole, header: header, pn: pn, keys: next, space: .application, from: direction, quiet: true) {
-            k.previous = k.current
-            k.current = next
-            k.next = nil
-            k.phase = phase
-            k.firstPacketOfCurrent = pn
-            k.updates += 1
+            k.update(to: next, phase: phase, firstPacket: pn)
             info.keyUpdates = max(appKeys[0]?.updates ?? 0, appKeys[1]?.updates ?? 0)
             return p
         }
