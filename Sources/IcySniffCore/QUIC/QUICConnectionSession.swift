@@ -538,33 +538,40 @@ final class QUICConnectionSession {
               let (header, pn, phase) = unprotect(whole, pnOffset: pnOffset, keys: k.current, space: .application, from: direction,
                                                   longHeader: false) else { return packetFailed() }
         let keys: QUICPacketKeys
+        var keyUpdate: Bool? = nil
         if phase == k.phase {
             keys = k.current
             if k.firstPacketOfCurrent == nil { k.firstPacketOfCurrent = pn }
         } else if let previous = k.previous, let start = k.firstPacketOfCurrent, pn < start {
             keys = previous
         } else if let next = k.next ?? k.current.next() {
-            k.update(to: next, phase: phase, firstPacket: pn)
-            info.keyUpdates = max(appKeys[0]?.updates ?? 0, appKeys[1]?.updates ?? 0)
+            // The next phase's keys, kept for the packets of the new phase until the first of
+            // them opens (in its turn): only then has the key update happened.
+            k.next = next
             keys = next
+            keyUpdate = phase
         } else {
             return packetFailed()
         }
         let s = QUICSpace.application.rawValue
         if pn > largestPN[d * 3 + s] ?? 0 { largestPN[d * 3 + s] = pn }
         decryption.submit(header: UnsafeRawBufferPointer(rebasing: scratch[0..<header]), sealed: UnsafeRawBufferPointer(rebasing: whole[header...]),
-                          packetNumber: pn, keys: keys, of: self, from: direction, at: ts)
+                          packetNumber: pn, keys: keys, keyUpdate: keyUpdate, of: self, from: direction, at: ts)
     }
 
     /// A packet the decryption thread opened (nil: it did not authenticate), in its turn.
     /// `packet`: the whole packet as it came (its last 16 bytes are left as they were when
     /// it does not authenticate).
-    func opened(_ plaintext: UnsafeRawBufferPointer?, packet: UnsafeRawBufferPointer, packetNumber: UInt64, at ts: Timestamp,
-                from direction: Direction) {
+    func opened(_ plaintext: UnsafeRawBufferPointer?, packet: UnsafeRawBufferPointer, packetNumber: UInt64, keyUpdate: Bool?,
+                at ts: Timestamp, from direction: Direction) {
         guard let plaintext else {
             // A reset whose token came in a packet still on the thread when the reset was read.
             if isStatelessReset(packet, from: direction) { return }
             return packetFailed()
+        }
+        if let phase = keyUpdate, let k = appKeys[direction.index], k.phase != phase, let next = k.next {
+            k.update(to: next, phase: phase, firstPacket: packetNumber)
+            info.keyUpdates = max(appKeys[0]?.updates ?? 0, appKeys[1]?.updates ?? 0)
         }
         packetOpened(keyed: true)
         frames(plaintext, epoch: 2, at: ts, from: direction)

@@ -54,6 +54,10 @@ final class DecryptionQueue: @unchecked Sendable {
         let headerLength: Int
         let length: Int
         let at: Timestamp
+        /// The key phase this packet would move its direction to (a key update, committed only
+        /// once it opens: a packet that is not one, a stateless reset, must not move it); nil:
+        /// the current or the previous phase.
+        let keyUpdate: Bool?
         /// The plaintext's length once opened; nil: it did not authenticate.
         var plaintextLength: Int? = nil
     }
@@ -132,7 +136,8 @@ final class DecryptionQueue: @unchecked Sendable {
                 job.pointee.session._withUnsafeGuaranteedRef {
                     $0.opened(job.pointee.plaintextLength.map { UnsafeRawBufferPointer(rebasing: arena[start..<(start + $0)]) },
                               packet: UnsafeRawBufferPointer(rebasing: arena[o..<(o + n)]),
-                              packetNumber: job.pointee.packetNumber, at: job.pointee.at, from: job.pointee.direction)
+                              packetNumber: job.pointee.packetNumber, keyUpdate: job.pointee.keyUpdate, at: job.pointee.at,
+                              from: job.pointee.direction)
                 }
             }
             delivered += 1
@@ -263,14 +268,15 @@ final class DecryptionQueue: @unchecked Sendable {
     /// The packet of a `willTake` that answered true: its unprotected header (`header`), then the
     /// rest of the protected packet (`sealed`), copied into the filling batch's arena.
     func submit(header: UnsafeRawBufferPointer, sealed: UnsafeRawBufferPointer, packetNumber: UInt64, keys: QUICPacketKeys,
-                of session: QUICConnectionSession, from direction: Direction, at ts: Timestamp) {
+                keyUpdate: Bool?, of session: QUICConnectionSession, from direction: Direction, at ts: Timestamp) {
         recordsQueued += 1
         let length = header.count + sealed.count
         let room = filling.reserve(length)
         room.copyMemory(from: header)
         UnsafeMutableRawBufferPointer(rebasing: room[header.count...]).copyMemory(from: sealed)
         filling.append(PacketJob(session: Unmanaged.passUnretained(session), direction: direction, keys: Unmanaged.passUnretained(keys), packetNumber: packetNumber,
-                                 offset: filling.arenaUsed, headerLength: header.count, length: length, at: ts), session: session, keys: keys)
+                                 offset: filling.arenaUsed, headerLength: header.count, length: length, at: ts, keyUpdate: keyUpdate),
+                       session: session, keys: keys)
         steps.append(.packet(filling, filling.packets.count - 1))
         filling.bytes += max(length, 64)
     }

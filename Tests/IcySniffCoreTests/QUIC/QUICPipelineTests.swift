@@ -308,7 +308,8 @@ struct QUICClientWire {
     }
 
     @Test(arguments: ["Tests/Fixtures/quic/h3-concurrent-qpack-statuses", "Tests/Fixtures/quic/h3-chacha20-keyupdate",
-                      "captures/h3-sample"])
+                      "Tests/Fixtures/quic/h3-resume-0rtt", "Tests/Fixtures/quic/h3-v2-rebind-cancel",
+                      "Tests/Fixtures/quic/stateless-reset", "captures/h3-sample"])
     func sameOutputs(_ base: String) throws {
         let inline = try Self.har(base + ".pcap", keys: base + ".keys", thread: nil)
         let threaded = try Self.har(base + ".pcap", keys: base + ".keys", thread: 0)
