@@ -16,7 +16,7 @@ public struct ConnectionSnapshot: Sendable {
     /// TLS carried (a CONNECT before a tunnel's TLS handshake was not).
     init(_ c: Connection, scheme: String) {
         id = c.id
-        client = c.client
+        client = c.movedClient ?? c.client
         server = c.server
         setup = c.setup(withTLS: scheme == "https")
         midstream = c.clientHalf.midstream || c.serverHalf.midstream

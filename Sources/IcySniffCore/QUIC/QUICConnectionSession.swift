@@ -167,6 +167,10 @@ final class QUICConnectionSession {
             info.datagramsFromClient += 1
             if source != clientEndpoint {
                 clientEndpoint = source
+                // Requests read from now on came from there; those still on the decryption
+                // thread came from before.
+                let moved = { [connection] in connection.movedClient = source }
+                if let decryption, decryption.isHolding { decryption.later(moved) } else { moved() }
                 info.migrated = true
                 if !info.clientPorts.contains(source.port) { info.clientPorts.append(source.port) }
             }

@@ -163,6 +163,9 @@ public final class Connection {
     /// `tls` what its TLS 1.3 handshake did; the TCP fields stay empty).
     public internal(set) var transport: Transport = .tcp
     public internal(set) var quic: QUICInfo? = nil
+    /// QUIC: where the client sends from since its address or port changed (migration, NAT
+    /// rebinding; nil: where it began). Its transactions from then on carry it.
+    public internal(set) var movedClient: Endpoint? = nil
     /// What the connection's HTTP/2 session counted (nil: not HTTP/2).
     public internal(set) var http2: HTTP2Stats? = nil
 

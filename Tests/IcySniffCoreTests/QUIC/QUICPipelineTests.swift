@@ -253,6 +253,8 @@ struct QUICClientWire {
         #expect(ts[1].allWeirds.contains(.http3StreamCancelled) && ts[1].allWeirds.contains(.responseIncomplete))
         #expect([ts[0], ts[2], ts[3]].map { $0.response?.decodedBytes ?? 0 } == [942, 985, 1963])
         #expect([ts[0], ts[2], ts[3]].allSatisfy { $0.allWeirds.isEmpty })
+        // The two requests after the rebinding came from the new port, the first two from the old.
+        #expect(ts.map { $0.connection.client.port } == [56726, 56726, 40210, 40210])
     }
 
     /// Timings read the connection's set-up, not a TCP handshake: a QUIC connection's first
