@@ -85,10 +85,35 @@ enum CLI {
     }
     static func capture(_ name: String) -> String { packageRoot.appendingPathComponent("captures/\(name)").path }
 
+    /// A new folder under the system's temporary directory, removed when the test process ends
+    /// (`TemporaryDirectories`): a run of the suite made about 200 and left them behind.
     static func temporaryDirectory() -> URL {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("icy-sniff-cli-\(UUID().uuidString)")
         try! FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        TemporaryDirectories.removeAtExit(dir)
         return dir
+    }
+}
+
+/// The folders `CLI.temporaryDirectory` made, removed at the process's exit (after every test:
+/// a test may hand its folder to a child that outlives its own scope).
+enum TemporaryDirectories {
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var made: [URL] = []
+
+    static func removeAtExit(_ dir: URL) {
+        lock.lock()
+        defer { lock.unlock() }
+        if made.isEmpty { atexit { TemporaryDirectories.removeAll() } }
+        made.append(dir)
+    }
+
+    private static func removeAll() {
+        lock.lock()
+        let list = made
+        made = []
+        lock.unlock()
+        for dir in list { try? FileManager.default.removeItem(at: dir) }
     }
 }
 
