@@ -502,16 +502,12 @@ final class QUICConnectionSession {
 
     /// The transport parameters a server sends in its EncryptedExtensions (RFC 9000 §18.2):
     /// its stateless reset token (id 0x02), for its first CID.
-    private func serverTransportParameters(_ message: ArraySlice<UInt8>) {
-        var r = TLSReader(message)
-        guard let block = r.vector(2) else { return }
-        for (type, data) in TLSReader.extensions(block) where type == 0x39 || type == 0xffa5 {
-            Array(data).withUnsafeBytes { raw in
-                var p = QUICReader(raw)
-                while p.remaining > 0 {
-                    guard let id = p.varint(), let value = p.vector() else { return }
-                    if id == 0x02, value.count == 16 { addResetToken(value, from: .fromServer) }
-                }
+    private func serverTransportParameters(_ parameters: ArraySlice<UInt8>) {
+        parameters.withUnsafeBytes { raw in
+            var p = QUICReader(raw)
+            while p.remaining > 0 {
+                guard let id = p.varint(), let value = p.vector() else { return }
+                if id == 0x02, value.count == 16 { addResetToken(value, from: .fromServer) }
             }
         }
     }
@@ -711,8 +707,7 @@ final class QUICConnectionSession {
             lookUpSecrets()
             replayPending = !held.isEmpty
         case (.fromServer, 1, 8):
-            TLSHandshakeObserver.encryptedExtensions(message, into: &tls)
-            serverTransportParameters(message)
+            TLSHandshakeObserver.encryptedExtensions(message, into: &tls) { serverTransportParameters($0) }
         default:
             break
         }

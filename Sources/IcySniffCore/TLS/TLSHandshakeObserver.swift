@@ -110,7 +110,8 @@ enum TLSHandshakeObserver {
     /// TLS 1.3 EncryptedExtensions (decrypted): the negotiated ALPN, and whether 0-RTT was
     /// accepted (the early_data extension), written into `info`. Answers the latter.
     @discardableResult
-    static func encryptedExtensions(_ message: ArraySlice<UInt8>, into info: inout TLSInfo) -> Bool {
+    static func encryptedExtensions(_ message: ArraySlice<UInt8>, into info: inout TLSInfo,
+                                    quicTransportParameters: (ArraySlice<UInt8>) -> Void = { _ in }) -> Bool {
         var r = TLSReader(message)
         var accepted = false
         if let block = r.vector(2) {
@@ -118,6 +119,8 @@ enum TLSHandshakeObserver {
                 var e = TLSReader(data)
                 if t == 16, let list = e.vector(2), let chosen = TLSReader.protocolNames(list).first { info.alpn = chosen }
                 if t == 42 { accepted = true }
+                // QUIC's transport parameters (RFC 9001 §8.2; 0xffa5 before RFC 9000): QUIC reads them.
+                if t == 0x39 || t == 0xffa5 { quicTransportParameters(data) }
             }
         }
         info.earlyDataAccepted = accepted
