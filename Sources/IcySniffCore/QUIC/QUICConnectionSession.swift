@@ -571,7 +571,6 @@ final class QUICConnectionSession {
         }
         if let phase = keyUpdate, let k = appKeys[direction.index], k.phase != phase, let next = k.next {
             k.update(to: next, phase: phase, firstPacket: packetNumber)
-            info.keyUpdates = max(appKeys[0]?.updates ?? 0, appKeys[1]?.updates ?? 0)
         }
         packetOpened(keyed: true)
         frames(plaintext, epoch: 2, at: ts, from: direction)
@@ -604,7 +603,6 @@ final class QUICConnectionSession {
         guard let next = k.next else { return nil }
         if let p = decrypt(whole, header: header, pn: pn, keys: next, space: .application, from: direction, quiet: true) {
             k.update(to: next, phase: phase, firstPacket: pn)
-            info.keyUpdates = max(appKeys[0]?.updates ?? 0, appKeys[1]?.updates ?? 0)
             return p
         }
         if let previous = k.previous {
@@ -812,6 +810,7 @@ final class QUICConnectionSession {
             info.pushes = h3.pushes
         }
         if info.end == nil { info.end = statelessReset ? "stateless_reset" : "idle" }
+        info.keyUpdates = max(appKeys[0]?.updates ?? 0, appKeys[1]?.updates ?? 0)
         connection.halves.0.bytes = info.bytesFromClient
         connection.halves.1.bytes = info.bytesFromServer
         connection.quic = info
