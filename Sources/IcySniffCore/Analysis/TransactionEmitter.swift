@@ -1,7 +1,16 @@
 /// Receives finished transactions (and connections) from the analysis, in completion order.
 public protocol TransactionSink: AnyObject {
     func consume(_ transaction: Transaction)
+    /// A TLS or QUIC handshake's ServerHello was seen: the connection's version, cipher and SNI
+    /// are known while it is still open (a live view shows an encrypted connection from then on).
+    /// On the pipeline's thread, with the connection still the pipeline's: read it during the
+    /// call only. `ExportThread` does not hand it over (files show connections when they end).
+    func connectionSecured(_ connection: Connection)
     func connectionFinished(_ connection: Connection)
+}
+
+extension TransactionSink {
+    public func connectionSecured(_ connection: Connection) {}
 }
 
 /// Completes transactions (timings, DNS) and hands them to the sink; shared by all connections
@@ -38,6 +47,9 @@ public final class TransactionEmitter {
         sink.consume(t)
         return number
     }
+
+    /// `connectionSecured`: a TLS or QUIC ServerHello was read (once per connection).
+    func secured(_ connection: Connection) { sink.connectionSecured(connection) }
 }
 
 /// The one place where cache freshness is judged (RFC 9111, `CacheTracker`): every transaction,
@@ -57,6 +69,7 @@ public final class CacheJudgingSink: TransactionSink {
         next.consume(transaction)
     }
 
+    public func connectionSecured(_ connection: Connection) { next.connectionSecured(connection) }
     public func connectionFinished(_ connection: Connection) { next.connectionFinished(connection) }
 }
 
@@ -73,6 +86,10 @@ public final class FilteringSink: TransactionSink {
 
     public func consume(_ transaction: Transaction) {
         if filter.matches(transaction) { next.consume(transaction) }
+    }
+
+    public func connectionSecured(_ connection: Connection) {
+        if filter.matchesClient(connection.client.address) { next.connectionSecured(connection) }
     }
 
     public func connectionFinished(_ connection: Connection) {

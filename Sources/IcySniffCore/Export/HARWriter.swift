@@ -86,6 +86,21 @@ public final class HARWriter: TransactionSink {
         connectionIndex.append(ConnectionRecord(id: connection.id, offset: offset, length: entry.count))
     }
 
+    /// One item of `log.pages` (the web view's feed sends the same).
+    static func writePage(_ page: PageGrouper.Page, to w: JSONWriter, options: ExportOptions) {
+        w.beginObject()
+        w.string("startedDateTime", page.started.iso8601(fractionDigits: 3))
+        w.string("id", page.id)
+        w.string("title", EntryEncoder.redactURL(page.title, options: options))
+        if let comment = page.comment { w.string("comment", comment) }
+        // The device the page belongs to (HAR 1.2 custom field), as DevTools' per-device views need.
+        w.string("_client", page.client.description)
+        w.key("pageTimings"); w.beginObject()
+        w.number("onContentLoad", -1); w.number("onLoad", -1)
+        w.endObject()
+        w.endObject()
+    }
+
     public var count: Int { index.count }
 
     /// The bytes of the entries and connections waiting to be written.
@@ -101,19 +116,7 @@ public final class HARWriter: TransactionSink {
         w.key("creator"); w.beginObject(); w.string("name", "icy-sniff"); w.string("version", IcySniffVersion.current); w.endObject()
         w.key("pages")
         w.beginArray()
-        for page in pages.pages.sorted(by: { $0.started < $1.started }) {
-            w.beginObject()
-            w.string("startedDateTime", page.started.iso8601(fractionDigits: 3))
-            w.string("id", page.id)
-            w.string("title", EntryEncoder.redactURL(page.title, options: options))
-            if let comment = page.comment { w.string("comment", comment) }
-            // The device the page belongs to (HAR 1.2 custom field), as DevTools' per-device views need.
-            w.string("_client", page.client.description)
-            w.key("pageTimings"); w.beginObject()
-            w.number("onContentLoad", -1); w.number("onLoad", -1)
-            w.endObject()
-            w.endObject()
-        }
+        for page in pages.pages.sorted(by: { $0.started < $1.started }) { Self.writePage(page, to: w, options: options) }
         w.endArray()
         w.key("entries")
         w.beginArray()

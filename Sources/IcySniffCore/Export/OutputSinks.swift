@@ -41,6 +41,14 @@ public final class HAROutput: OutputSink {
     public var pendingBytes: Int { writer.pendingBytes }
 }
 
+/// No output (`--serve` without `-o`: the page is the output).
+public final class NullOutput: OutputSink {
+    public init() {}
+    public func consume(_ transaction: Transaction) {}
+    public func connectionFinished(_ connection: Connection) {}
+    public func finish(comment: String?) throws(OutputError) {}
+}
+
 /// Table, TSV, CSV and NDJSON: one row as each transaction completes.
 public final class TabularOutput: OutputSink {
     public let writer: TableWriter
@@ -75,6 +83,11 @@ public struct SinkFactory {
         chain(ending: makeWriter(output))
     }
 
+    /// The chain without a writer (`--serve` alone: the feed is its only consumer).
+    public func makeWithoutOutput() -> (head: TransactionSink, output: OutputSink) {
+        chain(ending: NullOutput())
+    }
+
     /// The same chain into rotated files named after `pattern`: one writer per file, while the
     /// cache judgement and the filter keep their state from one file to the next.
     public func make(rotating pattern: String) -> (head: TransactionSink, output: RotatingOutput) {
@@ -107,11 +120,16 @@ public struct SinkFactory {
         }
     }
 
+    /// `--serve`: the web view's feed, given what the output is given (after the cache judgement
+    /// and the filter).
+    public var feed: TransactionSink? = nil
+
     private func chain(ending end: OutputSink) -> (head: TransactionSink, output: OutputSink) {
+        let last: TransactionSink = feed.map { TeeSink(end, $0) } ?? end
         // --connections: only the devices the filter names (the other filters are about
         // transactions).
-        if connections { return (filter.clients.isEmpty ? end : FilteringSink(filter: filter, next: end), end) }
-        let filtered: TransactionSink = filter.isEmpty ? end : FilteringSink(filter: filter, next: end)
+        if connections { return (filter.clients.isEmpty ? last : FilteringSink(filter: filter, next: last), end) }
+        let filtered: TransactionSink = filter.isEmpty ? last : FilteringSink(filter: filter, next: last)
         return (CacheJudgingSink(next: filtered), end)
     }
 }

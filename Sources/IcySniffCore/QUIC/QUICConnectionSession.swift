@@ -704,6 +704,8 @@ final class QUICConnectionSession {
             if tls.earlyDataOffered && keyLog != nil { tls.earlyDataAccepted = false }
             lookUpSecrets()
             replayPending = !held.isEmpty
+            connection.quic = info
+            emitter.secured(connection)
         case (.fromServer, 1, 8):
             TLSHandshakeObserver.encryptedExtensions(message, into: &tls) { serverTransportParameters($0) }
         default:

@@ -593,6 +593,7 @@ final class TLSSession: ConnectionSession {
         if cipher == nil && (keyLog?.count ?? 0) > 0 { connection.note(.tlsCipherUnsupported) }
         if hello.version == 0x0304 { server.encrypted = true }
         setUpKeys()
+        emitter.secured(connection)
     }
 
     /// TLS 1.2 ECDHE: ServerKeyExchange names the curve (RFC 8422 §5.4).

@@ -1,0 +1,116 @@
+/// A live viewer's feed (`--serve`): every transaction, page and connection of a run, encoded
+/// once, as it happens, for a consumer that keeps them (the web view's store).
+///
+/// Input: the `TransactionSink` calls of the pipeline (after the cache judgement and the filter,
+/// so the page shows what the files show). Output: `FeedItem`s, in order, to a `FeedConsumer`.
+/// The encodings are the outputs' own, so the page and the files never disagree: a transaction's
+/// NDJSON row (docs/NDJSON.md) for the list and its HAR entry for the detail pane and the HAR
+/// export; a page as HAR's `log.pages` item (the HAR writer's page grouping, `PageGrouper`);
+/// a connection as HAR's `log._connections` item. Redaction applies as in the files
+/// (`ExportOptions`), and bodies are kept only with `includeBodies`.
+///
+/// The sink never waits for the consumer: `append` must return at once (the web view's store
+/// writes to a file and tells its browsers; a slow browser skips, it does not slow the run).
+public struct FeedItem: Sendable {
+    public enum Kind: String, Sendable {
+        case transaction, page, connection
+    }
+    public var kind: Kind
+    /// A transaction's NDJSON row; a page's or a connection's HAR object.
+    public var row: [UInt8]
+    /// A transaction's HAR entry (empty for the other kinds).
+    public var entry: [UInt8] = []
+    /// A transaction's start (HAR's order), a page's start, a connection's start.
+    public var start: Timestamp
+    /// The page a transaction belongs to (`page_3`), or a page's own id.
+    public var page: String? = nil
+    /// The connection of a transaction, or the connection itself.
+    public var connection: UInt64 = 0
+    /// A connection that is still open (seen at its TLS or QUIC ServerHello): a later item of the
+    /// same connection replaces it.
+    public var open = false
+    /// With `includeBodies`: the decoded bodies, as kept (up to the body limit).
+    public var requestBody: [UInt8]? = nil
+    public var responseBody: [UInt8]? = nil
+}
+
+/// Where a `FeedSink` puts its items. Called on the thread that feeds the sink (the export
+/// thread for files, the pipeline's thread live); must not block.
+public protocol FeedConsumer: AnyObject {
+    func append(_ item: FeedItem)
+}
+
+public final class FeedSink: TransactionSink {
+    private let consumer: FeedConsumer
+    private let options: ExportOptions
+    private var pages = PageGrouper()
+    private var pagesSent = 0
+    private let json = JSONWriter(indent: 0, capacity: 1 << 14)
+
+    public init(options: ExportOptions, consumer: FeedConsumer) {
+        var compact = options
+        compact.pretty = false
+        self.options = compact
+        self.consumer = consumer
+    }
+
+    public func consume(_ t: Transaction) {
+        let index = pages.page(of: t)
+        // A page is announced before its first transaction.
+        while pagesSent < pages.pages.count {
+            let page = pages.pages[pagesSent]
+            json.reset()
+            HARWriter.writePage(page, to: json, options: options)
+            consumer.append(FeedItem(kind: .page, row: json.array, start: page.started, page: page.id))
+            pagesSent += 1
+        }
+        let pageID = pages.pages[index].id
+        json.reset()
+        NDJSONEncoder.write(t, to: json, options: options)
+        let row = json.array
+        json.reset()
+        EntryEncoder.writeEntry(t, pageref: pageID, to: json, options: options)
+        var item = FeedItem(kind: .transaction, row: row, entry: json.array, start: t.startTime, page: pageID,
+                            connection: t.connection.id)
+        if options.includeBodies {
+            item.requestBody = t.request?.body
+            item.responseBody = t.response?.body
+        }
+        consumer.append(item)
+    }
+
+    public func connectionSecured(_ connection: Connection) { send(connection, open: true) }
+
+    public func connectionFinished(_ connection: Connection) {
+        // A connection that carried nothing (a port scan's SYN) is not worth a row.
+        guard connection.clientHalf.bytes > 0 || connection.serverHalf.bytes > 0 else { return }
+        send(connection, open: false)
+    }
+
+    private func send(_ connection: Connection, open: Bool) {
+        json.reset()
+        ConnectionSummary(connection).write(to: json)
+        consumer.append(FeedItem(kind: .connection, row: json.array, start: connection.began,
+                                 connection: connection.id, open: open))
+    }
+}
+
+/// Hands every call to two sinks: an output's chain and a second consumer of the same
+/// transactions (`--serve`'s feed beside the files).
+public final class TeeSink: TransactionSink {
+    private let first: TransactionSink
+    private let second: TransactionSink
+    public init(_ first: TransactionSink, _ second: TransactionSink) { self.first = first; self.second = second }
+    public func consume(_ transaction: Transaction) {
+        first.consume(transaction)
+        second.consume(transaction)
+    }
+    public func connectionSecured(_ connection: Connection) {
+        first.connectionSecured(connection)
+        second.connectionSecured(connection)
+    }
+    public func connectionFinished(_ connection: Connection) {
+        first.connectionFinished(connection)
+        second.connectionFinished(connection)
+    }
+}
