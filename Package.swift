@@ -14,6 +14,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // The web view's server (--serve): SwiftNIO's HTTP/1.1 server, in a target of its own.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
     ],
     targets: [
         .systemLibrary(name: "CPcap", pkgConfig: "libpcap", providers: [.apt(["libpcap-dev"])]),
@@ -41,10 +43,23 @@ let package = Package(
             name: "IcySniffCore",
             dependencies: ["CPcap", "CZlib", "CBrotli", "CZstd", "CDeflate", "CIcyShims", "CIcyCrypto", "CNghttp2", "CNghttp3"]
         ),
+        // --serve: the web view (a page embedded in the binary, its JSON API and its live feed)
+        // over SwiftNIO. Kept out of IcySniffCore, which stays free of dependencies.
+        .target(
+            name: "IcySniffServe",
+            dependencies: [
+                "IcySniffCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            resources: [.embedInCode("Page/index.html"), .embedInCode("Page/app.js"), .embedInCode("Page/app.css")]
+        ),
         .executableTarget(
             name: "icy-sniff",
             dependencies: [
-                "IcySniffCore", "CIcyShims",
+                "IcySniffCore", "IcySniffServe", "CIcyShims",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             // Release builds: the Swift runtime linked in (calls into it skip the PLT and start-up

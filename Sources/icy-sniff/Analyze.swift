@@ -111,6 +111,11 @@ struct Analyze: ParsableCommand {
             if output.outDir != nil { throw ValidationError("-G, -C and -W rotate one output (-o, -w), not --out-dir's") }
             if output.connections && output.rotateSize != nil { throw ValidationError("-C applies to the transaction outputs and -w; --connections writes its lines whole at the end of each file (use -G)") }
         }
+        if try output.serveAddress() != nil {
+            if output.outDir != nil { throw ValidationError("--serve shows one run: give the captures with -r (a folder too) and drop --out-dir") }
+            if output.connections { throw ValidationError("--serve shows transactions and connections in the page; --connections lists connections in a file: use one of them") }
+            if output.listSets { throw ValidationError("--list-sets prints the capture sets and exits: drop --serve") }
+        }
         _ = try filters.makeFilter()
         if let fields = output.fields {
             for name in Field.parseList(fields) where Field(rawValue: name) == nil {
@@ -339,6 +344,29 @@ struct OutputOptions: ParsableArguments {
         guard let value = Double(number), value > 0, value.isFinite else { return nil }
         let bytes = value * unit
         return bytes < Double(Int.max / 2) ? Int(bytes.rounded(.up)) : nil
+    }
+
+    @Option(name: .customLong("serve"), help: ArgumentHelp("Serve a web view of the run on [ADDR:]PORT (the address is 127.0.0.1 unless given; any other needs the token the run prints): the transactions and encrypted connections as they come, filters, search, details, waterfalls, HAR and NDJSON exports (docs/WEBVIEW.md). With -r it keeps serving once the files are read, until Ctrl-C. Writes no table then, unless -o, --format or --har asks for an output.", valueName: "[addr:]port"))
+    var serve: String?
+
+    /// `--serve`'s address and port, checked (nil: not given).
+    func serveAddress() throws -> (host: String, port: Int)? {
+        guard let text = serve else { return nil }
+        var host = "127.0.0.1", portText = Substring(text)
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {
+                throw ValidationError("--serve takes PORT or ADDR:PORT ([::1]:8080 for IPv6), not '\(text)'")
+            }
+            host = String(text[text.index(after: text.startIndex)..<close])
+            portText = text[text.index(close, offsetBy: 2)...]
+        } else if let colon = text.lastIndex(of: ":") {
+            if !text[..<colon].isEmpty { host = String(text[..<colon]) }
+            portText = text[text.index(after: colon)...]
+        }
+        guard let port = Int(portText), port >= 0, port <= 65535 else {
+            throw ValidationError("--serve takes PORT or ADDR:PORT (a port from 0 to 65535; 0: any free one), not '\(text)'")
+        }
+        return (host, port)
     }
 
     @Flag(name: .customLong("list-sets"), help: "Print the capture sets the -r inputs make (one JSON object per line: name, pieces, joinedByName, missing numbers) and exit; a distributed run plans its units of work with it.")

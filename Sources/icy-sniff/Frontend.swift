@@ -34,7 +34,8 @@ struct Frontend {
                 return Exit.badInput
             }
             // --connections lists the connections of all captures in one table (no per-capture outputs).
-            if !output.connections && (expanded.sets.count > 1 || output.outDir != nil || expanded.fromDirectory) {
+            // --serve: one pipeline reads every set in turn, so the page numbers one run.
+            if !output.connections && output.serve == nil && (expanded.sets.count > 1 || output.outDir != nil || expanded.fromDirectory) {
                 if input.write != nil {
                     Diagnostics.error("-w with -r writes the packets of one capture (or of one rotated set): give one")
                     return 64
@@ -113,14 +114,31 @@ struct Frontend {
             }
         }
 
+        // --serve: the page is up before the first packet.
+        var web: WebView? = nil
+        if let (host, port) = (try? output.serveAddress()) ?? nil {
+            let inputName = input.interface.map { "interface \($0)" } ?? input.read.joined(separator: ", ")
+            switch WebView.start(host: host, port: port, live: live != nil, bodies: output.bodies, input: inputName) {
+            case .success(let view):
+                web = view
+                view.announce()
+            case .failure(let failure):
+                Diagnostics.error(failure.message)
+                return failure.code
+            }
+        }
+        defer { web?.stop() }
+
         // -G/-C/-W, or a live capture into a file (SIGHUP begins a new one): a rotated output.
         let rotation = (try? output.rotationPolicy()) ?? nil
         let rotates = output.outputPath != nil && (rotation != nil || live != nil)
         if live != nil { Signals.installHangup(reopens: output.outputPath != nil || input.write != nil) }
 
+        // --serve alone: the page is the output (a table too only when asked for).
+        let writesNothing = web != nil && output.outputPath == nil && output.namedFormat == nil
         let out: OutputFile?
         do {
-            out = rotates ? nil : try output.outputPath.map { path throws(OutputError) in try OutputFile(path: path) } ?? OutputFile()
+            out = rotates || writesNothing ? nil : try output.outputPath.map { path throws(OutputError) in try OutputFile(path: path) } ?? OutputFile()
         } catch {
             Diagnostics.error(error.message)
             return Exit.outputFailed
@@ -131,9 +149,12 @@ struct Frontend {
         // Live: every row reaches the terminal or the pipe as soon as its response completes.
         factory.flushEachRow = input.interface != nil
         factory.rotation = rotation
+        if let web { factory.feed = FeedSink(options: exportOptions, consumer: web.store) }
         let head: TransactionSink, sink: OutputSink
         var rotating: RotatingOutput? = nil
-        if rotates, let path = output.outputPath {
+        if writesNothing {
+            (head, sink) = factory.makeWithoutOutput()
+        } else if rotates, let path = output.outputPath {
             let made = factory.make(rotating: path)
             (head, sink, rotating) = (made.head, made.output, made.output)
             made.output.rotator.onError = { Diagnostics.error($0) }
@@ -230,6 +251,8 @@ struct Frontend {
         }
         // Reading files stopped by a signal: exit 130 (a live capture ends that way normally).
         if Signals.stop && live == nil { code = max(code, .interrupted) }
+        // --serve on files: the page stays until Ctrl-C (which then ends the run normally).
+        if let web, live == nil { web.serveUntilStopped(transactions: pipeline.stats.transactions) }
         return code.rawValue
     }
 

@@ -1,0 +1,870 @@
+// icy-sniff's web view (--serve). Plain JavaScript, no dependencies, nothing from the network
+// but this page's own server (docs/WEBVIEW.md describes its API).
+//
+// Everything the page shows comes from captured traffic and may have been shaped by an attacker:
+// it is put into the page as text (textContent, DOM nodes), never as markup.
+"use strict";
+
+const ROW_HEIGHT = 22;
+const token = new URLSearchParams(location.search).get("token");
+
+const state = {
+  rows: [],            // transactions and connection rows, in the order they came
+  bySeq: new Map(),    // seq -> row
+  connections: new Map(), // connection id ("C5") -> its row (latest record)
+  connectionsWithTransactions: new Set(), // a decrypted connection shows as its transactions
+  pages: new Map(),    // page id -> {id, title, started, client}
+  shown: [],           // the rows the filter lets through, in the list's order
+  selected: null,
+  after: 0,            // the last seq received
+  running: true,
+  live: false,
+  bodies: false,
+  offline: null,       // a HAR opened in the page: {name, entries}
+  searchSeqs: null,    // Set of seqs whose headers match the search (from the server), or null
+  sort: { key: null, dir: 1 },
+  skipped: 0,
+  view: "list",
+  wfScale: null,       // px per ms, null: fit
+};
+
+// ---- Small helpers ---------------------------------------------------------------------------
+
+function api(path) {
+  if (!token) return path;
+  return path + (path.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(token);
+}
+
+function $(id) { return document.getElementById(id); }
+
+/** An element with attributes (never markup) and children (strings become text nodes). */
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  if (attrs) for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") e.className = v;
+    else if (k === "text") e.textContent = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : String(c));
+  return e;
+}
+
+function fmtBytes(n) {
+  if (n === null || n === undefined || n < 0) return "";
+  if (n < 1024) return n + " B";
+  if (n < 1048576) return (n / 1024).toFixed(1) + " KB";
+  return (n / 1048576).toFixed(1) + " MB";
+}
+
+function fmtMs(ms) {
+  if (ms === null || ms === undefined || ms < 0) return "";
+  if (ms < 1) return ms.toFixed(2) + " ms";
+  if (ms < 1000) return ms.toFixed(ms < 10 ? 1 : 0) + " ms";
+  return (ms / 1000).toFixed(ms < 10000 ? 2 : 1) + " s";
+}
+
+function fmtClock(ms) {
+  const d = new Date(ms);
+  const p = (n, w = 2) => String(n).padStart(w, "0");
+  return `${p(d.getUTCHours())}:${p(d.getUTCMinutes())}:${p(d.getUTCSeconds())}.${p(d.getUTCMilliseconds(), 3)}`;
+}
+
+function parseTime(text) {
+  // "2011-03-18T19:06:08.652003Z": Date keeps milliseconds; the microseconds are added back.
+  const ms = Date.parse(text);
+  const m = /\.(\d+)Z$/.exec(text || "");
+  return m && m[1].length > 3 ? ms + Number("0." + m[1].slice(3)) : ms;
+}
+
+function typeOf(mime, url, status) {
+  mime = (mime || "").toLowerCase();
+  if (status === 101) return "websocket";
+  if (mime.includes("html")) return "document";
+  if (mime.includes("javascript") || mime.includes("ecmascript")) return "script";
+  if (mime.includes("css")) return "stylesheet";
+  if (mime.startsWith("image/")) return "image";
+  if (mime.startsWith("font/") || mime.includes("woff") || mime.includes("opentype") || mime.includes("truetype")) return "font";
+  if (mime.includes("json")) return "json";
+  if (mime.includes("xml")) return "xml";
+  if (mime.startsWith("audio/") || mime.startsWith("video/")) return "media";
+  if (!mime && url) {
+    const path = url.split("?")[0].toLowerCase();
+    if (/\.(js|mjs)$/.test(path)) return "script";
+    if (/\.css$/.test(path)) return "stylesheet";
+    if (/\.(png|jpe?g|gif|webp|svg|ico|avif)$/.test(path)) return "image";
+    if (/\.(woff2?|ttf|otf)$/.test(path)) return "font";
+  }
+  return "other";
+}
+
+function hostOf(url) {
+  try { return new URL(url).host; } catch (_) { return ""; }
+}
+
+// ---- Records -> rows -------------------------------------------------------------------------
+
+/** A transaction's NDJSON row (docs/NDJSON.md) as the page keeps it: the fields it shows and filters on. */
+function rowFromRecord(rec) {
+  const d = rec.data;
+  const ts = parseTime(d.ts);
+  return {
+    seq: rec.seq, kind: "t", ts, client: d.client_ip, clientPort: d.client_port, server: d.server_ip + ":" + d.server_port,
+    method: d.method || "", url: d.url || (d.host ? d.host + (d.target || "") : ""), host: d.host || "",
+    status: d.status === null ? 0 : d.status, reason: d.reason || "", protocol: d.protocol || "",
+    mime: d.content_type || "", type: typeOf(d.content_type, d.url, d.status),
+    size: d.response_body_len, time: d.time_ms,
+    phases: { dns: d.dns_ms, connect: d.connect_ms, ssl: d.ssl_ms, send: d.send_ms, wait: d.wait_ms, receive: d.receive_ms },
+    cache: d.cache || "", avoidable: !!d.cache_avoidable, flags: d.flags || [], conn: d.connection, page: rec.page,
+    bodies: rec.bodies || [-1, -1], sni: d.sni, tls: d.tls_version,
+  };
+}
+
+/** A connection record (HAR's _connections item) as a row of its own. */
+function connectionRow(rec) {
+  const d = rec.data;
+  const tls = d.tls || {}, quic = d.quic || null;
+  return {
+    seq: rec.seq, kind: "c", id: d.id, ts: parseTime(d.start), client: (d.client || "").replace(/:\d+$/, "").replace(/^\[|\]$/g, ""),
+    server: d.server, transport: d.transport, sni: tls.sni || (quic && quic.sni) || "", version: quic ? quic.version : (tls.version || ""),
+    alpn: tls.alpn || (tls.alpnOffered || []).join(","), decrypted: !!(tls.decrypted || (quic && quic.decrypted)),
+    encrypted: !!(d.tls || d.quic), bytes: (d.bytesFromClient || 0) + (d.bytesFromServer || 0),
+    time: (d.duration || 0) * 1000, open: !!rec.open, flags: d.anomalies || [], data: d,
+    protocol: quic ? "quic" : (d.tls ? "tls" : d.transport), method: "", status: -1, type: "other", host: tls.sni || "",
+    url: "", cache: "", avoidable: false,
+  };
+}
+
+function ingest(records) {
+  let changedFilters = false;
+  for (const rec of records) {
+    if (rec.seq > state.after) state.after = rec.seq;
+    if (rec.kind === "page") {
+      const d = rec.data;
+      state.pages.set(d.id, { id: d.id, title: d.title, started: parseTime(d.startedDateTime), client: d._client });
+    } else if (rec.kind === "transaction") {
+      const row = rowFromRecord(rec);
+      state.rows.push(row);
+      state.bySeq.set(row.seq, row);
+      state.connectionsWithTransactions.add(row.conn);
+      changedFilters = noteChoice(row) || changedFilters;
+    } else if (rec.kind === "connection") {
+      const row = connectionRow(rec);
+      const old = state.connections.get(row.id);
+      if (old) {
+        // The same connection, later (opened -> finished): the row is updated where it is.
+        Object.assign(old, row, { seq: old.seq });
+        state.bySeq.set(rec.seq, old);
+      } else {
+        state.connections.set(row.id, row);
+        state.rows.push(row);
+        state.bySeq.set(row.seq, row);
+        if (row.encrypted) changedFilters = noteChoice(row) || changedFilters;
+      }
+    }
+  }
+  if (changedFilters) fillChoices();
+  scheduleRender();
+}
+
+// ---- Filter choices (devices, protocols, methods, cache verdicts, flags seen) -----------------
+
+const choices = { client: new Set(), protocol: new Set(), method: new Set(), cache: new Set(), flags: new Set() };
+
+function noteChoice(row) {
+  let changed = false;
+  const add = (set, v) => { if (v && !set.has(v)) { set.add(v); changed = true; } };
+  add(choices.client, row.client);
+  add(choices.protocol, row.protocol);
+  add(choices.method, row.method);
+  if (row.cache) add(choices.cache, row.cache.split(" ")[0]);
+  for (const f of row.flags) add(choices.flags, f);
+  return changed;
+}
+
+function fillSelect(select, values, keepFirst) {
+  const current = select.value;
+  while (select.options.length > keepFirst) select.remove(keepFirst);
+  for (const v of [...values].sort()) select.append(el("option", { value: v, text: v }));
+  select.value = current;
+  if (select.value !== current) { // a value from the URL not seen yet: kept as a choice
+    select.append(el("option", { value: current, text: current }));
+    select.value = current;
+  }
+}
+
+function fillChoices() {
+  fillSelect($("f-client"), choices.client, 1);
+  fillSelect($("f-protocol"), choices.protocol, 1);
+  fillSelect($("f-method"), choices.method, 1);
+  fillSelect($("f-cache"), choices.cache, 2);
+  fillSelect($("f-flags"), choices.flags, 3);
+}
+
+// ---- Filters (kept in the page's address: #q=…&status=4) ---------------------------------------
+
+const filterFields = ["q", "client", "host", "status", "type", "protocol", "method", "cache", "flags"];
+
+function readFilters() {
+  const f = {};
+  for (const k of filterFields) f[k] = $("f-" + k).value.trim();
+  f.encrypted = $("f-encrypted").checked;
+  return f;
+}
+
+function filtersToHash() {
+  const f = readFilters();
+  const p = new URLSearchParams();
+  for (const k of filterFields) if (f[k]) p.set(k, f[k]);
+  if (!f.encrypted) p.set("encrypted", "0");
+  if (state.view !== "list") p.set("view", state.view);
+  const hash = p.toString();
+  history.replaceState(null, "", location.pathname + location.search + (hash ? "#" + hash : ""));
+}
+
+function filtersFromHash() {
+  const p = new URLSearchParams(location.hash.slice(1));
+  for (const k of filterFields) {
+    const v = p.get(k) || "";
+    const input = $("f-" + k);
+    if (input.tagName === "SELECT" && v && ![...input.options].some(o => o.value === v)) input.append(el("option", { value: v, text: v }));
+    input.value = v;
+  }
+  $("f-encrypted").checked = p.get("encrypted") !== "0";
+  state.view = p.get("view") === "waterfall" ? "waterfall" : "list";
+}
+
+function matches(row, f) {
+  if (row.kind === "c") {
+    // An encrypted connection without keys: its own row (a decrypted one shows as its transactions).
+    if (!f.encrypted || !row.encrypted || row.decrypted || state.connectionsWithTransactions.has(row.id)) return false;
+    if (f.status || f.type || f.method || f.cache) return false;
+  }
+  if (f.client && row.client !== f.client) return false;
+  if (f.host && !(row.host || "").toLowerCase().includes(f.host.toLowerCase()) && !(row.sni || "").toLowerCase().includes(f.host.toLowerCase())) return false;
+  if (f.status && String(row.status === 0 ? 0 : Math.floor(row.status / 100)) !== f.status) return false;
+  if (f.type && row.type !== f.type) return false;
+  if (f.protocol && row.protocol !== f.protocol) return false;
+  if (f.method && row.method !== f.method) return false;
+  if (f.cache === "avoidable" && !row.avoidable) return false;
+  if (f.cache && f.cache !== "avoidable" && !(row.cache || "").startsWith(f.cache)) return false;
+  if (f.flags === "any" && row.flags.length === 0) return false;
+  if (f.flags === "none" && row.flags.length > 0) return false;
+  if (f.flags && f.flags !== "any" && f.flags !== "none" && !row.flags.includes(f.flags)) return false;
+  if (f.q) {
+    const q = f.q.toLowerCase();
+    const inText = (row.url || "").toLowerCase().includes(q) || (row.sni || "").toLowerCase().includes(q)
+      || (row.host || "").toLowerCase().includes(q);
+    if (!inText && !(state.searchSeqs && state.searchSeqs.has(row.seq))) return false;
+  }
+  return true;
+}
+
+let searchTimer = null, searchAsked = "";
+function askSearch() {
+  const q = $("f-q").value.trim();
+  if (q === searchAsked) return;
+  searchAsked = q;
+  state.searchSeqs = null;
+  if (!q) return;
+  if (state.offline) {
+    // A HAR opened in the page: its entries are here to search.
+    const needle = q.toLowerCase();
+    state.searchSeqs = new Set(state.offline.entries.map((e, i) => JSON.stringify(e).toLowerCase().includes(needle) ? i + 1 : 0).filter(Boolean));
+    scheduleRender();
+    return;
+  }
+  fetch(api("/api/search?q=" + encodeURIComponent(q))).then(r => r.json()).then(j => {
+    if ($("f-q").value.trim() !== q) return;
+    state.searchSeqs = new Set(j.seqs);
+    scheduleRender();
+  }).catch(() => {});
+}
+
+function onFilterChange() {
+  filtersToHash();
+  clearTimeout(searchTimer);
+  searchTimer = setTimeout(askSearch, 250);
+  scheduleRender();
+}
+
+// ---- The list (only the visible rows are in the DOM) -----------------------------------------
+
+let renderQueued = false;
+function scheduleRender() {
+  if (renderQueued) return;
+  renderQueued = true;
+  requestAnimationFrame(() => { renderQueued = false; render(); });
+}
+
+function applyFilter() {
+  const f = readFilters();
+  let shown = state.rows.filter(r => matches(r, f));
+  const { key, dir } = state.sort;
+  if (key) {
+    const get = key === "flags" ? (r => r.flags.join(",")) : (r => r[key]);
+    shown = shown.slice().sort((a, b) => {
+      const x = get(a), y = get(b);
+      return (x < y ? -1 : x > y ? 1 : a.seq - b.seq) * dir;
+    });
+  }
+  state.shown = shown;
+}
+
+function render() {
+  const list = $("list");
+  const wasAtBottom = list.scrollTop + list.clientHeight >= list.scrollHeight - ROW_HEIGHT * 2;
+  applyFilter();
+  const transactions = state.shown.filter(r => r.kind === "t").length;
+  const conns = state.shown.length - transactions;
+  $("count").textContent = `${transactions} of ${state.rows.filter(r => r.kind === "t").length} transactions` + (conns ? `, ${conns} encrypted connections` : "");
+  $("list-spacer").style.height = (state.shown.length * ROW_HEIGHT) + "px";
+  // Live, the list follows new rows while it is scrolled to its end (as DevTools does).
+  if (state.live && state.running && wasAtBottom && !state.sort.key) list.scrollTop = list.scrollHeight;
+  drawRows();
+  const empty = $("empty");
+  empty.hidden = state.shown.length > 0;
+  if (state.shown.length === 0) {
+    empty.textContent = state.rows.length === 0
+      ? (state.running ? "Waiting for traffic: transactions appear as their responses complete, encrypted connections as their handshakes are seen." : "No transactions in this capture.")
+      : "Nothing matches the filter.";
+  }
+  if (state.view === "waterfall") drawWaterfall();
+  updateStatus();
+}
+
+let drawn = new Map(); // seq -> element
+function drawRows() {
+  const list = $("list");
+  const first = Math.max(0, Math.floor(list.scrollTop / ROW_HEIGHT) - 10);
+  const last = Math.min(state.shown.length, Math.ceil((list.scrollTop + list.clientHeight) / ROW_HEIGHT) + 10);
+  const keep = new Map();
+  for (let i = first; i < last; i++) {
+    const row = state.shown[i];
+    let e = drawn.get(row.seq);
+    if (!e || e._row !== row || e._version !== rowVersion(row)) {
+      if (e) e.remove();
+      e = rowElement(row);
+    }
+    e.style.top = (i * ROW_HEIGHT) + "px";
+    e.classList.toggle("selected", state.selected === row);
+    keep.set(row.seq, e);
+    if (e.parentNode !== list) list.append(e);
+  }
+  for (const [seq, e] of drawn) if (!keep.has(seq)) e.remove();
+  drawn = keep;
+}
+
+/** What a drawn row shows that can change (a connection's row, opened then finished). */
+function rowVersion(row) { return (row.open ? 1 : 0) + ":" + row.time + ":" + row.bytes; }
+
+function statusClass(s) { return s === 0 ? "s-0" : "s-" + Math.floor(s / 100); }
+
+function rowElement(row) {
+  const cells = row.kind === "t" ? [
+    el("span", { class: "c-time", text: fmtClock(row.ts) }),
+    el("span", { class: "c-client", text: row.client, title: row.client + ":" + row.clientPort }),
+    el("span", { class: "c-method", text: row.method }),
+    el("span", { class: "c-url", text: row.url, title: row.url }),
+    el("span", { class: "c-status " + statusClass(row.status), text: row.status || "—", title: row.reason }),
+    el("span", { class: "c-proto", text: row.protocol }),
+    el("span", { class: "c-type", text: row.type, title: row.mime }),
+    el("span", { class: "c-size num", text: fmtBytes(row.size) }),
+    el("span", { class: "c-dur num", text: fmtMs(row.time) }),
+    el("span", { class: "c-cache" + (row.avoidable ? " avoidable" : ""), text: row.avoidable ? "AVOIDABLE" : row.cache }),
+    el("span", { class: "c-flags", text: row.flags.join(" "), title: row.flags.join("\n") }),
+  ] : [
+    el("span", { class: "c-time", text: fmtClock(row.ts) }),
+    el("span", { class: "c-client", text: row.client }),
+    el("span", { class: "c-method", text: row.transport === "quic" ? "QUIC" : "TLS" }),
+    el("span", { class: "c-url", text: `${row.sni || row.server} — encrypted (${row.version}${row.alpn ? ", " + row.alpn : ""}) ${row.server}${row.open ? " — open" : ""}`, title: "No keys for this connection: --keylog FILE decrypts it" }),
+    el("span", { class: "c-status", text: "" }),
+    el("span", { class: "c-proto", text: row.protocol }),
+    el("span", { class: "c-type", text: "" }),
+    el("span", { class: "c-size num", text: fmtBytes(row.bytes) }),
+    el("span", { class: "c-dur num", text: fmtMs(row.time) }),
+    el("span", { class: "c-cache", text: "" }),
+    el("span", { class: "c-flags", text: row.flags.join(" ") }),
+  ];
+  const e = el("div", { class: "row" + (row.kind === "c" ? " conn" : ""), "data-seq": row.seq }, ...cells);
+  e._row = row;
+  e._version = rowVersion(row);
+  e.addEventListener("click", () => select(row));
+  return e;
+}
+
+// ---- The detail pane -------------------------------------------------------------------------
+
+function kvTable(pairs) {
+  return el("table", { class: "kv" }, el("tbody", null, ...pairs.map(([k, v]) => el("tr", null, el("td", { text: k }), el("td", { text: v === null || v === undefined ? "" : String(v) })))));
+}
+
+function section(title, ...content) { return [el("h3", { text: title }), ...content]; }
+
+function select(row) {
+  state.selected = row;
+  drawRows();
+  if (state.view === "waterfall") drawWaterfall();
+  const pane = $("detail");
+  pane.hidden = false;
+  const body = $("d-body");
+  body.replaceChildren();
+  if (row.kind === "c") {
+    $("d-title").textContent = `${row.id} ${row.sni || row.server} (encrypted)`;
+    showConnection(body, row.data);
+    return;
+  }
+  $("d-title").textContent = `${row.method} ${row.url}`;
+  const entry = state.offline ? Promise.resolve(state.offline.entries[row.seq - 1])
+    : fetch(api("/api/entries/" + row.seq)).then(r => r.json());
+  entry.then(e => { if (state.selected === row) showEntry(body, row, e); })
+    .catch(err => body.append(el("p", { text: "Could not load the transaction: " + err })));
+}
+
+function showEntry(body, row, e) {
+  const req = e.request || {}, resp = e.response || {};
+  body.append(...section("General", kvTable([
+    ["URL", req.url], ["Method", req.method], ["Status", `${resp.status || "no response"} ${resp.statusText || ""}`],
+    ["Protocol", row.protocol + (e._stream !== undefined ? ` (stream ${e._stream})` : "")],
+    ["Client", `${e._clientIPAddress || row.client}:${e._clientPort || ""}`], ["Server", `${e.serverIPAddress || ""}:${e._serverPort || ""}`],
+    ["Connection", e.connection], ["Started", e.startedDateTime], ["Duration", fmtMs(e.time)], ["Page", pageTitle(row.page)],
+  ])));
+  const flags = e._flags || row.flags;
+  if (flags.length) body.append(...section("Anomalies", kvTable(flags.map(f => [f, "docs/ANOMALIES.md"]))));
+  body.append(...section("Timing", timingTable(e.timings || {})));
+  body.append(...section("Cache", ...cacheExplanation(e._cache, row)));
+  body.append(...section("Request headers", kvTable((req.headers || []).map(h => [h.name, h.value]))));
+  body.append(...section("Response headers", kvTable((resp.headers || []).map(h => [h.name, h.value]))));
+  if (state.bodies || state.offline) {
+    body.append(...section("Response body", bodyPreview(row, e, true)));
+    if ((req.bodySize || 0) > 0 || req.postData) body.append(...section("Request body", bodyPreview(row, e, false)));
+  } else {
+    body.append(...section("Bodies", el("p", { class: "muted", text: "Bodies are kept with --bodies." })));
+  }
+  if (e.connection && !state.offline) {
+    const holder = el("div");
+    body.append(...section("Connection " + e.connection, holder));
+    fetch(api("/api/connections/" + encodeURIComponent(e.connection))).then(r => r.ok ? r.json() : null).then(rec => {
+      if (rec) showConnection(holder, rec.data, true);
+      else holder.append(el("p", { class: "muted", text: "Still open: its figures come when it ends." + (row.tls ? ` ${row.tls}, SNI ${row.sni || "none"}.` : "") }));
+    }).catch(() => {});
+  }
+}
+
+function pageTitle(id) {
+  const p = state.pages.get(id);
+  return p ? `${p.title} (${id})` : (id || "");
+}
+
+function timingTable(t) {
+  const phases = ["blocked", "dns", "connect", "ssl", "send", "wait", "receive"];
+  const total = phases.filter(p => p !== "ssl").reduce((s, p) => s + Math.max(0, t[p] || 0), 0) || 1;
+  return el("table", { class: "kv" }, el("tbody", null, ...phases.filter(p => t[p] !== undefined).map(p => {
+    const v = t[p];
+    const bar = el("span", { class: "bar p-" + p });
+    bar.style.width = Math.max(v > 0 ? 1 : 0, Math.round(200 * Math.max(0, v) / total)) + "px";
+    return el("tr", null, el("td", { text: p }), el("td", null, v < 0 ? "—" : fmtMs(v) + " ", v > 0 ? bar : null));
+  })));
+}
+
+function cacheExplanation(c, row) {
+  if (!c) return [el("p", { class: "muted", text: "Not judged." })];
+  const words = [];
+  if (c.avoidable) words.push("This download was avoidable: a cache holding the earlier response could have served it (or revalidated it) without the full body.");
+  if (c.notModified) words.push("The server answered 304 Not Modified to a conditional request.");
+  else if (c.conditional) words.push("The request was conditional (If-None-Match / If-Modified-Since).");
+  if (!c.storable) words.push("The response may not be stored by a cache.");
+  else if (c.freshnessLifetime !== null) words.push(`Fresh for ${c.freshnessLifetime} s from ${c.lifetimeSource}; age ${c.age} s` + (c.freshFor !== null ? `, ${c.freshFor > 0 ? "fresh for " + c.freshFor + " s more" : "stale"}.` : "."));
+  if (c.mustRevalidate) words.push("It must be revalidated once stale.");
+  return [el("p", { text: `${row.cache}: ${words.join(" ")}` }), kvTable(Object.entries(c))];
+}
+
+function showConnection(holder, d, nested) {
+  const pairs = [["Transport", d.transport], ["Client", d.client], ["Server", d.server], ["Start", d.start], ["Duration", d.duration + " s"],
+    ["Bytes from client", d.bytesFromClient], ["Bytes from server", d.bytesFromServer], ["Packets", d.packets], ["Handshake RTT", d.handshakeRTT],
+    ["Gaps", `${d.gaps} (${d.missedBytes} bytes)`], ["History", d.history], ["Anomalies", (d.anomalies || []).join(" ")]];
+  holder.append(kvTable(pairs));
+  if (d.tls) { holder.append(el("h3", { text: nested ? "TLS" : "TLS handshake" })); holder.append(kvTable(Object.entries(d.tls).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : v]))); }
+  if (d.quic) { holder.append(el("h3", { text: "QUIC" })); holder.append(kvTable(Object.entries(d.quic).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : v]))); }
+}
+
+// ---- Bodies: an image as an image, JSON folded, text decoded, the rest as hex ------------------
+
+function bodyPreview(row, e, response) {
+  const holder = el("div");
+  const mime = response ? ((e.response || {}).content || {}).mimeType || "" : ((e.request || {}).postData || {}).mimeType || "";
+  let bytes;
+  if (state.offline) {
+    const content = response ? (e.response || {}).content || {} : (e.request || {}).postData || {};
+    if (content.text === undefined) { holder.append(el("p", { class: "muted", text: "Not in this HAR." })); return holder; }
+    bytes = Promise.resolve(content.encoding === "base64" ? Uint8Array.from(atob(content.text), c => c.charCodeAt(0)) : new TextEncoder().encode(content.text));
+  } else {
+    const kept = row.bodies[response ? 1 : 0];
+    if (kept < 0) { holder.append(el("p", { class: "muted", text: "No body kept." })); return holder; }
+    const url = api(`/api/bodies/${row.seq}/${response ? "response" : "request"}`);
+    holder.append(el("p", null, el("a", { href: url, download: `${response ? "response" : "request"}-${row.seq}.bin`, text: `Download the raw body (${fmtBytes(kept)})` })));
+    bytes = fetch(url).then(r => r.arrayBuffer()).then(b => new Uint8Array(b));
+  }
+  bytes.then(b => holder.append(previewOf(b, mime))).catch(err => holder.append(el("p", { text: String(err) })));
+  return holder;
+}
+
+function previewOf(bytes, mime) {
+  const type = mime.split(";")[0].trim().toLowerCase();
+  if (bytes.length === 0) return el("p", { class: "muted", text: "Empty." });
+  if (type.startsWith("image/") && type !== "image/svg+xml") {
+    // A blob: URL of this page (CSP img-src blob:), never the server's URL as a page.
+    const img = el("img", { class: "preview", alt: "response image" });
+    img.src = URL.createObjectURL(new Blob([bytes], { type }));
+    return img;
+  }
+  const charset = (/charset=([^;]+)/i.exec(mime) || [])[1];
+  const looksText = type.startsWith("text/") || type.includes("json") || type.includes("xml") || type.includes("javascript") || type === "image/svg+xml"
+    || type.includes("x-www-form-urlencoded");
+  if (looksText) {
+    let text;
+    try { text = new TextDecoder((charset || "utf-8").trim(), { fatal: false }).decode(bytes); } catch (_) { text = new TextDecoder().decode(bytes); }
+    if (type.includes("json")) {
+      try { return el("div", { class: "json" }, jsonTree(JSON.parse(text), null, 0)); } catch (_) { /* not JSON after all: as text */ }
+    }
+    return el("pre", { class: "body", text: text.length > 200000 ? text.slice(0, 200000) + "\n… (cut)" : text });
+  }
+  return el("pre", { class: "body", text: hexDump(bytes.subarray(0, 4096)) + (bytes.length > 4096 ? `\n… ${bytes.length - 4096} more bytes` : "") });
+}
+
+function jsonTree(v, key, depth) {
+  const label = key === null ? [] : [el("span", { class: "k", text: JSON.stringify(key) }), ": "];
+  if (v !== null && typeof v === "object") {
+    const entries = Array.isArray(v) ? v.map((x, i) => [i, x]) : Object.entries(v);
+    const d = el("details", depth < 2 ? { open: true } : null,
+      el("summary", null, ...label, Array.isArray(v) ? `[${entries.length}]` : `{${entries.length}}`));
+    for (const [k, x] of entries.slice(0, 5000)) d.append(jsonTree(x, Array.isArray(v) ? null : k, depth + 1));
+    return d;
+  }
+  const cls = typeof v === "string" ? "s" : typeof v === "number" ? "n" : "b";
+  return el("div", { class: "line" }, ...label, el("span", { class: cls, text: JSON.stringify(v) }));
+}
+
+function hexDump(b) {
+  const lines = [];
+  for (let i = 0; i < b.length; i += 16) {
+    const chunk = b.subarray(i, i + 16);
+    const hex = [...chunk].map(x => x.toString(16).padStart(2, "0")).join(" ");
+    const ascii = [...chunk].map(x => x >= 32 && x < 127 ? String.fromCharCode(x) : ".").join("");
+    lines.push(i.toString(16).padStart(8, "0") + "  " + hex.padEnd(48) + "  " + ascii);
+  }
+  return lines.join("\n");
+}
+
+// ---- The waterfall (a page's, or a connection's) ----------------------------------------------
+
+const PHASES = ["dns", "connect", "ssl", "send", "wait", "receive"];
+
+function waterfallGroups() {
+  const group = $("wf-group").value;
+  const counts = new Map();
+  for (const r of state.shown) if (r.kind === "t") {
+    const k = group === "page" ? r.page : r.conn;
+    counts.set(k, (counts.get(k) || 0) + 1);
+  }
+  return [...counts.keys()].filter(k => k !== undefined).map(k => {
+    if (group === "page") {
+      const p = state.pages.get(k);
+      return { key: k, label: `${p ? p.title : k} — ${counts.get(k)} requests${p ? " — " + p.client : ""}` };
+    }
+    const c = state.connections.get(k);
+    const first = state.shown.find(r => r.kind === "t" && r.conn === k);
+    return { key: k, label: `${k} ${first ? first.host : ""} ${c ? c.server : first ? first.server : ""} — ${counts.get(k)} requests` };
+  });
+}
+
+function drawWaterfall() {
+  const which = $("wf-which");
+  const groups = waterfallGroups();
+  const current = which.value;
+  which.replaceChildren(...groups.map(g => el("option", { value: g.key, text: g.label })));
+  if (groups.some(g => g.key === current)) which.value = current;
+  else if (state.selected && state.selected.kind === "t") which.value = $("wf-group").value === "page" ? state.selected.page : state.selected.conn;
+  const key = which.value;
+  const byPage = $("wf-group").value === "page";
+  const rows = state.shown.filter(r => r.kind === "t" && (byPage ? r.page === key : r.conn === key)).sort((a, b) => a.ts - b.ts || a.seq - b.seq);
+  const wf = $("wf");
+  wf.replaceChildren();
+  if (rows.length === 0) { wf.append(el("div", { class: "empty", text: "No transactions to draw: choose a page or a connection." })); return; }
+  const t0 = rows[0].ts;
+  const end = Math.max(...rows.map(r => r.ts + Math.max(0, r.time || 0)));
+  const span = Math.max(1, end - t0);
+  const width = Math.max(200, wf.clientWidth - 440); // the labels, and room for the last duration
+  const scale = state.wfScale || width / span;
+  const track = Math.ceil(span * scale) + 80;
+  const axis = el("div", { class: "wf-axis" }, el("div", { class: "wf-label", text: `${rows.length} requests, ${fmtMs(span)}` }));
+  const ticks = el("div", { class: "wf-track" });
+  ticks.style.width = track + "px";
+  const step = niceStep(span / Math.max(1, track / 110));
+  for (let t = 0; t <= span + step / 2; t += step) {
+    const tick = el("span", { class: "wf-tick", text: fmtMs(t) });
+    tick.style.left = (t * scale) + "px";
+    ticks.append(tick);
+  }
+  axis.append(ticks);
+  wf.append(axis);
+  const seenConnections = new Set();
+  for (const r of rows) {
+    const isNew = !seenConnections.has(r.conn) && (r.phases.connect !== null && r.phases.connect >= 0);
+    seenConnections.add(r.conn);
+    const label = el("div", { class: "wf-label", title: `${r.method} ${r.url}\n${r.conn}${isNew ? " (new connection)" : " (reused)"}` },
+      el("span", { class: "conn-tag" + (isNew ? " new" : ""), text: byPage ? r.conn : "" }), " ", el("span", { class: statusClass(r.status), text: String(r.status || "—") }), " ",
+      shortURL(r.url));
+    const bar = el("div", { class: "wf-bar" });
+    bar.style.left = ((r.ts - t0) * scale) + "px";
+    for (const p of PHASES) {
+      let v = r.phases[p];
+      if (p === "connect" && v > 0 && r.phases.ssl > 0) v -= r.phases.ssl; // HAR's connect includes ssl
+      if (v === null || v === undefined || v <= 0) continue;
+      const s = el("span", { class: "p-" + p, title: `${p} ${fmtMs(r.phases[p])}` });
+      s.style.width = Math.max(1, v * scale) + "px";
+      bar.append(s);
+    }
+    const when = el("span", { class: "wf-time", text: fmtMs(r.time) });
+    when.style.left = ((r.ts - t0 + Math.max(0, r.time || 0)) * scale + 4) + "px";
+    const t = el("div", { class: "wf-track" }, bar, when);
+    t.style.width = track + "px";
+    const line = el("div", { class: "wf-row" + (state.selected === r ? " selected" : "") }, label, t);
+    line.addEventListener("click", () => select(r));
+    wf.append(line);
+  }
+}
+
+function niceStep(raw) {
+  const pow = Math.pow(10, Math.floor(Math.log10(Math.max(raw, 1e-3))));
+  for (const m of [1, 2, 5, 10]) if (m * pow >= raw) return m * pow;
+  return 10 * pow;
+}
+
+function shortURL(url) {
+  try { const u = new URL(url); return u.pathname + u.search; } catch (_) { return url; }
+}
+
+function zoom(factor) {
+  const wf = $("wf");
+  if (!state.wfScale) {
+    // From the fitted scale.
+    state.wfScale = Math.max(200, wf.clientWidth - 440) / Math.max(1, spanOfShown());
+  }
+  state.wfScale *= factor;
+  drawWaterfall();
+}
+
+function spanOfShown() {
+  const key = $("wf-which").value, byPage = $("wf-group").value === "page";
+  const rows = state.shown.filter(r => r.kind === "t" && (byPage ? r.page === key : r.conn === key));
+  if (!rows.length) return 1;
+  const t0 = Math.min(...rows.map(r => r.ts));
+  return Math.max(...rows.map(r => r.ts + Math.max(0, r.time || 0))) - t0;
+}
+
+// ---- Exports and opening a HAR ---------------------------------------------------------------
+
+function download(name, blob) {
+  const a = el("a", { href: URL.createObjectURL(blob), download: name });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+}
+
+function exportShown(format) {
+  applyFilter();
+  const seqs = state.shown.filter(r => r.kind === "t").map(r => r.seq);
+  if (state.offline) {
+    const entries = seqs.map(s => state.offline.entries[s - 1]);
+    if (format === "har") {
+      const pages = state.offline.har.log.pages || [];
+      const used = new Set(entries.map(e => e.pageref));
+      const log = { version: "1.2", creator: state.offline.har.log.creator || { name: "icy-sniff", version: "" }, pages: pages.filter(p => used.has(p.id)), entries };
+      download("icy-sniff.har", new Blob([JSON.stringify({ log }, null, 2)], { type: "application/json" }));
+    } else {
+      download("icy-sniff.ndjson", new Blob([entries.map(e => JSON.stringify(e)).join("\n") + "\n"], { type: "application/x-ndjson" }));
+    }
+    return;
+  }
+  fetch(api("/api/export." + format), { method: "POST", body: JSON.stringify(seqs), headers: { "Content-Type": "application/json" } })
+    .then(r => r.blob()).then(b => download("icy-sniff." + format, b));
+}
+
+function openHAR(file) {
+  const reader = new FileReader();
+  reader.onload = () => {
+    let har;
+    try { har = JSON.parse(reader.result); } catch (err) { showNotice(`${file.name} is not JSON: ${err.message}`); return; }
+    if (!har || !har.log || !Array.isArray(har.log.entries)) { showNotice(`${file.name} is not a HAR (no log.entries)`); return; }
+    if (events) events.close();
+    state.offline = { name: file.name, entries: har.log.entries, har };
+    state.rows = []; state.bySeq.clear(); state.connections.clear(); state.pages.clear(); state.selected = null;
+    for (const k of Object.keys(choices)) choices[k].clear();
+    for (const p of har.log.pages || []) state.pages.set(p.id, { id: p.id, title: p.title, started: Date.parse(p.startedDateTime), client: p._client || "" });
+    har.log.entries.forEach((e, i) => {
+      const row = rowFromEntry(e, i + 1);
+      state.rows.push(row);
+      state.bySeq.set(row.seq, row);
+      noteChoice(row);
+    });
+    state.running = false;
+    state.live = false;
+    $("detail").hidden = true;
+    fillChoices();
+    render();
+  };
+  reader.readAsText(file);
+}
+
+/** A HAR entry (icy-sniff's, a browser's) as a row. */
+function rowFromEntry(e, seq) {
+  const req = e.request || {}, resp = e.response || {}, t = e.timings || {};
+  const phase = v => (v === undefined || v < 0 ? null : v);
+  const version = (resp.httpVersion || req.httpVersion || "").toLowerCase();
+  const mime = (resp.content || {}).mimeType || "";
+  return {
+    seq, kind: "t", ts: Date.parse(e.startedDateTime), client: e._clientIPAddress || "", clientPort: e._clientPort || "",
+    server: (e.serverIPAddress || "") + (e._serverPort ? ":" + e._serverPort : ""), method: req.method || "", url: req.url || "",
+    host: hostOf(req.url), status: resp.status || 0, reason: resp.statusText || "",
+    protocol: version === "http/2.0" || version === "h2" ? "h2" : version === "http/3" || version === "h3" ? "h3" : version,
+    mime, type: typeOf(mime, req.url, resp.status), size: (resp.content || {}).size, time: e.time,
+    phases: { dns: phase(t.dns), connect: phase(t.connect), ssl: phase(t.ssl), send: phase(t.send), wait: phase(t.wait), receive: phase(t.receive) },
+    cache: (e._cache || {}).verdict || "", avoidable: !!(e._cache || {}).avoidable, flags: e._flags || [], conn: e.connection || "",
+    page: e.pageref, bodies: [-1, -1],
+  };
+}
+
+// ---- Status, and the live stream -------------------------------------------------------------
+
+let info = {};
+function updateStatus() {
+  const s = $("status");
+  if (state.offline) {
+    $("source").textContent = state.offline.name;
+    s.textContent = "opened HAR";
+    s.className = "status";
+    return;
+  }
+  s.className = "status" + (state.running && state.live ? " live" : "");
+  s.textContent = state.running ? (state.live ? "live" : "reading…") : (state.live ? "stopped" : "read to the end");
+}
+
+function showNotice(text) {
+  const n = $("notice");
+  n.textContent = text;
+  n.hidden = !text;
+}
+
+let events = null;
+async function start() {
+  filtersFromHash();
+  setView(state.view);
+  try {
+    info = await (await fetch(api("/api/info"))).json();
+  } catch (err) {
+    showNotice("The server does not answer: " + err);
+    return;
+  }
+  if (info.error) { showNotice(info.error); return; }
+  state.live = info.live;
+  state.bodies = info.bodies;
+  state.running = info.running;
+  $("source").textContent = info.input;
+  // What is there already, in pages; then the stream from the last one on.
+  for (;;) {
+    const page = await (await fetch(api(`/api/records?after=${state.after}&limit=5000`))).json();
+    ingest(page.records);
+    state.running = page.running;
+    if (page.records.length === 0 || state.after >= page.total) break;
+  }
+  render();
+  events = new EventSource(api(`/api/events?after=${state.after}`));
+  events.addEventListener("records", ev => ingest(JSON.parse(ev.data)));
+  events.addEventListener("status", ev => {
+    const s = JSON.parse(ev.data);
+    state.running = s.running;
+    updateStatus();
+  });
+  events.addEventListener("skipped", ev => {
+    const s = JSON.parse(ev.data);
+    state.skipped = s.skipped;
+    showNotice(`${s.skipped} updates skipped; reload`);
+  });
+  events.onerror = () => {
+    if (!state.running) return;
+    showNotice("The connection to icy-sniff was lost; reload when it runs again");
+  };
+}
+
+function setView(view) {
+  state.view = view;
+  $("list-view").hidden = view !== "list";
+  $("waterfall-view").hidden = view !== "waterfall";
+  $("view-list").classList.toggle("active", view === "list");
+  $("view-waterfall").classList.toggle("active", view === "waterfall");
+  $("view-list").setAttribute("aria-selected", String(view === "list"));
+  $("view-waterfall").setAttribute("aria-selected", String(view === "waterfall"));
+  filtersToHash();
+  scheduleRender();
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  for (const k of filterFields) $("f-" + k).addEventListener("input", onFilterChange);
+  $("f-encrypted").addEventListener("change", onFilterChange);
+  $("filters").addEventListener("submit", ev => ev.preventDefault());
+  $("f-clear").addEventListener("click", () => {
+    for (const k of filterFields) $("f-" + k).value = "";
+    $("f-encrypted").checked = true;
+    onFilterChange();
+  });
+  $("list").addEventListener("scroll", () => drawRows(), { passive: true });
+  $("list").addEventListener("keydown", ev => {
+    if (ev.key !== "ArrowDown" && ev.key !== "ArrowUp") return;
+    ev.preventDefault();
+    const i = state.shown.indexOf(state.selected) + (ev.key === "ArrowDown" ? 1 : -1);
+    if (i >= 0 && i < state.shown.length) {
+      select(state.shown[i]);
+      const list = $("list");
+      const top = i * ROW_HEIGHT;
+      if (top < list.scrollTop) list.scrollTop = top;
+      else if (top + ROW_HEIGHT > list.scrollTop + list.clientHeight) list.scrollTop = top + ROW_HEIGHT - list.clientHeight;
+    }
+  });
+  for (const h of document.querySelectorAll("#list-head [data-sort]")) {
+    h.addEventListener("click", () => {
+      const key = h.dataset.sort;
+      if (state.sort.key === key) {
+        if (state.sort.dir === 1) state.sort.dir = -1; else state.sort = { key: null, dir: 1 };
+      } else state.sort = { key, dir: 1 };
+      for (const o of document.querySelectorAll("#list-head [data-sort]")) o.className = o.className.replace(/ sorted-(asc|desc)/, "");
+      if (state.sort.key) h.className += state.sort.dir === 1 ? " sorted-asc" : " sorted-desc";
+      scheduleRender();
+    });
+  }
+  $("d-close").addEventListener("click", () => { $("detail").hidden = true; state.selected = null; drawRows(); });
+  $("view-list").addEventListener("click", () => setView("list"));
+  $("view-waterfall").addEventListener("click", () => setView("waterfall"));
+  $("wf-group").addEventListener("change", () => { $("wf-which").value = ""; state.wfScale = null; drawWaterfall(); });
+  $("wf-which").addEventListener("change", () => { state.wfScale = null; drawWaterfall(); });
+  $("wf-in").addEventListener("click", () => zoom(1.5));
+  $("wf-out").addEventListener("click", () => zoom(1 / 1.5));
+  $("wf-fit").addEventListener("click", () => { state.wfScale = null; drawWaterfall(); });
+  $("wf").addEventListener("wheel", ev => {
+    if (!ev.ctrlKey) return;
+    ev.preventDefault();
+    zoom(ev.deltaY < 0 ? 1.25 : 0.8);
+  }, { passive: false });
+  $("export-har").addEventListener("click", () => exportShown("har"));
+  $("export-ndjson").addEventListener("click", () => exportShown("ndjson"));
+  $("open-har").addEventListener("change", ev => { if (ev.target.files[0]) openHAR(ev.target.files[0]); });
+  window.addEventListener("resize", scheduleRender);
+  // An address with another filter (pasted, back and forward): that filter.
+  window.addEventListener("hashchange", () => {
+    filtersFromHash();
+    setView(state.view);
+  });
+  start();
+});

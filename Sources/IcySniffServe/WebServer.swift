@@ -1,0 +1,446 @@
+import IcySniffCore
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `--serve [ADDR:]PORT`: the web view. Serves the page embedded in the binary (Page/), the JSON
+/// API the page uses (docs/WEBVIEW.md), and a Server-Sent Events stream of new records, from a
+/// `FeedStore`. SwiftNIO's HTTP/1.1 server on one event loop; searches and exports run on a small
+/// thread pool so that they never hold up the live stream.
+///
+/// Security (the page shows traffic an attacker may have shaped): it listens on 127.0.0.1 unless
+/// told otherwise; on any other address every request but the page's static files must carry the
+/// run's token (`?token=`), compared in constant time; on the loopback the Host header must name
+/// the loopback (a page on another site cannot reach the view by DNS rebinding). Every response
+/// carries a strict Content-Security-Policy (scripts and styles from the page's own files only,
+/// nothing inline), `nosniff`, no referrer, no caching, no framing. Bodies are served as
+/// attachments of type application/octet-stream in a sandbox: a body never runs as a page here.
+public final class WebServer: @unchecked Sendable {
+    public struct Configuration: Sendable {
+        public var host = "127.0.0.1"
+        public var port = 0
+        /// A run's token, required when `host` is not the loopback (`makeToken()`).
+        public var token: String? = nil
+        /// What the page says about the run.
+        public var live = false
+        public var bodies = false
+        public var input = ""
+        public init() {}
+    }
+
+    let store: FeedStore
+    public let configuration: Configuration
+    private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    let pool = NIOThreadPool(numberOfThreads: 1)
+    private var channel: Channel? = nil
+
+    public init(store: FeedStore, configuration: Configuration) {
+        self.store = store
+        self.configuration = configuration
+    }
+
+    /// A token of 128 random bits, as hex.
+    public static func makeToken() -> String {
+        var g = SystemRandomNumberGenerator()
+        return (0..<2).map { _ in
+            let v = g.next() as UInt64
+            let hex = String(v, radix: 16)
+            return String(repeating: "0", count: 16 - hex.count) + hex
+        }.joined()
+    }
+
+    /// Is `host` a loopback address (127.0.0.0/8, ::1, localhost)?
+    public static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    /// Binds and starts serving; answers the port bound (the one asked for, or the kernel's
+    /// choice for 0).
+    public func start() throws -> Int {
+        pool.start()
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 64)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { [self] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(WebHandler(server: self))
+                }
+            }
+            .childChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.maxMessagesPerRead, value: 4)
+            // A slow browser's stream is written no further than this before it skips.
+            .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 << 10, high: 1 << 20))
+        let channel = try bootstrap.bind(host: configuration.host, port: configuration.port).wait()
+        self.channel = channel
+        return channel.localAddress?.port ?? configuration.port
+    }
+
+    public func stop() {
+        try? channel?.close().wait()
+        try? group.syncShutdownGracefully()
+        try? pool.syncShutdownGracefully()
+    }
+
+    /// The page's address, with the token when one is needed.
+    public func url(port: Int) -> String {
+        let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+        let shown = host == "0.0.0.0" || host == "[::]" ? "HOST" : host
+        return "http://\(shown):\(port)/" + (configuration.token.map { "?token=\($0)" } ?? "")
+    }
+
+    // MARK: Requests
+
+    struct Request {
+        var method: HTTPMethod
+        var path: String
+        var query: [String: String]
+        var headers: HTTPHeaders
+        var body: [UInt8]
+    }
+
+    struct Response {
+        var status: HTTPResponseStatus = .ok
+        var type = "application/json"
+        var body: [UInt8] = []
+        var extra: [(String, String)] = []
+
+        static func json(_ bytes: [UInt8]) -> Response { Response(body: bytes) }
+        static func error(_ status: HTTPResponseStatus, _ message: String) -> Response {
+            Response(status: status, body: Array("{\"error\":\(jsonString(message))}\n".utf8))
+        }
+    }
+
+    /// What a request may do before it is routed: nil when it may go on.
+    func refusal(_ r: Request) -> Response? {
+        let isStatic = r.path == "/app.js" || r.path == "/app.css" || r.path == "/favicon.ico"
+        if let token = configuration.token {
+            if !isStatic && !Self.constantTimeEqual(r.query["token"] ?? "", token) {
+                return .error(.forbidden, "this view needs the token its run printed: open the address with ?token=…")
+            }
+        } else {
+            // The loopback: the Host header names it (DNS rebinding would name another host).
+            let host = r.headers.first(name: "host") ?? ""
+            let name: Substring
+            if host.hasPrefix("[") { name = host.dropFirst().prefix { $0 != "]" } } else { name = host.prefix { $0 != ":" } }
+            if !Self.isLoopback(String(name)) {
+                return .error(.forbidden, "this view answers requests to the loopback only (Host: \(host))")
+            }
+        }
+        return nil
+    }
+
+    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        guard x.count == y.count else { return false }
+        var d: UInt8 = 0
+        for i in 0..<x.count { d |= x[i] ^ y[i] }
+        return d == 0
+    }
+
+    /// The answer to a request that is not the event stream; nil for one that needs the pool.
+    func route(_ r: Request) -> Response? {
+        switch (r.method, r.path) {
+        case (.GET, "/"), (.GET, "/index.html"):
+            return Response(type: "text/html; charset=utf-8", body: PackageResources.index_html)
+        case (.GET, "/app.js"):
+            return Response(type: "text/javascript; charset=utf-8", body: PackageResources.app_js)
+        case (.GET, "/favicon.ico"):
+            return Response(status: .noContent)
+        case (.GET, "/app.css"):
+            return Response(type: "text/css; charset=utf-8", body: PackageResources.app_css)
+        case (.GET, "/api/info"):
+            var w = "{\"name\":\"icy-sniff\",\"version\":\(Self.jsonString(IcySniffVersion.current))"
+            w += ",\"input\":\(Self.jsonString(configuration.input)),\"live\":\(configuration.live)"
+            w += ",\"running\":\(store.isRunning),\"records\":\(store.count),\"bodies\":\(configuration.bodies)"
+            w += ",\"lost\":\(store.lost)}\n"
+            return .json(Array(w.utf8))
+        case (.GET, "/api/records"):
+            let after = Int(r.query["after"] ?? "0") ?? 0
+            let limit = min(Int(r.query["limit"] ?? "5000") ?? 5000, 50_000)
+            let got = store.records(after: after, limit: limit, maxBytes: 8 << 20)
+            var out = Array("{\"last\":\(got.last),\"total\":\(store.count),\"running\":\(store.isRunning),\"records\":".utf8)
+            out += got.json
+            out += Array("}\n".utf8)
+            return .json(out)
+        default:
+            break
+        }
+        let parts = r.path.split(separator: "/", omittingEmptySubsequences: true)
+        if r.method == .GET, parts.count == 3, parts[0] == "api", parts[1] == "entries", let seq = Int(parts[2]) {
+            guard let entry = store.entry(seq) else { return .error(.notFound, "no transaction \(seq)") }
+            return .json(entry)
+        }
+        if r.method == .GET, parts.count == 3, parts[0] == "api", parts[1] == "connections",
+           let id = UInt64(parts[2].drop { $0 == "C" }) {
+            guard let record = store.connection(id) else { return .error(.notFound, "no connection \(parts[2])") }
+            return .json(record)
+        }
+        if r.method == .GET, parts.count == 4, parts[0] == "api", parts[1] == "bodies", let seq = Int(parts[2]),
+           parts[3] == "request" || parts[3] == "response" {
+            guard let body = store.body(seq, response: parts[3] == "response") else {
+                return .error(.notFound, configuration.bodies ? "no \(parts[3]) body kept for \(seq)" : "bodies are kept with --bodies")
+            }
+            // Never a page of this origin: a download, sandboxed, not sniffed.
+            return Response(type: "application/octet-stream", body: body,
+                            extra: [("Content-Disposition", "attachment; filename=\"\(parts[3])-\(seq).bin\""),
+                                    ("Content-Security-Policy", "sandbox; default-src 'none'")])
+        }
+        if parts.first == "api", ["search", "export.har", "export.ndjson"].contains(parts.last ?? "") { return nil }
+        return .error(.notFound, "no such page: \(r.path)")
+    }
+
+    /// Searches and exports (on the pool).
+    func slowRoute(_ r: Request) -> Response {
+        switch r.path {
+        case "/api/search":
+            let seqs = store.search(r.query["q"] ?? "")
+            return .json(Array("{\"seqs\":[\(seqs.map(String.init).joined(separator: ","))]}\n".utf8))
+        case "/api/export.har", "/api/export.ndjson":
+            // The transactions: a POSTed list of seqs ([1,5,7] or 1,5,7), or all of them.
+            var seqs: [Int] = []
+            if r.method == .POST {
+                var n: Int? = nil
+                for b in r.body + [0x20] {
+                    if b >= 48 && b <= 57 { n = (n ?? 0) &* 10 &+ Int(b - 48) } else if let v = n { seqs.append(v); n = nil }
+                }
+            } else {
+                seqs = Array(1...max(1, store.count))
+            }
+            let har = r.path.hasSuffix("har")
+            return Response(type: har ? "application/json" : "application/x-ndjson", body: har ? store.har(seqs) : store.ndjson(seqs),
+                            extra: [("Content-Disposition", "attachment; filename=\"icy-sniff.\(har ? "har" : "ndjson")\"")])
+        default:
+            return .error(.notFound, "no such page: \(r.path)")
+        }
+    }
+
+    static let securityHeaders: [(String, String)] = [
+        ("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Referrer-Policy", "no-referrer"),
+        ("Cache-Control", "no-store"),
+        ("X-Frame-Options", "DENY"),
+        ("Cross-Origin-Resource-Policy", "same-origin"),
+    ]
+
+    static func jsonString(_ s: String) -> String {
+        let w = JSONWriter()
+        w.string(s)
+        return w.text
+    }
+
+    static func parseQuery(_ text: Substring) -> [String: String] {
+        var out: [String: String] = [:]
+        for pair in text.split(separator: "&") {
+            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            out[percentDecode(kv[0])] = kv.count > 1 ? percentDecode(kv[1]) : ""
+        }
+        return out
+    }
+
+    static func percentDecode(_ s: Substring) -> String {
+        var bytes: [UInt8] = []
+        var it = Array(s.utf8)[...]
+        while let b = it.popFirst() {
+            if b == UInt8(ascii: "+") { bytes.append(0x20); continue }
+            if b == UInt8(ascii: "%"), it.count >= 2, let v = UInt8(String(decoding: it.prefix(2), as: UTF8.self), radix: 16) {
+                bytes.append(v)
+                it = it.dropFirst(2)
+                continue
+            }
+            bytes.append(b)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// One browser connection: requests in, responses out; `/api/events` turns it into a stream.
+final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let server: WebServer
+    private var head: HTTPRequestHead? = nil
+    private var body: [UInt8] = []
+    private static let maxBody = 16 << 20
+    private var tooLarge = false
+    /// The event stream, once this connection is one.
+    private var stream: EventStream? = nil
+
+    init(server: WebServer) { self.server = server }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let h):
+            head = h
+            body = []
+            tooLarge = false
+        case .body(var buffer):
+            if body.count + buffer.readableBytes > Self.maxBody { tooLarge = true } else if let bytes = buffer.readBytes(length: buffer.readableBytes) { body += bytes }
+        case .end:
+            guard let h = head else { return }
+            head = nil
+            handle(h, context: context)
+        }
+    }
+
+    private func handle(_ h: HTTPRequestHead, context: ChannelHandlerContext) {
+        let uri = h.uri
+        let pathEnd = uri.firstIndex(of: "?") ?? uri.endIndex
+        let query = pathEnd < uri.endIndex ? WebServer.parseQuery(uri[uri.index(after: pathEnd)...]) : [:]
+        let request = WebServer.Request(method: h.method, path: String(uri[..<pathEnd]), query: query, headers: h.headers, body: body)
+        if tooLarge { return respond(.error(.payloadTooLarge, "at most 16 MiB"), head: h, context: context) }
+        if let refused = server.refusal(request) { return respond(refused, head: h, context: context) }
+        if h.method != .GET && h.method != .HEAD && !(h.method == .POST && request.path.hasPrefix("/api/export.")) {
+            return respond(.error(.methodNotAllowed, "\(h.method) is not served here"), head: h, context: context)
+        }
+        if request.path == "/api/events" {
+            let after = Int(query["after"] ?? "0") ?? 0
+            let s = EventStream(server: server, context: context, after: after)
+            stream = s
+            s.begin(version: h.version)
+            return
+        }
+        if let response = server.route(request) { return respond(response, head: h, context: context) }
+        // Searches and exports: on the pool, answered on this connection's loop.
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let server = self.server
+        server.pool.runIfActive(eventLoop: context.eventLoop) { server.slowRoute(request) }.whenComplete { result in
+            let (handler, context) = bound.value
+            switch result {
+            case .success(let response): handler.respond(response, head: h, context: context)
+            case .failure: handler.respond(.error(.serviceUnavailable, "the server is stopping"), head: h, context: context)
+            }
+        }
+    }
+
+    func respond(_ r: WebServer.Response, head h: HTTPRequestHead, context: ChannelHandlerContext) {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: r.type)
+        headers.add(name: "Content-Length", value: String(r.body.count))
+        for (name, value) in WebServer.securityHeaders where !r.extra.contains(where: { $0.0 == name }) { headers.add(name: name, value: value) }
+        for (name, value) in r.extra { headers.add(name: name, value: value) }
+        if !h.isKeepAlive { headers.add(name: "Connection", value: "close") }
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: h.version, status: r.status, headers: headers))), promise: nil)
+        if h.method != .HEAD {
+            var buffer = context.channel.allocator.buffer(capacity: r.body.count)
+            buffer.writeBytes(r.body)
+            context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+        }
+        let keepAlive = h.isKeepAlive
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { [channel = context.channel] _ in
+            if !keepAlive { channel.close(promise: nil) }
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { stream?.pump() }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        stream?.end()
+        stream = nil
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        context.close(promise: nil)
+    }
+}
+
+/// A browser's Server-Sent Events stream (`/api/events?after=SEQ`): every record after `after`,
+/// in batches (`event: records`), as the run appends them; `event: status` when the analysis
+/// ends; a comment every 15 s keeps proxies from closing it. A browser that does not read fast
+/// enough (more than `maxBacklog` records behind while the socket is full) skips ahead: the
+/// skipped records are counted and said (`event: skipped`), the run is never held up.
+final class EventStream {
+    private let server: WebServer
+    private let context: ChannelHandlerContext
+    private var cursor: Int
+    private var subscription = 0
+    private var sentRunning: Bool? = nil
+    private var skipped = 0
+    private var skipUnsaid = false
+    private var keepAlive: RepeatedTask? = nil
+    static let maxBacklog = 20_000
+
+    init(server: WebServer, context: ChannelHandlerContext, after: Int) {
+        self.server = server
+        self.context = context
+        self.cursor = max(0, after)
+    }
+
+    func begin(version: HTTPVersion) {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "text/event-stream; charset=utf-8")
+        for (name, value) in WebServer.securityHeaders { headers.add(name: name, value: value) }
+        context.write(NIOAny(HTTPServerResponsePart.head(HTTPResponseHead(version: version, status: .ok, headers: headers))), promise: nil)
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let loop = context.eventLoop
+        subscription = server.store.subscribe { loop.execute { bound.value.pump() } }
+        keepAlive = loop.scheduleRepeatedTask(initialDelay: .seconds(15), delay: .seconds(15)) { _ in
+            bound.value.send(": keep-alive\n\n")
+        }
+        pump()
+    }
+
+    func end() {
+        keepAlive?.cancel()
+        keepAlive = nil
+        if subscription != 0 { server.store.unsubscribe(subscription) }
+        subscription = 0
+    }
+
+    private func send(_ text: String) {
+        guard subscription != 0 else { return }
+        var buffer = context.channel.allocator.buffer(capacity: text.utf8.count)
+        buffer.writeString(text)
+        context.writeAndFlush(NIOAny(HTTPServerResponsePart.body(.byteBuffer(buffer))), promise: nil)
+    }
+
+    func pump() {
+        guard subscription != 0 else { return }
+        let store = server.store
+        store.acknowledge(subscription)
+        cursor = min(cursor, store.count)
+        let channel = context.channel
+        if channel.isWritable && skipUnsaid {
+            skipUnsaid = false
+            send("event: skipped\ndata: {\"skipped\":\(skipped),\"at\":\(cursor)}\n\n")
+        }
+        var wrote = false
+        while channel.isWritable {
+            let got = store.records(after: cursor, limit: 2000, maxBytes: 256 << 10)
+            if got.count == 0 { break }
+            var buffer = channel.allocator.buffer(capacity: got.json.count + 32)
+            buffer.writeString("event: records\ndata: ")
+            buffer.writeBytes(got.json)
+            buffer.writeString("\n\n")
+            context.write(NIOAny(HTTPServerResponsePart.body(.byteBuffer(buffer))), promise: nil)
+            cursor = got.last
+            wrote = true
+        }
+        if !channel.isWritable {
+            let behind = store.count - cursor
+            if behind > Self.maxBacklog {
+                skipped += behind
+                cursor += behind
+                skipUnsaid = true
+            }
+        }
+        let running = store.isRunning
+        if sentRunning != running && channel.isWritable && store.count == cursor {
+            sentRunning = running
+            var buffer = channel.allocator.buffer(capacity: 64)
+            buffer.writeString("event: status\ndata: {\"running\":\(running),\"records\":\(cursor)}\n\n")
+            context.write(NIOAny(HTTPServerResponsePart.body(.byteBuffer(buffer))), promise: nil)
+            wrote = true
+        }
+        if wrote { context.flush() }
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import Testing
+
+/// The web view (`--serve`, issue 33) in a real browser: Debian's Chromium driven by Playwright
+/// (scripts/webview-check, which says what it does). A file's transactions, filters, search,
+/// the detail pane, the waterfall, the exports and a HAR loaded back; encrypted connections as
+/// rows; attacker-controlled text shown and never run; the token and the Host check; and, as
+/// root, a live capture in network namespaces whose rows appear while it runs.
+@Suite struct WebViewTests {
+    static var hasBrowser: Bool {
+        Unchecked.note(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium")
+            && (try? CLI.run(["python3", "-c", "import playwright.sync_api, scapy"], executable: "/usr/bin/env").status) == 0,
+                       "the web view in Chromium (chromium, python playwright, scapy)")
+    }
+
+    @Test(.enabled(if: WebViewTests.hasBrowser || ProcessInfo.processInfo.environment["CI"] != nil,
+                   "chromium, playwright or scapy is not installed (scripts/install-deps installs them)"),
+          .timeLimit(.minutes(10)))
+    func theWebViewShowsWhatTheFilesHold() throws {
+        let dir = CLI.temporaryDirectory()
+        var arguments = ["python3", CLI.packageRoot.appendingPathComponent("scripts/webview-check").path, CLI.binary, dir.path]
+        if CLI.isRoot { arguments.append("--live") }
+        let r = try CLI.run(arguments, executable: "/usr/bin/env")
+        try #require(r.status == 0, "\(r.text) \(r.stderr)")
+        let line = try #require(r.text.split(separator: "\n").last, "\(r.stderr)")
+        let all = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+
+        // captures/wikipedia.pcap: the rows are the NDJSON output's, in its order.
+        let file = try #require(all["file"] as? [String: Any])
+        #expect(file["rows"] as? Int == file["expected"] as? Int && (file["expected"] as? Int ?? 0) > 10)
+        #expect(file["urls"] as? [String] == file["expectedUrls"] as? [String])
+        for (got, expected) in [("stylesheets", "expectedStylesheets"), ("wikinews", "expectedWikinews"),
+                                ("headerSearch", "expectedHeaderSearch"), ("status3xx", "expectedStatus3xx"),
+                                ("waterfallRows", "expectedWaterfallRows"), ("exportCount", "expectedExportCount")] {
+            #expect(file[got] as? Int == file[expected] as? Int, "\(got): \(file[got] ?? "nil") against \(file[expected] ?? "nil")")
+            #expect((file[expected] as? Int ?? 0) > 0, "\(expected) is 0: the check proves nothing")
+        }
+        #expect(file["hash"] as? String == "#q=Wikinews", "the filter is in the page's address")
+        let restored = file["restored"] as? [String: Any]
+        #expect(restored?["q"] as? String == "Wikinews" && restored?["shown"] as? Int == file["expectedWikinews"] as? Int)
+        #expect(file["detailHasHeaders"] as? Bool == true && file["detailHasTiming"] as? Bool == true && file["detailHasCache"] as? Bool == true)
+        #expect(file["barsWithWidth"] as? Int == file["expectedWaterfallRows"] as? Int)
+        #expect(file["zoomWidens"] as? Bool == true)
+        #expect(file["exportSameEntries"] as? Bool == true, "the exported HAR holds icy-sniff --har's entries")
+        #expect(file["ndjsonSameRows"] as? Bool == true, "the exported NDJSON holds --format ndjson's rows")
+        #expect(file["exportPages"] as? [String] == ["page_1"])
+        #expect(file["reloadedRows"] as? Int == file["expectedExportCount"] as? Int && file["reloadedDetail"] as? Bool == true)
+        #expect((file["pageErrors"] as? [Any])?.isEmpty == true, "\(file["pageErrors"] ?? "")")
+        #expect(file["violations"] as? Int == 0)
+        #expect(file["exit"] as? Int == 0, "Ctrl-C after a file run ends it normally")
+
+        // Encrypted connections without keys: rows of their own.
+        let keyless = try #require(all["keyless"] as? [String: [String: Any]])
+        for (name, f) in keyless {
+            let text = f["text"] as? String ?? ""
+            #expect((f["connectionRows"] as? Int ?? 0) >= 1, "\(name)")
+            #expect(text.contains(f["sni"] as? String ?? "?") && text.contains("encrypted"), "\(name): \(text)")
+        }
+        #expect(keyless["h3-sample.pcap"]?["text"].map { "\($0)".contains("QUIC v1") } == true)
+        #expect(keyless["tls-sample.pcap"]?["text"].map { "\($0)".contains("TLS 1.3") } == true)
+
+        // Attacker-controlled text is shown as text and never run.
+        let inject = try #require(all["inject"] as? [String: Any])
+        #expect(inject["pwned"] is NSNull, "a planted script ran: window.pwned = \(inject["pwned"] ?? "")")
+        #expect(inject["violations"] as? Int == 0 && inject["scripts"] as? Int == 1 && inject["images"] as? Int == 0)
+        let detail = inject["detail"] as? String ?? ""
+        #expect(detail.contains("<img src=x onerror=\"window.pwned=2\">"), "the request header, as text")
+        #expect(detail.contains("<svg onload=\"window.pwned=4\">"), "the response header, as text")
+        #expect(detail.contains("<script>window.pwned=3</script>"), "the body, as text")
+        #expect((inject["urlCell"] as? String ?? "").contains("pwned=1"))
+        let download = try #require(inject["bodyDownload"] as? [String: Any])
+        #expect(download["type"] as? String == "application/octet-stream")
+        #expect((download["csp"] as? String ?? "").hasPrefix("sandbox"))
+        #expect((download["disposition"] as? String ?? "").hasPrefix("attachment"))
+        #expect(download["bytes"] as? String == "<script>window.pwned=3</script><img src=x onerror=\"window.pwned=5\">")
+        let csp = inject["pageCSP"] as? String ?? ""
+        #expect(csp.contains("script-src 'self'") && csp.contains("default-src 'none'") && !csp.contains("unsafe"))
+
+        // Beyond the loopback only with the token; on the loopback, only for the loopback's names.
+        let token = try #require(all["token"] as? [String: Any])
+        #expect(token["urlHasToken"] as? Bool == true && token["said"] as? Bool == true)
+        #expect(token["withoutToken"] as? Int == 403 && token["wrongToken"] as? Int == 403 && token["pageWithoutToken"] as? Int == 403)
+        #expect(token["withToken"] as? Int == 200 && token["rowsWithToken"] as? Int == file["expected"] as? Int)
+        #expect(token["foreignHost"] as? Int == 403 && token["loopbackHost"] as? Int == 200)
+
+        // Live (root): each kind of traffic is in the page while the capture runs.
+        if CLI.isRoot {
+            let live = try #require(all["live"] as? [String: Any])
+            #expect(live["running"] as? Bool == true, "the rows came while the capture was running")
+            #expect(live["rows"] as? [String] == ["GET /page.html 200 http/1.1", "GET /static/app.css 200 http/1.1",
+                                                  "GET /static/logo.png 200 http/1.1", "GET /page.html 200 h2",
+                                                  "GET /api/data.json 200 h2", "conn tls.icy.test TLS 1.3"])
+            let delays = live["delays"] as? [String: Double] ?? [:]
+            #expect(delays.count == 3 && delays.values.allSatisfy { $0 < 2 }, "\(delays)")
+            #expect(live["exit"] as? Int == 0)
+        }
+    }
+}
