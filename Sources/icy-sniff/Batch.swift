@@ -275,12 +275,16 @@ struct BatchRunner {
         factory.fields = fields
         factory.writesHeader = !merged
         let (head, sink) = factory.make(writingTo: out)
-        let pipeline = Pipeline(sink: head, options: frontend.pipelineOptions)
-        var driver = CaptureDriver(captureFilter: frontend.input.filter, maxPackets: frontend.input.count)
-        driver.shouldStop = { Signals.stop }
+        // One core per capture: the jobs use the others.
+        var runOptions = AnalysisRun.Options()
+        runOptions.pipeline = frontend.pipelineOptions
+        runOptions.captureFilter = frontend.input.filter
+        runOptions.maxPackets = frontend.input.count
+        let run = AnalysisRun(sink: head, options: runOptions)
+        run.driver.shouldStop = { Signals.stop }
         var done: Int64 = 0
         var current = ""
-        let outcomes = driver.run(set, through: pipeline) { source in
+        let outcomes = run.run([set]) { source in
             if source.name != current {
                 // The bytes of the pieces already read, plus the position in this one.
                 if !current.isEmpty, let i = set.paths.firstIndex(of: current) { done += sizes[i] }
@@ -303,7 +307,7 @@ struct BatchRunner {
         // for a capture a signal stopped, in its own file: a half output would look up to date.
         guard outcomes.contains(where: \.analysed) else { return result }
         if case .interrupted = result.status, outputPath != nil { return result }
-        pipeline.finish()
+        run.finish()
         let comments = outcomes.compactMap { $0.outputComment(signalled: true) } + result.notes
         do {
             try sink.finish(comment: comments.isEmpty ? nil : comments.joined(separator: "; "))
@@ -311,8 +315,8 @@ struct BatchRunner {
         } catch {
             result.status = .outputFailed(error.message)
         }
-        result.packets = pipeline.stats.packets
-        result.transactions = pipeline.stats.transactions
+        result.packets = run.pipeline.stats.packets
+        result.transactions = run.pipeline.stats.transactions
         if merged { result.rendered = out.takeBytes() }
         return result
     }

@@ -90,21 +90,22 @@ struct DiffCommand: ParsableCommand {
         guard !expanded.sets.isEmpty else { return .failure(Problem(text: "\(path): no captures found")) }
         var pipelineOptions = PipelineOptions()
         pipelineOptions.keyLog = keyLog
-        var driver = CaptureDriver()
-        driver.shouldStop = { Signals.stop }
+        var runOptions = AnalysisRun.Options()
+        runOptions.pipeline = pipelineOptions
         for set in expanded.sets {
             var filter = TransactionFilter()
             if let client { filter.clients = [client] }
             let rows = ComparisonSink(side: side, options: options)
-            let pipeline = Pipeline(sink: CacheJudgingSink(next: filter.isEmpty ? rows : FilteringSink(filter: filter, next: rows)),
-                                    options: pipelineOptions)
-            for outcome in driver.run(set, through: pipeline) {
+            let run = AnalysisRun(sink: CacheJudgingSink(next: filter.isEmpty ? rows : FilteringSink(filter: filter, next: rows)),
+                                  options: runOptions)
+            run.driver.shouldStop = { Signals.stop }
+            for outcome in run.run([set]) {
                 Diagnostics.show(outcome.diagnostic(signalled: Signals.stop))
                 if outcome.stopsRun || !outcome.analysed && outcome.exitStatus(strict: false) == .badInput {
                     return .failure(Problem(text: ""))   // the diagnostic above said why
                 }
             }
-            pipeline.finish()
+            run.finish()
         }
         return .success(side)
     }

@@ -109,9 +109,6 @@ struct FileSystemError: Error {
     var message: String { String(cString: strerror(errno)) }
 }
 
-/// Processors this process may run on (its affinity mask, as `nproc` counts them).
-func availableProcessors() -> Int { Int(icy_available_cpus()) }
-
 /// Seconds on the monotonic clock (for elapsed times).
 func monotonicSeconds() -> Double {
     var t = timespec()

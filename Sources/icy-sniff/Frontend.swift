@@ -172,16 +172,16 @@ struct Frontend {
 
         // Files: the export stage (cache judgement, filter, writer) runs on a second core, beside
         // reading, reassembly and parsing.
-        let exportThread = live == nil && !output.connections && availableProcessors() > 1 ? ExportThread(sink: head) : nil
-        defer { exportThread?.finish() }
-        var options = pipelineOptions
-        // Files: TLS application data in bulk is decrypted on the second core too (live rows must
-        // not wait for a batch; a small capture gains nothing from a thread).
-        if live == nil && availableProcessors() > 1 { options.decryptOnSecondThreadAfter = 8 << 20 }
-        let pipeline = Pipeline(sink: exportThread ?? head, options: options)
+        var runOptions = AnalysisRun.Options()
+        runOptions.pipeline = pipelineOptions
+        runOptions.captureFilter = input.filter
+        runOptions.maxPackets = input.count
+        runOptions.useSecondCore = live == nil && !output.connections
+        let run = AnalysisRun(sink: head, options: runOptions)
+        defer { run.abandon() }
+        let pipeline = run.pipeline
         let upkeep = Upkeep(statsSeconds: input.statsSeconds)
-        var driver = CaptureDriver(captureFilter: input.filter, maxPackets: input.count)
-        driver.shouldStop = {
+        run.driver.shouldStop = {
             if upkeep.heartbeat != nil { upkeep.tick(pipeline: pipeline, source: nil, live: false, now: Heartbeat.monotonicSeconds()) }
             return Signals.stop
         }
@@ -199,17 +199,11 @@ struct Frontend {
             upkeep.packets = packetWriter
             upkeep.rotating = rotating
         } else {
-            driver.packetWriter = packetWriter
+            run.driver.packetWriter = packetWriter
         }
         // An early return still puts the packets written so far in place.
         defer { _ = packetWriter?.close() }
-        var outcomes: [InputOutcome] = []
-        for (i, set) in sets.enumerated() {
-            // Separate captures are never one stream: what is open at the end of one ends there.
-            if i > 0 { pipeline.breakContinuity(marking: nil) }
-            outcomes += driver.run(set, through: pipeline)
-            if outcomes.last?.stopsRun == true || Signals.stop { break }
-        }
+        let outcomes = run.run(sets)
         var code = ExitStatus.ok
         var comments: [String] = []
         for outcome in outcomes {
@@ -228,8 +222,7 @@ struct Frontend {
         // Not one input could be read: the error lines say why, and no empty table or HAR is
         // written (an empty capture, by contrast, gives a valid empty output).
         if !outcomes.contains(where: \.analysed) && live == nil && code != .ok && !sets.isEmpty { return code.rawValue }
-        pipeline.finish()
-        exportThread?.finish()
+        run.finish()
         if let writer = packetWriter {
             if !writer.close() {
                 if writer.lost > 0 { Diagnostics.error("-w: \(writer.lost) packets could not be written") }

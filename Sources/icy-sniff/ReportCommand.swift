@@ -23,14 +23,6 @@ enum CommandOutput {
     }
 }
 
-/// Hands every transaction and connection to two sinks: a capture's report and the combined one.
-private final class BothSinks: TransactionSink {
-    let first: TransactionSink, second: TransactionSink
-    init(_ first: TransactionSink, _ second: TransactionSink) { self.first = first; self.second = second }
-    func consume(_ transaction: Transaction) { first.consume(transaction); second.consume(transaction) }
-    func connectionFinished(_ connection: Connection) { first.connectionFinished(connection); second.connectionFinished(connection) }
-}
-
 struct ReportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "report",
@@ -71,10 +63,9 @@ struct ReportCommand: ParsableCommand {
         for problem in expanded.problems { Diagnostics.error(problem); code = 2 }
         for warning in expanded.warnings { Diagnostics.warning(warning) }
         var reports: [Report] = []
-        var options = PipelineOptions()
-        options.keyLog = try Diagnostics.loadKeyLog(keylog)
-        var driver = CaptureDriver(captureFilter: filter)
-        driver.shouldStop = { Signals.stop }
+        var runOptions = AnalysisRun.Options()
+        runOptions.pipeline.keyLog = try Diagnostics.loadKeyLog(keylog)
+        runOptions.captureFilter = filter
         // One report per capture set (the pieces of a rotated capture are one stream), and one
         // of them all, fed the same judged transactions.
         var exportOptions = ExportOptions()
@@ -83,8 +74,9 @@ struct ReportCommand: ParsableCommand {
         var analysed = 0
         for set in expanded.sets {
             let collector = ReportCollector(options: exportOptions)
-            let pipeline = Pipeline(sink: CacheJudgingSink(next: BothSinks(collector, combined)), options: options)
-            let outcomes = driver.run(set, through: pipeline)
+            let run = AnalysisRun(sink: CacheJudgingSink(next: TeeSink(collector, combined)), options: runOptions)
+            run.driver.shouldStop = { Signals.stop }
+            let outcomes = run.run([set])
             for outcome in outcomes {
                 if let note = outcome.continuity { Diagnostics.warning(note) }
                 Diagnostics.show(outcome.diagnostic(signalled: Signals.stop))
@@ -92,7 +84,7 @@ struct ReportCommand: ParsableCommand {
                 if outcome.stopsRun { throw ExitCode(code) }
             }
             guard outcomes.contains(where: \.analysed) else { continue }
-            pipeline.finish()
+            run.finish()
             analysed += 1
             reports.append(collector.report(capture: set.pieces.count == 1 ? set.pieces[0].path : set.name))
         }
