@@ -45,7 +45,13 @@ public final class FeedStore: FeedConsumer, @unchecked Sendable {
     /// The latest record of each connection.
     private var connectionRecords: [UInt64: Int] = [:]
     private let fd: Int32
+    /// Bytes appended: those before `flushed` are in the file, the rest in `pending` (written in
+    /// runs of 256 KiB, not a system call per record: a file run appends tens of thousands a
+    /// second; a record is readable from `pending` the moment it is appended).
     private var size = 0
+    private var flushed = 0
+    private var pending: [UInt8] = []
+    private static let flushBytes = 256 << 10
     /// Records that could not be written (the disk is full): counted, said once.
     public private(set) var lost = 0
     public var onWriteError: (@Sendable (String) -> Void)? = nil
@@ -78,25 +84,25 @@ public final class FeedStore: FeedConsumer, @unchecked Sendable {
     // MARK: Appending (the analysis's thread)
 
     public func append(_ item: FeedItem) {
-        var buffer: [UInt8] = []
-        buffer.reserveCapacity(item.row.count + item.entry.count + (item.requestBody?.count ?? 0) + (item.responseBody?.count ?? 0))
-        func add(_ bytes: [UInt8]?) -> (Int, Int) {
-            guard let bytes else { return (0, -1) }
-            let at = buffer.count
-            buffer += bytes
-            return (at, bytes.count)
-        }
-        let row = add(item.row), entry = add(item.kind == .transaction ? item.entry : nil)
-        let request = add(item.requestBody), response = add(item.responseBody)
+        let bytes = item.row.count + item.entry.count + (item.requestBody?.count ?? 0) + (item.responseBody?.count ?? 0)
         var wake: [Subscription] = []
         lock.withLock {
-            let base = size
-            guard writeAll(buffer, at: base) else {
+            if !pending.isEmpty && pending.count + bytes > Self.flushBytes && !flushPending() {
                 lost += 1
                 return
             }
-            size += buffer.count
-            func span(_ s: (Int, Int)) -> Span { s.1 < 0 ? .none : Span(offset: base + s.0, length: s.1) }
+            // Copied once, into the buffer the file is written from (byte i of `pending` is byte
+            // `flushed + i` of the file).
+            func add(_ part: UnsafeBufferPointer<UInt8>?) -> (Int, Int) {
+                guard let part else { return (0, -1) }
+                let at = pending.count
+                pending.append(contentsOf: part)
+                return (flushed + at, part.count)
+            }
+            let row = add(item.row), entry = add(item.kind == .transaction ? item.entry : nil)
+            let request = add(item.requestBody), response = add(item.responseBody)
+            size = flushed + pending.count
+            func span(_ s: (Int, Int)) -> Span { s.1 < 0 ? .none : Span(offset: s.0, length: s.1) }
             var page: Int32 = -1
             if let id = item.page {
                 if let n = pageNumbers[id] { page = n } else {
@@ -120,6 +126,17 @@ public final class FeedStore: FeedConsumer, @unchecked Sendable {
             }
         }
         for s in wake { s.wake() }
+    }
+
+    /// Writes `pending` to the file (under the lock). False when the disk refused it: those
+    /// records are then read back empty, and counted lost.
+    private func flushPending() -> Bool {
+        guard !pending.isEmpty else { return true }
+        let ok = writeAll(pending, at: flushed)
+        if !ok { lost += 1 }
+        flushed = size
+        pending.removeAll(keepingCapacity: true)
+        return ok
     }
 
     private func writeAll(_ bytes: [UInt8], at offset: Int) -> Bool {
@@ -177,6 +194,13 @@ public final class FeedStore: FeedConsumer, @unchecked Sendable {
 
     func read(_ span: Span) -> [UInt8] {
         guard span.length > 0 else { return [] }
+        // Not yet in the file: from the buffer (a record is never split between the two).
+        let buffered: [UInt8]? = lock.withLock {
+            guard span.offset >= flushed else { return nil }
+            let from = span.offset - flushed
+            return Array(pending[from..<from + span.length])
+        }
+        if let buffered { return buffered }
         var bytes = [UInt8](repeating: 0, count: span.length)
         var done = 0
         while done < span.length {

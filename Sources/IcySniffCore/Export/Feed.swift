@@ -11,15 +11,17 @@
 ///
 /// The sink never waits for the consumer: `append` must return at once (the web view's store
 /// writes to a file and tells its browsers; a slow browser skips, it does not slow the run).
-public struct FeedItem: Sendable {
+public struct FeedItem {
     public enum Kind: String, Sendable {
         case transaction, page, connection
     }
     public var kind: Kind
-    /// A transaction's NDJSON row; a page's or a connection's HAR object.
-    public var row: [UInt8]
+    /// A transaction's NDJSON row; a page's or a connection's HAR object. The bytes of an item
+    /// are lent for the call to `append` only (the sink's own buffers): a consumer copies what it
+    /// keeps, once, where it keeps it.
+    public var row: UnsafeBufferPointer<UInt8>
     /// A transaction's HAR entry (empty for the other kinds).
-    public var entry: [UInt8] = []
+    public var entry = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
     /// A transaction's start (HAR's order), a page's start, a connection's start.
     public var start: Timestamp
     /// The page a transaction belongs to (`page_3`), or a page's own id.
@@ -30,8 +32,8 @@ public struct FeedItem: Sendable {
     /// same connection replaces it.
     public var open = false
     /// With `includeBodies`: the decoded bodies, as kept (up to the body limit).
-    public var requestBody: [UInt8]? = nil
-    public var responseBody: [UInt8]? = nil
+    public var requestBody: UnsafeBufferPointer<UInt8>? = nil
+    public var responseBody: UnsafeBufferPointer<UInt8>? = nil
 }
 
 /// Where a `FeedSink` puts its items. Called on the thread that feeds the sink (the export
@@ -45,7 +47,8 @@ public final class FeedSink: TransactionSink {
     private let options: ExportOptions
     private var pages = PageGrouper()
     private var pagesSent = 0
-    private let json = JSONWriter(indent: 0, capacity: 1 << 14)
+    private let json = JSONWriter(indent: 0, capacity: 1 << 12)
+    private let entryJSON = JSONWriter(indent: 0, capacity: 1 << 14)
 
     public init(options: ExportOptions, consumer: FeedConsumer) {
         var compact = options
@@ -61,22 +64,29 @@ public final class FeedSink: TransactionSink {
             let page = pages.pages[pagesSent]
             json.reset()
             HARWriter.writePage(page, to: json, options: options)
-            consumer.append(FeedItem(kind: .page, row: json.array, start: page.started, page: page.id))
+            consumer.append(FeedItem(kind: .page, row: json.buffer, start: page.started, page: page.id))
             pagesSent += 1
         }
         let pageID = pages.pages[index].id
         json.reset()
         NDJSONEncoder.write(t, to: json, options: options)
-        let row = json.array
-        json.reset()
-        EntryEncoder.writeEntry(t, pageref: pageID, to: json, options: options)
-        var item = FeedItem(kind: .transaction, row: row, entry: json.array, start: t.startTime, page: pageID,
+        entryJSON.reset()
+        EntryEncoder.writeEntry(t, pageref: pageID, to: entryJSON, options: options)
+        var item = FeedItem(kind: .transaction, row: json.buffer, entry: entryJSON.buffer, start: t.startTime, page: pageID,
                             connection: t.connection.id)
-        if options.includeBodies {
-            item.requestBody = t.request?.body
-            item.responseBody = t.response?.body
+        guard options.includeBodies else { return consumer.append(item) }
+        Self.lend(t.request?.body) { request in
+            Self.lend(t.response?.body) { response in
+                item.requestBody = request
+                item.responseBody = response
+                consumer.append(item)
+            }
         }
-        consumer.append(item)
+    }
+
+    private static func lend(_ bytes: [UInt8]?, _ body: (UnsafeBufferPointer<UInt8>?) -> Void) {
+        guard let bytes else { return body(nil) }
+        bytes.withUnsafeBufferPointer { body($0) }
     }
 
     public func connectionSecured(_ connection: Connection) { send(connection, open: true) }
@@ -90,7 +100,7 @@ public final class FeedSink: TransactionSink {
     private func send(_ connection: Connection, open: Bool) {
         json.reset()
         ConnectionSummary(connection).write(to: json)
-        consumer.append(FeedItem(kind: .connection, row: json.array, start: connection.began,
+        consumer.append(FeedItem(kind: .connection, row: json.buffer, start: connection.began,
                                  connection: connection.id, open: open))
     }
 }
