@@ -15,6 +15,10 @@ const state = {
   connectionsWithTransactions: new Set(), // a decrypted connection shows as its transactions
   pages: new Map(),    // page id -> {id, title, started, client}
   shown: [],           // the rows the filter lets through, in the list's order
+  fresh: [],           // rows come since the filter last ran: added to shown as they match
+  refilter: true,      // the filter, the sort or a shown row changed: run it over every row
+  transactions: 0,     // transactions received, and those shown
+  shownTransactions: 0,
   selected: null,
   after: 0,            // the last seq received
   running: true,
@@ -146,19 +150,27 @@ function ingest(records) {
     } else if (rec.kind === "transaction") {
       const row = rowFromRecord(rec);
       state.rows.push(row);
+      state.fresh.push(row);
+      state.transactions++;
       state.bySeq.set(row.seq, row);
+      // Its connection's own row gives way to its transactions.
+      if (!state.connectionsWithTransactions.has(row.conn) && state.connections.has(row.conn)) state.refilter = true;
       state.connectionsWithTransactions.add(row.conn);
       changedFilters = noteChoice(row) || changedFilters;
     } else if (rec.kind === "connection") {
       const row = connectionRow(rec);
       const old = state.connections.get(row.id);
       if (old) {
-        // The same connection, later (opened -> finished): the row is updated where it is.
+        // The same connection, later (opened -> finished): the row is updated where it is; the
+        // filter runs again only if that shows or hides it.
+        const f = readFilters(), before = matches(old, f);
         Object.assign(old, row, { seq: old.seq });
         state.bySeq.set(rec.seq, old);
+        if (matches(old, f) !== before) state.refilter = true;
       } else {
         state.connections.set(row.id, row);
         state.rows.push(row);
+        state.fresh.push(row);
         state.bySeq.set(row.seq, row);
         if (row.encrypted) changedFilters = noteChoice(row) || changedFilters;
       }
@@ -224,6 +236,7 @@ function filtersToHash() {
 }
 
 function filtersFromHash() {
+  state.refilter = true;
   const p = new URLSearchParams(location.hash.slice(1));
   for (const k of filterFields) {
     const v = p.get(k) || "";
@@ -267,10 +280,12 @@ function askSearch() {
   if (q === searchAsked) return;
   searchAsked = q;
   state.searchSeqs = null;
+  state.refilter = true;
   if (!q) return;
   if (state.offline) {
     // A HAR opened in the page: its entries are here to search.
     const needle = q.toLowerCase();
+    state.refilter = true;
     state.searchSeqs = new Set(state.offline.entries.map((e, i) => JSON.stringify(e).toLowerCase().includes(needle) ? i + 1 : 0).filter(Boolean));
     scheduleRender();
     return;
@@ -278,11 +293,13 @@ function askSearch() {
   fetch(api("/api/search?q=" + encodeURIComponent(q))).then(r => r.json()).then(j => {
     if ($("f-q").value.trim() !== q) return;
     state.searchSeqs = new Set(j.seqs);
+    state.refilter = true;
     scheduleRender();
   }).catch(() => {});
 }
 
 function onFilterChange() {
+  state.refilter = true;
   filtersToHash();
   clearTimeout(searchTimer);
   searchTimer = setTimeout(askSearch, 250);
@@ -300,8 +317,20 @@ function scheduleRender() {
 
 function applyFilter() {
   const f = readFilters();
-  let shown = state.rows.filter(r => matches(r, f));
   const { key, dir } = state.sort;
+  // Live, most frames only add rows: those that match go to the end (in arrival order, unsorted).
+  if (!state.refilter && !key) {
+    for (const r of state.fresh) if (matches(r, f)) {
+      state.shown.push(r);
+      if (r.kind === "t") state.shownTransactions++;
+    }
+    state.fresh = [];
+    return;
+  }
+  state.refilter = false;
+  state.fresh = [];
+  let shown = state.rows.filter(r => matches(r, f));
+  state.shownTransactions = shown.reduce((n, r) => n + (r.kind === "t" ? 1 : 0), 0);
   if (key) {
     const get = key === "flags" ? (r => r.flags.join(",")) : (r => r[key]);
     shown = shown.slice().sort((a, b) => {
@@ -316,9 +345,9 @@ function render() {
   const list = $("list");
   const wasAtBottom = list.scrollTop + list.clientHeight >= list.scrollHeight - ROW_HEIGHT * 2;
   applyFilter();
-  const transactions = state.shown.filter(r => r.kind === "t").length;
+  const transactions = state.shownTransactions;
   const conns = state.shown.length - transactions;
-  $("count").textContent = `${transactions} of ${state.rows.filter(r => r.kind === "t").length} transactions` + (conns ? `, ${conns} encrypted connections` : "");
+  $("count").textContent = `${transactions} of ${state.transactions} transactions` + (conns ? `, ${conns} encrypted connections` : "");
   $("list-spacer").style.height = (state.shown.length * ROW_HEIGHT) + "px";
   // Live, the list follows new rows while it is scrolled to its end (as DevTools does).
   if (state.live && state.running && wasAtBottom && !state.sort.key) list.scrollTop = list.scrollHeight;
@@ -701,7 +730,7 @@ function openHAR(file) {
     if (!har || !har.log || !Array.isArray(har.log.entries)) { showNotice(`${file.name} is not a HAR (no log.entries)`); return; }
     if (events) events.close();
     state.offline = { name: file.name, entries: har.log.entries, har };
-    state.rows = []; state.bySeq.clear(); state.connections.clear(); state.pages.clear(); state.selected = null;
+    state.rows = []; state.fresh = []; state.refilter = true; state.transactions = har.log.entries.length; state.bySeq.clear(); state.connections.clear(); state.pages.clear(); state.selected = null;
     for (const k of Object.keys(choices)) choices[k].clear();
     for (const p of har.log.pages || []) state.pages.set(p.id, { id: p.id, title: p.title, started: Date.parse(p.startedDateTime), client: p._client || "" });
     har.log.entries.forEach((e, i) => {
@@ -780,6 +809,7 @@ async function start() {
     state.running = page.running;
     if (page.records.length === 0 || state.after >= page.total) break;
   }
+  state.loaded = true;
   render();
   events = new EventSource(api(`/api/events?after=${state.after}`));
   events.addEventListener("records", ev => ingest(JSON.parse(ev.data)));
@@ -816,6 +846,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("f-encrypted").addEventListener("change", onFilterChange);
   $("filters").addEventListener("submit", ev => ev.preventDefault());
   $("f-clear").addEventListener("click", () => {
+    state.refilter = true;
     for (const k of filterFields) $("f-" + k).value = "";
     $("f-encrypted").checked = true;
     onFilterChange();
@@ -841,6 +872,7 @@ document.addEventListener("DOMContentLoaded", () => {
       } else state.sort = { key, dir: 1 };
       for (const o of document.querySelectorAll("#list-head [data-sort]")) o.className = o.className.replace(/ sorted-(asc|desc)/, "");
       if (state.sort.key) h.className += state.sort.dir === 1 ? " sorted-asc" : " sorted-desc";
+      state.refilter = true;
       scheduleRender();
     });
   }
