@@ -460,9 +460,10 @@ function showEntry(body, row, e) {
     ["Connection", e.connection], ["Started", e.startedDateTime], ["Duration", fmtMs(e.time)], ["Page", pageTitle(row.page)],
   ])));
   const flags = e._flags || row.flags;
-  if (flags.length) body.append(...section("Anomalies", kvTable(flags.map(f => [f, "docs/ANOMALIES.md"]))));
+  if (flags.length) body.append(...section("Anomalies", el("p", { text: flags.join(", "), title: "icy-sniff --list-anomalies (docs/ANOMALIES.md) says what each means" })));
   body.append(...section("Timing", timingTable(e.timings || {})));
   body.append(...section("Cache", ...cacheExplanation(e._cache, row)));
+  if (e._webSocket || e._webSocketMessages) body.append(...section("WebSocket", ...webSocketView(e)));
   body.append(...section("Request headers", kvTable((req.headers || []).map(h => [h.name, h.value]))));
   body.append(...section("Response headers", kvTable((resp.headers || []).map(h => [h.name, h.value]))));
   if (state.bodies || state.offline) {
@@ -479,6 +480,26 @@ function showEntry(body, row, e) {
       else holder.append(el("p", { class: "muted", text: "Still open: its figures come when it ends." + (row.tls ? ` ${row.tls}, SNI ${row.sni || "none"}.` : "") }));
     }).catch(() => {});
   }
+}
+
+/** A WebSocket's totals and its messages (HAR's _webSocketMessages, as Chrome writes them). */
+function webSocketView(e) {
+  const ws = e._webSocket || {}, sent = ws.sent || {}, received = ws.received || {}, close = ws.close;
+  const out = [kvTable([
+    ["Extensions", ws.extensions || "none"],
+    ["Sent", `${sent.messages || 0} messages, ${fmtBytes(sent.bytes || 0)} (${fmtBytes(sent.wireBytes || 0)} on the wire)`],
+    ["Received", `${received.messages || 0} messages, ${fmtBytes(received.bytes || 0)} (${fmtBytes(received.wireBytes || 0)} on the wire)`],
+    ["Closed", close ? `by the ${close.by}, ${close.code ?? ""} ${close.reason || ""}` : "not seen"],
+  ])];
+  const messages = e._webSocketMessages || [];
+  if (messages.length === 0) return out;
+  const t0 = messages[0].time;
+  const opcodes = { 0: "cont", 1: "text", 2: "binary", 8: "close", 9: "ping", 10: "pong" };
+  out.push(el("table", { class: "kv" }, el("tbody", null, ...messages.slice(0, 2000).map(m => el("tr", null,
+    el("td", { text: `${m.type === "send" ? "↑" : "↓"} +${fmtMs((m.time - t0) * 1000) || "0 ms"} ${opcodes[m.opcode] || m.opcode} ${fmtBytes(m._size ?? (m.data || "").length)}` }),
+    el("td", { text: m.data ? (m.data.length > 300 ? m.data.slice(0, 300) + "…" : m.data) : (state.bodies ? "" : "(data with --bodies)") }))))));
+  if (messages.length > 2000) out.push(el("p", { class: "muted", text: `${messages.length - 2000} more messages in the HAR export` }));
+  return out;
 }
 
 function pageTitle(id) {
