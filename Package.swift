@@ -72,5 +72,6 @@ let package = Package(
         ),
         .testTarget(name: "IcySniffCoreTests", dependencies: ["IcySniffCore", "CZlib", "CNghttp2"]),
         .testTarget(name: "IcySniffCLITests", dependencies: ["icy-sniff"]),
+        .testTarget(name: "IcySniffServeTests", dependencies: ["IcySniffServe", "IcySniffCore"]),
     ]
 )

@@ -34,6 +34,20 @@ public struct FeedItem {
     /// With `includeBodies`: the decoded bodies, as kept (up to the body limit).
     public var requestBody: UnsafeBufferPointer<UInt8>? = nil
     public var responseBody: UnsafeBufferPointer<UInt8>? = nil
+
+    public init(kind: Kind, row: UnsafeBufferPointer<UInt8>, entry: UnsafeBufferPointer<UInt8> = UnsafeBufferPointer(start: nil, count: 0),
+                start: Timestamp, page: String? = nil, connection: UInt64 = 0, open: Bool = false,
+                requestBody: UnsafeBufferPointer<UInt8>? = nil, responseBody: UnsafeBufferPointer<UInt8>? = nil) {
+        self.kind = kind
+        self.row = row
+        self.entry = entry
+        self.start = start
+        self.page = page
+        self.connection = connection
+        self.open = open
+        self.requestBody = requestBody
+        self.responseBody = responseBody
+    }
 }
 
 /// Where a `FeedSink` puts its items. Called on the thread that feeds the sink (the export
