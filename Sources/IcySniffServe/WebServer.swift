@@ -74,9 +74,23 @@ public final class WebServer: @unchecked Sendable {
             .childChannelOption(.maxMessagesPerRead, value: 4)
             // A slow browser's stream is written no further than this before it skips.
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 << 10, high: 1 << 20))
-        let channel = try bootstrap.bind(host: configuration.host, port: configuration.port).wait()
+        let channel: Channel
+        do {
+            channel = try bootstrap.bind(host: configuration.host, port: configuration.port).wait()
+        } catch let error as IOError {
+            throw ListenError(reason: String(cString: strerror(error.errnoCode))
+                              + (error.errnoCode == EADDRINUSE ? " (another program has this port: choose another, or 0 for any free one)" : ""))
+        } catch {
+            throw ListenError(reason: "\(error)")
+        }
         self.channel = channel
         return channel.localAddress?.port ?? configuration.port
+    }
+
+    /// Why the server could not listen, in words (`strerror`'s, for a system call).
+    public struct ListenError: Error, CustomStringConvertible {
+        public var reason: String
+        public var description: String { reason }
     }
 
     public func stop() {

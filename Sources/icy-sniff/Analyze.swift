@@ -45,7 +45,7 @@ struct Analyze: ParsableCommand {
               no permission to capture
           3   the output could not be written (with -G/-C: a file that could not be
               written is said when it happens, the capture goes on, and the exit
-              code is 3 at the end)
+              code is 3 at the end), or --serve could not listen on its port
           64  the command line is wrong
           130 reading files was stopped by SIGINT/SIGTERM: what was read is written
               and says so (a live capture stopped that way exits 0). In a batch,

@@ -1,5 +1,8 @@
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The web view (`--serve`, issue 33) in a real browser: Debian's Chromium driven by Playwright
 /// (scripts/webview-check, which says what it does). A file's transactions, filters, search,
@@ -11,6 +14,34 @@ import Testing
         Unchecked.note(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium")
             && (try? CLI.run(["python3", "-c", "import playwright.sync_api, scapy"], executable: "/usr/bin/env").status) == 0,
                        "the web view in Chromium (chromium, python playwright, scapy)")
+    }
+
+    /// What a user can get wrong: one line each, with the documented exit code.
+    @Test func aBadAddressOrABusyPortIsOneLine() throws {
+        let sample = CLI.packageRoot.appendingPathComponent("captures/wikipedia.pcap").path
+        for bad in ["abc", "70000", "[::1]8080"] {
+            let r = try CLI.run(["-r", sample, "--serve", bad])
+            #expect(r.status == 64 && r.stderr.contains("--serve takes PORT or ADDR:PORT"), "\(bad): \(r.stderr)")
+        }
+        let r = try CLI.run(["-r", sample, "--serve", "8080", "--out-dir", CLI.temporaryDirectory().path])
+        #expect(r.status == 64 && r.stderr.contains("--serve shows one run"), "\(r.stderr)")
+        // A port another program listens on.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try withUnsafeMutablePointer(to: &address) { pointer in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+                try #require(bind(fd, sa, length) == 0 && listen(fd, 1) == 0 && getsockname(fd, sa, &length) == 0)
+            }
+        }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let busy = try CLI.run(["-r", sample, "--serve", "\(port)"])
+        #expect(busy.status == 3, "\(busy.stderr)")
+        let lines = busy.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains("cannot listen on 127.0.0.1:\(port): Address already in use"), "\(busy.stderr)")
     }
 
     @Test(.enabled(if: WebViewTests.hasBrowser || ProcessInfo.processInfo.environment["CI"] != nil,
