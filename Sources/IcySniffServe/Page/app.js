@@ -363,25 +363,32 @@ function render() {
   updateStatus();
 }
 
+// Row elements are reused: a row scrolled out lends its element to one scrolled in, which only
+// gets new text (no element is made or removed while scrolling).
 let drawn = new Map(); // seq -> element
+const spare = [];
 function drawRows() {
   const list = $("list");
   const first = Math.max(0, Math.floor(list.scrollTop / ROW_HEIGHT) - 10);
   const last = Math.min(state.shown.length, Math.ceil((list.scrollTop + list.clientHeight) / ROW_HEIGHT) + 10);
+  const visible = new Set();
+  for (let i = first; i < last; i++) visible.add(state.shown[i]);
+  for (const [seq, e] of drawn) if (!visible.has(e._row)) { spare.push(e); e.hidden = true; drawn.delete(seq); }
   const keep = new Map();
   for (let i = first; i < last; i++) {
     const row = state.shown[i];
     let e = drawn.get(row.seq);
-    if (!e || e._row !== row || e._version !== rowVersion(row)) {
-      if (e) e.remove();
-      e = rowElement(row);
+    if (!e || e._row !== row) {
+      if (e) { spare.push(e); e.hidden = true; }
+      e = spare.pop() || newRowElement(list);
+      e._row = null;
     }
+    if (e._row !== row || e._version !== rowVersion(row)) fillRow(e, row);
+    e.hidden = false;
     e.style.top = (i * ROW_HEIGHT) + "px";
     e.classList.toggle("selected", state.selected === row);
     keep.set(row.seq, e);
-    if (e.parentNode !== list) list.append(e);
   }
-  for (const [seq, e] of drawn) if (!keep.has(seq)) e.remove();
   drawn = keep;
 }
 
@@ -390,37 +397,39 @@ function rowVersion(row) { return (row.open ? 1 : 0) + ":" + row.time + ":" + ro
 
 function statusClass(s) { return s === 0 ? "s-0" : "s-" + Math.floor(s / 100); }
 
-function rowElement(row) {
-  const cells = row.kind === "t" ? [
-    el("span", { class: "c-time", text: fmtClock(row.ts) }),
-    el("span", { class: "c-client", text: row.client, title: row.client + ":" + row.clientPort }),
-    el("span", { class: "c-method", text: row.method }),
-    el("span", { class: "c-url", text: row.url, title: row.url }),
-    el("span", { class: "c-status " + statusClass(row.status), text: row.status || "—", title: row.reason }),
-    el("span", { class: "c-proto", text: row.protocol }),
-    el("span", { class: "c-type", text: row.type, title: row.mime }),
-    el("span", { class: "c-size num", text: fmtBytes(row.size) }),
-    el("span", { class: "c-dur num", text: fmtMs(row.time) }),
-    el("span", { class: "c-cache" + (row.avoidable ? " avoidable" : ""), text: row.avoidable ? "AVOIDABLE" : row.cache }),
-    el("span", { class: "c-flags", text: row.flags.join(" "), title: row.flags.join("\n") }),
+const COLUMNS = ["c-time", "c-client", "c-method", "c-url", "c-status", "c-proto", "c-type", "c-size num", "c-dur num", "c-cache", "c-flags"];
+
+function newRowElement(list) {
+  const e = el("div", { class: "row" }, ...COLUMNS.map(c => el("span", { class: c })));
+  list.append(e);
+  return e;
+}
+
+/** Puts a row's text into an element (as text: the strings are the capture's). */
+function fillRow(e, row) {
+  const values = row.kind === "t" ? [
+    [fmtClock(row.ts)], [row.client, row.client + ":" + row.clientPort], [row.method], [row.url, row.url],
+    [String(row.status || "—"), row.reason, statusClass(row.status)], [row.protocol], [row.type, row.mime],
+    [fmtBytes(row.size)], [fmtMs(row.time)], [row.avoidable ? "AVOIDABLE" : row.cache, "", row.avoidable ? "avoidable" : ""],
+    [row.flags.join(" "), row.flags.join("\n")],
   ] : [
-    el("span", { class: "c-time", text: fmtClock(row.ts) }),
-    el("span", { class: "c-client", text: row.client }),
-    el("span", { class: "c-method", text: row.transport === "quic" ? "QUIC" : "TLS" }),
-    el("span", { class: "c-url", text: `${row.sni || row.server} — encrypted (${row.version}${row.alpn ? ", " + row.alpn : ""}) ${row.server}${row.open ? " — open" : ""}`, title: "No keys for this connection: --keylog FILE decrypts it" }),
-    el("span", { class: "c-status", text: "" }),
-    el("span", { class: "c-proto", text: row.protocol }),
-    el("span", { class: "c-type", text: "" }),
-    el("span", { class: "c-size num", text: fmtBytes(row.bytes) }),
-    el("span", { class: "c-dur num", text: fmtMs(row.time) }),
-    el("span", { class: "c-cache", text: "" }),
-    el("span", { class: "c-flags", text: row.flags.join(" ") }),
+    [fmtClock(row.ts)], [row.client], [row.transport === "quic" ? "QUIC" : "TLS"],
+    [`${row.sni || row.server} — encrypted (${row.version}${row.alpn ? ", " + row.alpn : ""}) ${row.server}${row.open ? " — open" : ""}`,
+     "No keys for this connection: --keylog FILE decrypts it"],
+    [""], [row.protocol], [""], [fmtBytes(row.bytes)], [fmtMs(row.time)], [""], [row.flags.join(" ")],
   ];
-  const e = el("div", { class: "row" + (row.kind === "c" ? " conn" : ""), "data-seq": row.seq }, ...cells);
+  e.className = "row" + (row.kind === "c" ? " conn" : "");
+  e.dataset.seq = row.seq;
+  const cells = e.children;
+  for (let i = 0; i < COLUMNS.length; i++) {
+    const [text, title, extra] = values[i];
+    const cell = cells[i];
+    cell.className = COLUMNS[i] + (extra ? " " + extra : "");
+    cell.textContent = text;
+    if (title) cell.title = title; else cell.removeAttribute("title");
+  }
   e._row = row;
   e._version = rowVersion(row);
-  e.addEventListener("click", () => select(row));
-  return e;
 }
 
 // ---- The detail pane -------------------------------------------------------------------------
@@ -751,6 +760,8 @@ function openHAR(file) {
     if (!har || !har.log || !Array.isArray(har.log.entries)) { showNotice(`${file.name} is not a HAR (no log.entries)`); return; }
     if (events) events.close();
     state.offline = { name: file.name, entries: har.log.entries, har };
+    for (const e of drawn.values()) { e.hidden = true; spare.push(e); }
+    drawn = new Map();
     state.rows = []; state.fresh = []; state.refilter = true; state.transactions = har.log.entries.length; state.bySeq.clear(); state.connections.clear(); state.pages.clear(); state.selected = null;
     for (const k of Object.keys(choices)) choices[k].clear();
     for (const p of har.log.pages || []) state.pages.set(p.id, { id: p.id, title: p.title, started: Date.parse(p.startedDateTime), client: p._client || "" });
@@ -873,6 +884,10 @@ document.addEventListener("DOMContentLoaded", () => {
     onFilterChange();
   });
   $("list").addEventListener("scroll", () => drawRows(), { passive: true });
+  $("list").addEventListener("click", ev => {
+    const e = ev.target.closest(".row");
+    if (e && e._row) select(e._row);
+  });
   $("list").addEventListener("keydown", ev => {
     if (ev.key !== "ArrowDown" && ev.key !== "ArrowUp") return;
     ev.preventDefault();
