@@ -74,6 +74,39 @@ struct ConformanceTests {
         #expect(py.text.hasPrefix("entries "))
     }
 
+    /// The web view's HAR export (what its Export HAR button downloads) is valid HAR 1.2: every
+    /// capture of captures/ read by one --serve run, with the key logs and --bodies (HTTP/1.x,
+    /// h2, h3, WebSocket, tunnels, redirects), exported whole.
+    @Test func theWebViewsHARExportIsValid() throws {
+        let dir = CLI.temporaryDirectory()
+        let captures = CLI.packageRoot.appendingPathComponent("captures").path
+        let keys = try FileManager.default.contentsOfDirectory(atPath: captures).filter { $0.hasSuffix(".keys") }.sorted()
+        let serve = Process()
+        serve.executableURL = URL(fileURLWithPath: CLI.binary)
+        serve.arguments = ["-r", captures, "--bodies", "--serve", "127.0.0.1:0"] + keys.flatMap { ["--keylog", "\(captures)/\($0)"] }
+        let stderr = Pipe()
+        serve.standardError = stderr
+        serve.standardOutput = FileHandle.nullDevice
+        try serve.run()
+        // The test runner blocks SIGINT in its children: the server is killed.
+        defer { kill(serve.processIdentifier, SIGKILL); serve.waitUntilExit() }
+        var said = ""
+        while !said.contains("read to the end") {
+            let data = stderr.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            said += String(decoding: data, as: UTF8.self)
+        }
+        let address = try #require(said.split(separator: "\n").first { $0.contains("the web view is at ") }?
+            .split(separator: " ").last, "\(said)")
+        let har = dir.appendingPathComponent("export.har").path
+        let get = try CLI.run(["curl", "-sf", "-o", har, "\(address)api/export.har"], executable: "/usr/bin/env")
+        #expect(get.status == 0, "\(get.stderr)")
+        let entries = try #require(((try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: har))) as? [String: Any])?["log"] as? [String: Any])?["entries"] as? [Any])
+        #expect(entries.count > 50, "every transaction of captures/")
+        let validate = try CLI.run([har], executable: CLI.shared.appendingPathComponent("tools/har-validate").path)
+        #expect(validate.status == 0 && passed(validate.text, label: "har-validate")?.1 == 0, "\(validate.text.suffix(2000))")
+    }
+
     @Test func transactionConformanceAtLeast95Percent() throws {
         let r = try check("conformance")
         let total = r.passed + r.failed
