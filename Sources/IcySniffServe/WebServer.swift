@@ -203,9 +203,12 @@ public final class WebServer: @unchecked Sendable {
                             extra: [("Content-Disposition", "attachment; filename=\"\(parts[3])-\(seq).bin\""),
                                     ("Content-Security-Policy", "sandbox; default-src 'none'")])
         }
-        if parts.first == "api", ["search", "export.har", "export.ndjson"].contains(parts.last ?? "") { return nil }
+        if Self.pooledPaths.contains(r.path) { return nil }
         return .error(.notFound, "no such page: \(r.path)")
     }
+
+    /// The requests answered on the pool (`slowRoute`): they read every record.
+    static let pooledPaths: Set<String> = ["/api/search", "/api/export.har", "/api/export.ndjson"]
 
     /// Searches and exports (on the pool).
     func slowRoute(_ r: Request) -> Response {
@@ -246,30 +249,6 @@ public final class WebServer: @unchecked Sendable {
         w.string(s)
         return w.text
     }
-
-    static func parseQuery(_ text: Substring) -> [String: String] {
-        var out: [String: String] = [:]
-        for pair in text.split(separator: "&") {
-            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            out[percentDecode(kv[0])] = kv.count > 1 ? percentDecode(kv[1]) : ""
-        }
-        return out
-    }
-
-    static func percentDecode(_ s: Substring) -> String {
-        var bytes: [UInt8] = []
-        var it = Array(s.utf8)[...]
-        while let b = it.popFirst() {
-            if b == UInt8(ascii: "+") { bytes.append(0x20); continue }
-            if b == UInt8(ascii: "%"), it.count >= 2, let v = UInt8(String(decoding: it.prefix(2), as: UTF8.self), radix: 16) {
-                bytes.append(v)
-                it = it.dropFirst(2)
-                continue
-            }
-            bytes.append(b)
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
 }
 
 /// One browser connection: requests in, responses out; `/api/events` turns it into a stream.
@@ -305,7 +284,9 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
     private func handle(_ h: HTTPRequestHead, context: ChannelHandlerContext) {
         let uri = h.uri
         let pathEnd = uri.firstIndex(of: "?") ?? uri.endIndex
-        let query = pathEnd < uri.endIndex ? WebServer.parseQuery(uri[uri.index(after: pathEnd)...]) : [:]
+        // The last of a repeated name counts.
+        let query = pathEnd < uri.endIndex
+            ? Dictionary(Query.parseForm(String(uri[uri.index(after: pathEnd)...])), uniquingKeysWith: { _, last in last }) : [:]
         let request = WebServer.Request(method: h.method, path: String(uri[..<pathEnd]), query: query, headers: h.headers, body: body)
         if tooLarge { return respond(.error(.payloadTooLarge, "at most 16 MiB"), head: h, context: context) }
         if let refused = server.refusal(request) { return respond(refused, head: h, context: context) }

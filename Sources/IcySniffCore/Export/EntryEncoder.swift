@@ -500,7 +500,9 @@ enum Cookies {
     }
 }
 
-enum Query {
+/// Query strings and forms (application/x-www-form-urlencoded): HAR's queryString and postData
+/// params, and the web view's own requests.
+public enum Query {
     static func parse(_ target: String) -> [(String, String)] {
         guard let q = target.firstIndex(ofByte: 0x3F) else { return [] }
         var query = target[target.index(after: q)...]
@@ -508,7 +510,8 @@ enum Query {
         return parseForm(String(query))
     }
 
-    static func parseForm(_ text: String) -> [(String, String)] {
+    /// `a=1&b=x+y%21` as its name-value pairs, in order, `+` and percent-escapes decoded.
+    public static func parseForm(_ text: String) -> [(String, String)] {
         text.split(separator: "&").map { part in
             let kv = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = percentDecode(String(kv[0]).replacingPlus())
