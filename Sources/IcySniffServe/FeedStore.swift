@@ -14,6 +14,11 @@ import Glibc
 /// kernel's page cache keeps the recent records at hand. A subscriber (a browser's event stream)
 /// is woken once per burst of appends, not once per record.
 ///
+/// Not `SpillStore` (the HAR writer's spill, the same idea): that one is read and written by one
+/// thread, reads through a shared window, and keeps in memory what the disk refuses; this one is
+/// read by the server's threads while the analysis appends, and counts such records lost, so that
+/// a full disk cannot grow the process.
+///
 /// Thread safety: one lock guards the index and the subscribers; the file is appended only under
 /// it, and a record is in the index only once its bytes are written, so readers `pread` outside
 /// the lock bytes that no longer change.
@@ -269,32 +274,18 @@ public final class FeedStore: FeedConsumer, @unchecked Sendable {
     /// The transactions whose row or HAR entry (URL, headers, …) contains `text`, ignoring ASCII
     /// case: their seqs.
     func search(_ text: String) -> [Int] {
-        let needle = Array(text.lowercased().utf8)
+        let needle = text.utf8.map(lowerASCII)
         guard !needle.isEmpty else { return [] }
         let all = lock.withLock { records }
         var found: [Int] = []
-        for (i, r) in all.enumerated() where r.kind == .transaction {
-            if Self.contains(read(r.row), needle) || Self.contains(read(r.entry), needle) { found.append(i + 1) }
+        needle.withUnsafeBufferPointer { needle in
+            func holds(_ span: Span) -> Bool { read(span).withUnsafeBufferPointer { containsIgnoringCase($0, lowered: needle) } }
+            for (i, r) in all.enumerated() where r.kind == .transaction {
+                if holds(r.row) || holds(r.entry) { found.append(i + 1) }
+            }
         }
         return found
     }
-
-    static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
-        guard needle.count <= haystack.count, let first = needle.first else { return needle.isEmpty }
-        let last = haystack.count - needle.count
-        var i = 0
-        while i <= last {
-            if lower(haystack[i]) == first {
-                var j = 1
-                while j < needle.count && lower(haystack[i + j]) == needle[j] { j += 1 }
-                if j == needle.count { return true }
-            }
-            i += 1
-        }
-        return false
-    }
-
-    @inline(__always) static func lower(_ b: UInt8) -> UInt8 { b >= 65 && b <= 90 ? b + 32 : b }
 
     /// A HAR 1.2 document of the chosen transactions (in HAR's order, by start), their pages and
     /// their connections, as the HAR output writes them.

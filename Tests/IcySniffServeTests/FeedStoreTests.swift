@@ -87,6 +87,9 @@ import Testing
         #expect(store.search("x-cache") == [1, 2])
         #expect(store.search("hit") == [1])
         #expect(store.search("nowhere").isEmpty && store.search("").isEmpty)
+        // Only ASCII letters are folded: a word with others is found as written.
+        Self.append(store, .transaction, row: #"{"url":"http://a.test/Ünïcode"}"#)
+        #expect(store.search("Ünïcode") == [4] && store.search("üNÏCODE").isEmpty)
     }
 
     @Test func aSubscriberIsWokenOncePerBurst() throws {

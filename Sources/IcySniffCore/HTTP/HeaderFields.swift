@@ -198,7 +198,7 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
     }
 }
 
-@inline(__always) func lowerASCII(_ c: UInt8) -> UInt8 { c &- 65 < 26 ? c | 0x20 : c }
+@inline(__always) public func lowerASCII(_ c: UInt8) -> UInt8 { c &- 65 < 26 ? c | 0x20 : c }
 
 /// Optional whitespace (RFC 9110 §5.6.3): space or horizontal tab.
 @inline(__always) func isOWS(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 }
@@ -223,10 +223,14 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
 /// Whether `lower` (lower-case ASCII) occurs in `b`, ignoring ASCII case. A plain scan: the
 /// standard library's substring search costs microseconds a call, once per transaction.
 func containsIgnoringCase(_ b: UnsafeBufferPointer<UInt8>, _ lower: StaticString) -> Bool {
-    let n = lower.utf8CodeUnitCount
+    containsIgnoringCase(b, lowered: UnsafeBufferPointer(start: lower.utf8Start, count: lower.utf8CodeUnitCount))
+}
+
+/// Whether `lower` (its ASCII letters lower-case) occurs in `b`, ignoring ASCII case.
+public func containsIgnoringCase(_ b: UnsafeBufferPointer<UInt8>, lowered l: UnsafeBufferPointer<UInt8>) -> Bool {
+    let n = l.count
     guard n > 0 else { return true }
     guard b.count >= n else { return false }
-    let l = lower.utf8Start
     for start in 0...(b.count - n) where lowerASCII(b[start]) == l[0] {
         var k = 1
         while k < n && lowerASCII(b[start + k]) == l[k] { k += 1 }
