@@ -30,6 +30,7 @@ const state = {
   skipped: 0,
   view: "list",
   wfScale: null,       // px per ms, null: fit
+  wfScaleDrawn: null,  // the scale of the waterfall on screen
 };
 
 // ---- Small helpers ---------------------------------------------------------------------------
@@ -656,6 +657,7 @@ function drawWaterfall() {
   const span = Math.max(1, end - t0);
   const width = Math.max(200, wf.clientWidth - 440); // the labels, and room for the last duration
   const scale = state.wfScale || width / span;
+  state.wfScaleDrawn = scale;
   const track = Math.ceil(span * scale) + 80;
   const axis = el("div", { class: "wf-axis" }, el("div", { class: "wf-label", text: `${rows.length} requests, ${fmtMs(span)}` }));
   const ticks = el("div", { class: "wf-track" });
@@ -706,21 +708,9 @@ function shortURL(url) {
 }
 
 function zoom(factor) {
-  const wf = $("wf");
-  if (!state.wfScale) {
-    // From the fitted scale.
-    state.wfScale = Math.max(200, wf.clientWidth - 440) / Math.max(1, spanOfShown());
-  }
-  state.wfScale *= factor;
+  // From the scale last drawn (the fitted one until the first zoom).
+  state.wfScale = (state.wfScale || state.wfScaleDrawn || 1) * factor;
   drawWaterfall();
-}
-
-function spanOfShown() {
-  const key = $("wf-which").value, byPage = $("wf-group").value === "page";
-  const rows = state.shown.filter(r => r.kind === "t" && (byPage ? r.page === key : r.conn === key));
-  if (!rows.length) return 1;
-  const t0 = Math.min(...rows.map(r => r.ts));
-  return Math.max(...rows.map(r => r.ts + Math.max(0, r.time || 0))) - t0;
 }
 
 // ---- Exports and opening a HAR ---------------------------------------------------------------
