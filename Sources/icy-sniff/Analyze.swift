@@ -5,6 +5,7 @@ import Glibc
 #endif
 
 extension OutputFormat: ExpressibleByArgument {}
+extension PcapSource.FileReader: ExpressibleByArgument {}
 
 /// The names of the system's users (the password database, NSS included), for completing -Z.
 /// Asked of the binary by the shell scripts rather than written into them as a command: a
@@ -188,6 +189,9 @@ struct InputOptions: ParsableArguments {
 
     @Flag(name: .customLong("no-join"), help: "Read every capture on its own: do not join the pieces of a rotated set (tcpdump -C/-G, dumpcap -b, editcap splits) or the files given one by one into one stream.")
     var noJoin = false
+
+    @Option(name: .customLong("file-reader"), help: ArgumentHelp("How pcap files are read: 'mapped' (default) reads them in place from a memory mapping, 'libpcap' through libpcap's own reader. Both give the same output; the second is there to compare with.", valueName: "mapped|libpcap"), completion: .list(PcapSource.FileReader.allCases.map(\.rawValue)))
+    var fileReader: PcapSource.FileReader = .mapped
 
     @Flag(name: .customLong("strict"), help: "Exit with 1 when a capture is damaged (truncated, corrupt); by default that is a warning.")
     var strict = false

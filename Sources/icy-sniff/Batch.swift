@@ -279,6 +279,7 @@ struct BatchRunner {
         var runOptions = AnalysisRun.Options()
         runOptions.pipeline = frontend.pipelineOptions
         runOptions.captureFilter = frontend.input.filter
+        runOptions.fileReader = frontend.input.fileReader
         runOptions.maxPackets = frontend.input.count
         let run = AnalysisRun(sink: head, options: runOptions)
         run.driver.shouldStop = { Signals.stop }

@@ -175,6 +175,7 @@ struct Frontend {
         var runOptions = AnalysisRun.Options()
         runOptions.pipeline = pipelineOptions
         runOptions.captureFilter = input.filter
+        runOptions.fileReader = input.fileReader
         runOptions.maxPackets = input.count
         runOptions.useSecondCore = live == nil && !output.connections
         let run = AnalysisRun(sink: head, options: runOptions)

@@ -146,4 +146,24 @@ struct ConformanceTests {
         #expect(r.passed >= 16)
         #expect(r.failed == 0, "\(r.failures)")
     }
+
+    /// The two file readers (icy-sniff's mapped one and libpcap's, FileReaderTests) agree on every
+    /// pcap file of the corpus: the same HAR (with bodies and, where there is one, the key log),
+    /// the same messages, the same exit status.
+    @Test func bothFileReadersAgreeOnTheCorpus() throws {
+        let captures = Self.allCaptures.filter { $0.hasSuffix(".pcap") }
+        #expect(captures.count > 100)
+        for capture in captures {
+            let keys = String(capture.dropLast(5)) + ".keys"
+            let keyLog = FileManager.default.fileExists(atPath: keys) ? ["--keylog", keys] : []
+            func run(_ reader: String) throws -> CLI.Result {
+                try CLI.run(["-r", capture, "--har", "--bodies", "--compact", "--file-reader", reader] + keyLog)
+            }
+            let mapped = try run("mapped"), libpcap = try run("libpcap")
+            let name = URL(fileURLWithPath: capture).lastPathComponent
+            #expect(mapped.status == libpcap.status, "\(name)")
+            #expect(mapped.stderr == libpcap.stderr, "\(name): \(mapped.stderr) / \(libpcap.stderr)")
+            #expect(mapped.stdout == libpcap.stdout, "\(name): the HARs differ")
+        }
+    }
 }

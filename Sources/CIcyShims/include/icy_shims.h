@@ -23,3 +23,26 @@ const char *icy_decompress_error(void *cookie);
 /// Processors this process may run on: the size of its CPU affinity mask (what `nproc` prints),
 /// or the online processors when the mask cannot be read. At least 1.
 int icy_available_cpus(void);
+
+/// A read-only mapping of a whole regular file that survives the file shrinking under it.
+///
+/// Touching a page of a file mapping past the file's end raises SIGBUS; a capture that another
+/// program truncates while icy-sniff reads it would kill the process. Mappings made here are
+/// registered with a SIGBUS handler (installed once, the previous handler kept for every other
+/// fault): a fault inside a registered mapping replaces that page with a page of zeros and is
+/// counted, and the reader, which checks the count for every record, stops with a message
+/// instead. Up to 1024 mappings at once (batch runs one per file being read).
+///
+/// Maps `length` (> 0) bytes of `fd` from offset 0, PROT_READ and MAP_PRIVATE, and registers
+/// them. Returns the slot (>= 0) and the address in `*base`, or -1 with errno set.
+int icy_map_file(int fd, size_t length, const void **base);
+
+/// Pages of slot's mapping that were touched past the end of the file (each now reads as zeros).
+unsigned long icy_mapping_faults(int slot);
+
+/// Advice for the range of slot's mapping (madvise(2)); the range is rounded to whole pages
+/// inside it. Returns 0, or -1 with errno set.
+int icy_mapping_advise(int slot, size_t offset, size_t length, int advice);
+
+/// Unregisters and unmaps the slot.
+void icy_unmap_file(int slot);

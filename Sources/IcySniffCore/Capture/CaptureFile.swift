@@ -43,6 +43,18 @@ public enum CaptureFile {
         return classify(inner).map { Kind(isPcapng: $0) }
     }
 
+    /// A classic pcap file's byte order and timestamp unit, from its magic number read as a
+    /// little-endian word; nil for any other (pcapng, the patched "Kuznetzov" header).
+    static func pcapForm(magic: UInt32) -> (swapped: Bool, nanosecond: Bool)? {
+        switch magic {
+        case 0xa1b2c3d4: return (false, false)
+        case 0xa1b23c4d: return (false, true)
+        case 0xd4c3b2a1: return (true, false)
+        case 0x4d3cb2a1: return (true, true)
+        default: return nil
+        }
+    }
+
     /// pcap (false) or pcapng (true) by the first four bytes; nil: neither.
     static func classify(_ m: [UInt8]) -> Bool? {
         guard m.count == 4 else { return nil }

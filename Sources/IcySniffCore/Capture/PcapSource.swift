@@ -13,6 +13,16 @@ import Darwin
 /// Call order: `open…`, then `next()` until it answers `.end` or `.failed`; the handle closes on
 /// deinit. Packets returned by `next()` borrow the reader's buffer until the following call.
 public final class PcapSource {
+    /// How regular, uncompressed pcap files are read.
+    public enum FileReader: String, Sendable, CaseIterable {
+        /// In place, from a mapping of the file (`MappedPcapReader`); libpcap reads what that
+        /// reader leaves to it. The default.
+        case mapped
+        /// libpcap's own reader, through a 1 MiB buffer (`--file-reader libpcap`): the second,
+        /// independent reader the tests compare the first with.
+        case libpcap
+    }
+
     public enum ReadResult {
         case packet(CapturedPacket)
         /// Live capture only: the read timeout expired with no packet.
@@ -36,6 +46,12 @@ public final class PcapSource {
     private var pcapng: PcapngReader? = nil
     private var pcapngFile: UnsafeMutablePointer<FILE>? = nil
     private var pcapngSnaplen: Int32 = 0
+    /// A classic pcap file read in place; nil once it has handed the rest of the file to libpcap.
+    private var mapped: MappedPcapReader? = nil
+    /// The reader that handed over, kept until the source closes (its packets stay valid).
+    private var retiredMapping: MappedPcapReader? = nil
+    /// The next packet is read in place from the mapped file (not by libpcap).
+    var readsMapped: Bool { mapped != nil }
     /// `-w`: every packet returned is also written there (live, or with `-r` after the filter).
     public var saver: PacketWriter? = nil
     /// TLS key logs from Decryption Secrets Blocks, read since the last `takeSecrets`.
@@ -161,7 +177,9 @@ public final class PcapSource {
     /// decompresses them as a stream.
     /// `microseconds`: ask libpcap for microsecond timestamps (tests: the reading side must use
     /// whatever precision the handle has, as it must when a live interface refuses nanoseconds).
-    public static func open(path: String, filter: String? = nil, microseconds: Bool = false) throws(CaptureError) -> PcapSource {
+    /// `reader`: `.mapped` reads a regular, uncompressed pcap file in place (`MappedPcapReader`).
+    public static func open(path: String, filter: String? = nil, microseconds: Bool = false,
+                            reader: FileReader = .mapped) throws(CaptureError) -> PcapSource {
         let fd: Int32
         if path == "-" {
             fd = dup(0)
@@ -210,8 +228,11 @@ public final class PcapSource {
         } else {
             file = fdopen(fd, "rb")
             // Reads of 1 MiB instead of stdio's 4 KiB: 256 times fewer read(2) calls. glibc ignores
-            // the size unless it is given the buffer too.
-            if let file {
+            // the size unless it is given the buffer too. Not for a pcap file about to be mapped:
+            // libpcap then reads its header, and what the mapped reader hands back (damage, the
+            // end), and the megabyte would be filled by the header's read and stay resident.
+            let willMap = reader == .mapped && !pcapng && !microseconds
+            if let file, !willMap {
                 let buffer = UnsafeMutableRawPointer.allocate(byteCount: Self.fileBufferSize, alignment: 4096)
                 if setvbuf(file, buffer.assumingMemoryBound(to: CChar.self), _IOFBF, Self.fileBufferSize) == 0 {
                     fileBuffer = buffer
@@ -262,6 +283,9 @@ public final class PcapSource {
         source.fileBuffer = fileBuffer
         source.inputFD = fd
         source.inputSize = isRegular ? Int64(st.st_size) : 0
+        if reader == .mapped && isRegular && !compressed && !microseconds {
+            source.mapped = MappedPcapReader(fd: fd, size: Int(st.st_size), handle: handle)
+        }
         if let filter { try source.apply(filter: filter) }
         return source
     }
@@ -336,12 +360,37 @@ public final class PcapSource {
         if pcap_setfilter(handle, &program) != 0 {
             throw .badFilter(filter: filter, reason: String(cString: pcap_geterr(handle)))
         }
+        if let mapped {
+            // The mapped reader runs its own copy (libpcap's runs on what is handed back to it).
+            var own = bpf_program()
+            if pcap_compile(handle, &own, filter, 1, PCAP_NETMASK_UNKNOWN) != 0 {
+                throw .badFilter(filter: filter, reason: String(cString: pcap_geterr(handle)))
+            }
+            mapped.setFilter(own)
+        }
     }
 
     /// The next packet. Its bytes are valid until the next call.
     @inline(__always)
     public func next() -> ReadResult {
         if let pcapng { return next(from: pcapng) }
+        if let mapped {
+            switch mapped.next() {
+            case .packet(let packet):
+                packetsRead &+= 1
+                bytesRead &+= UInt64(packet.bytes.count) &+ 16
+                if let saver { saver.write(packet, dlt: dlt, snaplen: snaplen) }
+                return .packet(packet)
+            case .handOff(let offset):
+                handOff(mapped, at: offset)
+            case .failed(let message):
+                self.mapped = nil
+                retiredMapping = mapped
+                if let handle { pcap_close(handle) }
+                handle = nil
+                return .failed(message)
+            }
+        }
         guard let handle else { return .end }
         if let failure = pendingFailure {
             pendingFailure = nil
@@ -386,6 +435,16 @@ public final class PcapSource {
                 message += " (decompressing: \(String(cString: err)))"
             }
             return .failed(message)
+        }
+    }
+
+    /// libpcap reads on from the record at `offset`: what the mapped reader does not read exactly
+    /// as libpcap would (a damaged or cut record), the end of the file, and what it grew by.
+    private func handOff(_ reader: MappedPcapReader, at offset: Int) {
+        mapped = nil
+        retiredMapping = reader
+        if let handle, let file = pcap_file(handle) {
+            fseeko(file, off_t(offset), SEEK_SET)
         }
     }
 
@@ -437,15 +496,7 @@ public final class PcapSource {
         let size = Int(st.st_size)
         var magic: UInt32 = 0
         guard pread(fd, &magic, 4, 0) == 4 else { return nil }
-        let swapped: Bool
-        let nanosecond: Bool
-        switch magic {
-        case 0xa1b2c3d4: swapped = false; nanosecond = false
-        case 0xa1b23c4d: swapped = false; nanosecond = true
-        case 0xd4c3b2a1: swapped = true; nanosecond = false
-        case 0x4d3cb2a1: swapped = true; nanosecond = true
-        default: return nil   // pcapng: not recovered
-        }
+        guard let (swapped, nanosecond) = CaptureFile.pcapForm(magic: magic) else { return nil }   // pcapng: not recovered
         let dataStart = size - got
         guard dataStart >= 24 + 16 else { return nil }
         var header = [UInt32](repeating: 0, count: 4)
@@ -464,6 +515,7 @@ public final class PcapSource {
 
     /// How far into the file reading has come, in file bytes (compressed bytes for gzip).
     public var inputPosition: Int64 {
+        if let mapped { return Int64(mapped.offset) }
         guard inputFD >= 0, handle != nil else { return inputSize }
         let p = lseek(inputFD, 0, SEEK_CUR)
         return p < 0 ? 0 : Int64(p)

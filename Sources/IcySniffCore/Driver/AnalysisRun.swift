@@ -13,6 +13,8 @@ public final class AnalysisRun {
         public var pipeline = PipelineOptions()
         /// The BPF filter files and interfaces are read through (`-f`).
         public var captureFilter: String? = nil
+        /// How regular pcap files are read (`--file-reader`).
+        public var fileReader: PcapSource.FileReader = .mapped
         /// Stop after this many packets (`-c`).
         public var maxPackets: UInt64? = nil
         /// Files: the export stage and bulk decryption on a second core, when there is one. Not
@@ -35,6 +37,7 @@ public final class AnalysisRun {
         if second { pipelineOptions.decryptOnSecondThreadAfter = 8 << 20 }
         pipeline = Pipeline(sink: exportThread ?? sink, options: pipelineOptions)
         driver = CaptureDriver(captureFilter: options.captureFilter, maxPackets: options.maxPackets)
+        driver.fileReader = options.fileReader
     }
 
     /// Reads the sets in turn. Separate captures are never one stream: what is open at the end of

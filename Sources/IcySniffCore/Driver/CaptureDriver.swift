@@ -90,6 +90,8 @@ public struct InputOutcome: Sendable {
 public struct CaptureDriver {
     /// BPF filter applied to every input.
     public var captureFilter: String?
+    /// How regular pcap files are read (`--file-reader`).
+    public var fileReader: PcapSource.FileReader = .mapped
     /// Stop after this many packets (all inputs together).
     public var maxPackets: UInt64?
     /// Asked between packets: true stops the run (signals, a duration).
@@ -167,7 +169,7 @@ public struct CaptureDriver {
     public func run(_ path: String, through pipeline: Pipeline, progress: ((PcapSource) -> Void)? = nil) -> InputOutcome {
         let source: PcapSource
         do {
-            source = try PcapSource.open(path: path, filter: captureFilter)
+            source = try PcapSource.open(path: path, filter: captureFilter, reader: fileReader)
         } catch {
             // A signal while waiting to open or read the first bytes (a FIFO, an idle pipe).
             if shouldStop() { return InputOutcome(path: path, status: .interrupted) }
