@@ -48,8 +48,8 @@ public final class PcapSource {
     private var pcapngSnaplen: Int32 = 0
     /// A classic pcap file read in place; nil once it has handed the rest of the file to libpcap.
     private var mapped: MappedPcapReader? = nil
-    /// The reader that handed over, kept until the source closes (its packets stay valid).
-    private var retiredMapping: MappedPcapReader? = nil
+    /// The mapping of the reader that handed over, kept until the source closes (its packets stay valid).
+    private var retiredMapping: PcapMapping? = nil
     /// The next packet is read in place from the mapped file (not by libpcap).
     var readsMapped: Bool { mapped != nil }
     /// `-w`: every packet returned is also written there (live, or with `-r` after the filter).
@@ -360,13 +360,13 @@ public final class PcapSource {
         if pcap_setfilter(handle, &program) != 0 {
             throw .badFilter(filter: filter, reason: String(cString: pcap_geterr(handle)))
         }
-        if let mapped {
+        if mapped != nil {
             // The mapped reader runs its own copy (libpcap's runs on what is handed back to it).
             var own = bpf_program()
             if pcap_compile(handle, &own, filter, 1, PCAP_NETMASK_UNKNOWN) != 0 {
                 throw .badFilter(filter: filter, reason: String(cString: pcap_geterr(handle)))
             }
-            mapped.setFilter(own)
+            mapped!.setFilter(own)
         }
     }
 
@@ -374,18 +374,18 @@ public final class PcapSource {
     @inline(__always)
     public func next() -> ReadResult {
         if let pcapng { return next(from: pcapng) }
-        if let mapped {
-            switch mapped.next() {
+        if mapped != nil {
+            switch mapped!.next() {
             case .packet(let packet):
                 packetsRead &+= 1
                 bytesRead &+= UInt64(packet.bytes.count) &+ 16
                 if let saver { saver.write(packet, dlt: dlt, snaplen: snaplen) }
                 return .packet(packet)
             case .handOff(let offset):
-                handOff(mapped, at: offset)
+                handOff(at: offset)
             case .failed(let message):
-                self.mapped = nil
-                retiredMapping = mapped
+                retiredMapping = mapped!.mapping
+                mapped = nil
                 if let handle { pcap_close(handle) }
                 handle = nil
                 return .failed(message)
@@ -440,9 +440,9 @@ public final class PcapSource {
 
     /// libpcap reads on from the record at `offset`: what the mapped reader does not read exactly
     /// as libpcap would (a damaged or cut record), the end of the file, and what it grew by.
-    private func handOff(_ reader: MappedPcapReader, at offset: Int) {
+    private func handOff(at offset: Int) {
+        retiredMapping = mapped!.mapping
         mapped = nil
-        retiredMapping = reader
         if let handle, let file = pcap_file(handle) {
             fseeko(file, off_t(offset), SEEK_SET)
         }
@@ -515,7 +515,7 @@ public final class PcapSource {
 
     /// How far into the file reading has come, in file bytes (compressed bytes for gzip).
     public var inputPosition: Int64 {
-        if let mapped { return Int64(mapped.offset) }
+        if let offset = mapped?.offset { return Int64(offset) }
         guard inputFD >= 0, handle != nil else { return inputSize }
         let p = lseek(inputFD, 0, SEEK_CUR)
         return p < 0 ? 0 : Int64(p)
