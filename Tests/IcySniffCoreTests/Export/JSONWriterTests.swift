@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import IcySniffCore
 
@@ -50,6 +51,53 @@ import Testing
             #expect(fast.text == slow.text, "round \(round)")
         }
         #expect(written > 100 && declined > 50, "both paths taken (\(written) / \(declined))")
+    }
+
+    /// `appendEscaped` and `isPlain` against a byte-by-byte reference: random texts of every
+    /// length up to 40 with the bytes each rule is about (below, at and above 0x20, 0x22, 0x5C
+    /// and 0x80) at every position, escaped (with and without `asciiOnly`) and tested for
+    /// plainness. (Written for an eight-bytes-at-a-time scan that counted more instructions than
+    /// the table lookups it replaced, and was not kept: docs/BENCHMARK.md, session 19.)
+    @Test func escapingMatchesAByteByByteReference() {
+        var rng = SplitMix(state: 35)
+        let alphabet: [UInt8] = [0x00, 0x01, 0x09, 0x0A, 0x0D, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x41, 0x5B, 0x5C, 0x5D,
+                                 0x7E, 0x7F, 0x80, 0xA9, 0xC3, 0xFF, 0x61, 0x62, 0x2F, 0x3A]
+        func reference(_ bytes: [UInt8], asciiOnly: Bool) -> [UInt8]? {
+            var out: [UInt8] = []
+            for c in bytes {
+                switch c {
+                case 0x22: out += [0x5C, 0x22]
+                case 0x5C: out += [0x5C, 0x5C]
+                case 0x0A: out += [0x5C, 0x6E]
+                case 0x0D: out += [0x5C, 0x72]
+                case 0x09: out += [0x5C, 0x74]
+                case 0..<0x20: out += Array(String(format: "\\u%04x", Int(c)).utf8)
+                case 0x80...: if asciiOnly { return nil } else { out.append(c) }
+                default: out.append(c)
+                }
+            }
+            return out
+        }
+        var plain = 0
+        for round in 0..<4000 {
+            // Mostly letters, so that long plain runs (the fast path) come up, with one to three
+            // bytes from the alphabet anywhere.
+            var bytes = (0..<Int(rng.next() % 41)).map { _ in UInt8(0x61 + rng.next() % 26) }
+            if !bytes.isEmpty && rng.next() % 5 != 0 {
+                for _ in 0..<(1 + Int(rng.next() % 3)) { bytes[Int(rng.next() % UInt64(bytes.count))] = alphabet[Int(rng.next() % UInt64(alphabet.count))] }
+            }
+            for asciiOnly in [false, true] {
+                let w = JSONWriter()
+                let ok = bytes.withUnsafeBufferPointer { w.appendEscaped($0, asciiOnly: asciiOnly) }
+                let expected = reference(bytes, asciiOnly: asciiOnly)
+                #expect(ok == (expected != nil), "round \(round)")
+                if let expected { #expect(w.array == expected, "round \(round): \(bytes)") }
+            }
+            let isPlain = bytes.withUnsafeBufferPointer { JSONWriter.isPlain($0) }
+            #expect(isPlain == bytes.allSatisfy { $0 >= 0x20 && $0 < 0x80 && $0 != 0x22 && $0 != 0x5C }, "round \(round): \(bytes)")
+            if isPlain { plain += 1 }
+        }
+        #expect(plain > 500)
     }
 
     /// An empty buffer may have no address (an empty header storage): written as "".
