@@ -23,7 +23,11 @@ import Testing
         let requests = try #require(figures["browserRequests"] as? Int)
         #expect(requests >= 12 && figures["matched"] as? Int == requests, "every request of both loads")
         #expect(figures["versions"] as? [String] == ["HTTP/1.1", "HTTP/2.0"])
-        #expect((figures["connections"] as? Int ?? 0) >= 3, "one HTTP/2 connection and several HTTP/1.1 ones")
+        // One HTTP/2 connection and at least one HTTP/1.1 one. How many HTTP/1.1 connections
+        // Chromium opens is its own choice (up to six a host): it usually opens several, and
+        // reuses one when the requests do not overlap (a CI run saw 2 in all). Which request went
+        // on which connection is compared with the browser's record either way (`problems`).
+        #expect((figures["connections"] as? Int ?? 0) >= 2, "one HTTP/2 connection and at least one HTTP/1.1 one")
         #expect(figures["title"] as? [String] == ["items 300", "items 300"], "the page ran its fetch both times")
     }
 }
