@@ -217,6 +217,9 @@ public final class PcapSource {
         let compressed = compression != Int32(ICY_PLAIN)
         let pcapng = isRegular && (compressed ? CaptureFile.kind(of: path)?.isPcapng == true
                                               : CaptureFile.classify(Array(magic.prefix(min(4, magicCount)))) == true)
+        // A regular, uncompressed classic pcap file is read in place (unless `MappedPcapReader`
+        // declines it once libpcap has read the header).
+        let mapsFile = reader == .mapped && isRegular && !compressed && !pcapng && !microseconds
         var cookie: UnsafeMutableRawPointer? = nil
         let file: UnsafeMutablePointer<FILE>?
         var fileBuffer: UnsafeMutableRawPointer? = nil
@@ -231,8 +234,7 @@ public final class PcapSource {
             // the size unless it is given the buffer too. Not for a pcap file about to be mapped:
             // libpcap then reads its header, and what the mapped reader hands back (damage, the
             // end), and the megabyte would be filled by the header's read and stay resident.
-            let willMap = reader == .mapped && !pcapng && !microseconds
-            if let file, !willMap {
+            if let file, !mapsFile {
                 let buffer = UnsafeMutableRawPointer.allocate(byteCount: Self.fileBufferSize, alignment: 4096)
                 if setvbuf(file, buffer.assumingMemoryBound(to: CChar.self), _IOFBF, Self.fileBufferSize) == 0 {
                     fileBuffer = buffer
@@ -283,7 +285,7 @@ public final class PcapSource {
         source.fileBuffer = fileBuffer
         source.inputFD = fd
         source.inputSize = isRegular ? Int64(st.st_size) : 0
-        if reader == .mapped && isRegular && !compressed && !microseconds {
+        if mapsFile {
             source.mapped = MappedPcapReader(fd: fd, size: Int(st.st_size), handle: handle)
         }
         if let filter { try source.apply(filter: filter) }
