@@ -84,6 +84,12 @@ enum CLI {
                        "the conformance, TLS, QUIC and cache corpora (../shared is not beside the project)")
     }
     static func capture(_ name: String) -> String { packageRoot.appendingPathComponent("captures/\(name)").path }
+    /// `--keylog` with the key log beside `capture` (its name with `.keys` for `.pcap`), when
+    /// there is one; nothing otherwise.
+    static func keyLogArguments(beside capture: String) -> [String] {
+        let keys = (capture.hasSuffix(".pcap") ? String(capture.dropLast(5)) : capture) + ".keys"
+        return FileManager.default.fileExists(atPath: keys) ? ["--keylog", keys] : []
+    }
 
     /// A new folder under the system's temporary directory, removed when the test process ends
     /// (`TemporaryDirectories`): a run of the suite made about 200 and left them behind.

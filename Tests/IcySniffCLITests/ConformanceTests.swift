@@ -47,9 +47,7 @@ struct ConformanceTests {
         for (i, capture) in Self.allCaptures.enumerated() {
             let out = dir.appendingPathComponent("\(i).har").path
             // With its key log where it has one: the decrypted HTTP/1.1 and HTTP/2 entries too.
-            let keys = (capture.hasSuffix(".pcap") ? String(capture.dropLast(5)) : capture) + ".keys"
-            let keyLog = FileManager.default.fileExists(atPath: keys) ? ["--keylog", keys] : []
-            let r = try CLI.run(["-r", capture, "--har", "--bodies", "-o", out, "--quiet"] + keyLog)
+            let r = try CLI.run(["-r", capture, "--har", "--bodies", "-o", out, "--quiet"] + CLI.keyLogArguments(beside: capture))
             #expect(r.status == 0, "\(capture): \(r.stderr)")
             files.append(out)
         }
@@ -154,16 +152,7 @@ struct ConformanceTests {
         let captures = Self.allCaptures.filter { $0.hasSuffix(".pcap") }
         #expect(captures.count > 100)
         for capture in captures {
-            let keys = String(capture.dropLast(5)) + ".keys"
-            let keyLog = FileManager.default.fileExists(atPath: keys) ? ["--keylog", keys] : []
-            func run(_ reader: String) throws -> CLI.Result {
-                try CLI.run(["-r", capture, "--har", "--bodies", "--compact", "--file-reader", reader] + keyLog)
-            }
-            let mapped = try run("mapped"), libpcap = try run("libpcap")
-            let name = URL(fileURLWithPath: capture).lastPathComponent
-            #expect(mapped.status == libpcap.status, "\(name)")
-            #expect(mapped.stderr == libpcap.stderr, "\(name): \(mapped.stderr) / \(libpcap.stderr)")
-            #expect(mapped.stdout == libpcap.stdout, "\(name): the HARs differ")
+            try FileReaderTests.expectSame(capture, ["--har", "--bodies", "--compact"])
         }
     }
 }

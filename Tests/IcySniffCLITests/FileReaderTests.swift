@@ -13,15 +13,18 @@ import Testing
         var stderr: String
     }
 
-    func run(_ capture: String, _ reader: String, _ extra: [String] = []) throws -> Outcome {
-        let keys = String(capture.dropLast(5)) + ".keys"
-        let keyLog = FileManager.default.fileExists(atPath: keys) ? ["--keylog", keys] : []
-        let r = try CLI.run(["-r", capture, "--format", "ndjson", "--file-reader", reader] + keyLog + extra)
+    /// `capture` read through `reader` with `output` (the output options), with its key log.
+    static func run(_ capture: String, _ reader: String, _ output: [String] = ["--format", "ndjson"]) throws -> Outcome {
+        let r = try CLI.run(["-r", capture, "--file-reader", reader] + output + CLI.keyLogArguments(beside: capture))
         return Outcome(status: r.status, stdout: r.stdout, stderr: r.stderr)
     }
 
-    func expectSame(_ capture: String, _ extra: [String] = [], file: String = #fileID, line: Int = #line) throws -> Outcome {
-        let mapped = try run(capture, "mapped", extra), libpcap = try run(capture, "libpcap", extra)
+    /// Reads `capture` through both readers with `output` and expects the same exit status,
+    /// messages and output; answers the mapped reader's. (ConformanceTests runs it over the
+    /// corpus too.)
+    @discardableResult
+    static func expectSame(_ capture: String, _ output: [String] = ["--format", "ndjson"]) throws -> Outcome {
+        let mapped = try run(capture, "mapped", output), libpcap = try run(capture, "libpcap", output)
         let name = URL(fileURLWithPath: capture).lastPathComponent
         #expect(mapped.status == libpcap.status, "\(name): exit \(mapped.status) vs \(libpcap.status)")
         #expect(mapped.stderr == libpcap.stderr, "\(name): messages differ:\n\(mapped.stderr)\n--- libpcap:\n\(libpcap.stderr)")
@@ -41,12 +44,12 @@ import Testing
         #expect(files.count >= 30)
         var transactions = 0
         for file in files.sorted() {
-            let out = try expectSame(file)
+            let out = try Self.expectSame(file)
             transactions += out.stdout.split(separator: UInt8(ascii: "\n")).count
         }
         #expect(transactions > 100)
         // With a capture filter, which the mapped reader runs itself (pcap_offline_filter).
-        _ = try expectSame(CLI.capture("wikipedia.pcap"), ["-f", "tcp and not port 443"])
+        try Self.expectSame(CLI.capture("wikipedia.pcap"), ["--format", "ndjson", "-f", "tcp and not port 443"])
     }
 
     // MARK: rewritten files
@@ -118,12 +121,12 @@ import Testing
         let firstRecords = write(Array(records.prefix(60)), snaplen: snaplen, linkType: linkType)
         variants.append(("header-cut-short", Array(whole.prefix(firstRecords.count + 7))))
 
-        let original = try run(CLI.capture("wikipedia.pcap"), "mapped")
+        let original = try Self.run(CLI.capture("wikipedia.pcap"), "mapped")
         var messages: [String: String] = [:]
         for (name, bytes) in variants {
             let path = dir.appendingPathComponent("\(name).pcap").path
             #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
-            let out = try expectSame(path)
+            let out = try Self.expectSame(path)
             messages[name] = out.stderr
             if name == "big-endian" || name == "big-endian-nanoseconds" {
                 // The same rows but for the capture's name.
