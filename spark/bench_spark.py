@@ -1,17 +1,25 @@
 #!/usr/bin/env python3
-"""Spark's scaling and overhead on this machine (benchmark, not a test; docs/SPARK.md).
+"""What the Spark job costs on this machine (benchmark, not a test; docs/SPARK.md).
 
-    python3 spark/bench_spark.py --capture /tmp/bench/web-300m.pcap --pieces 16 --icy-sniff .build/release/icy-sniff
+    python3 spark/bench_spark.py --capture /tmp/bench/web-200m.pcap --pieces 16 --icy-sniff .build/release/icy-sniff
 
 Cuts the capture into PIECES independent captures (editcap -c, renamed so that they are not one
-rotated set), then times: icy-sniff -r DIR --out-dir with -j 1 and -j 2, and the Spark job on a
-standalone cluster of 1 worker and of 2 workers (1 core each), output to a fresh directory each
-time. Prints wall seconds and the ratios.
+rotated set) and, for the skew case, into the same pieces named as one rotated set. Times, each
+into a fresh output folder:
+- icy-sniff's own batch, `-r DIR --out-dir OUT --format ndjson` with -j 1 and -j 2;
+- the job in `local[2]` on one small capture (its fixed cost) and on the archive;
+- the job on a standalone cluster of 1 and of 2 workers (1 core each), and a rerun with
+  everything committed;
+- the rotated set (one task however many cores) in `local[2]` and with icy-sniff alone.
+Checks that the job's rows equal icy-sniff's NDJSON over the folder (count and a field-by-field
+comparison of a sample), and prints wall seconds.
 """
-import argparse, os, shutil, subprocess, sys, tempfile, time
+import argparse, json, os, shutil, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_spark_cluster as cluster  # noqa: E402
+
+JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "icy_sniff_spark.py")
 
 
 def timed(cmd, env=None):
@@ -22,46 +30,94 @@ def timed(cmd, env=None):
     return time.time() - start
 
 
+def cut(capture, pieces, folder, name):
+    os.makedirs(folder)
+    packets = int(subprocess.run(["capinfos", "-c", "-M", capture], stdout=subprocess.PIPE, text=True).stdout.split()[-1])
+    subprocess.run(["editcap", "-c", str(packets // pieces + 1), capture, os.path.join(folder, "cut.pcap")], check=True)
+    for i, piece in enumerate(sorted(n for n in os.listdir(folder) if n.startswith("cut"))):
+        os.rename(os.path.join(folder, piece), os.path.join(folder, name(i, piece)))
+
+
+def same_rows(binary, archive, out):
+    """The job's Parquet rows against icy-sniff's NDJSON over the same folder."""
+    import pyarrow.parquet as pq
+    local = subprocess.run([binary, "-r", archive, "--format", "ndjson"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    expected = sorted((json.loads(l) for l in local.stdout.splitlines() if l.strip()),
+                      key=lambda r: (r["capture"], r["connection"], r.get("stream") or 0, r["ts"]))
+    rows = sorted(pq.read_table(os.path.join(out, "transactions")).to_pylist(),
+                  key=lambda r: (r["capture"], r["connection"], r["stream"] or 0, r["ts"].strftime("%Y-%m-%dT%H:%M:%S.%fZ")))
+    if len(rows) != len(expected):
+        raise SystemExit(f"the job wrote {len(rows)} rows, icy-sniff gives {len(expected)}")
+    for e, r in list(zip(expected, rows))[:: max(1, len(rows) // 500)]:
+        for k, v in e.items():
+            got = r.get(k)
+            if k == "ts":
+                got = got.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            if isinstance(v, float) or isinstance(got, float):
+                same = v is not None and got is not None and abs(float(v) - float(got)) < 1e-6
+            else:
+                same = got == v or (k == "pushed" and v is None and got is False)
+            if not same:
+                raise SystemExit(f"field {k}: icy-sniff {v!r}, the job {got!r}")
+    return len(rows)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--capture", required=True)
     ap.add_argument("--pieces", type=int, default=16)
     ap.add_argument("--icy-sniff", required=True)
+    ap.add_argument("--no-cluster", action="store_true", help="local[2] only")
     a = ap.parse_args()
     binary = os.path.abspath(a.icy_sniff)
     import pyspark
     spark_home = os.path.dirname(pyspark.__file__)
+    submit = os.path.join(spark_home, "bin", "spark-submit")
     work = tempfile.mkdtemp(prefix="icy-spark-bench-")
-    archive = os.path.join(work, "archive")
-    os.makedirs(archive)
-    packets = int(subprocess.run(["capinfos", "-c", "-M", a.capture], stdout=subprocess.PIPE, text=True).stdout.split()[-1])
-    subprocess.run(["editcap", "-c", str(packets // a.pieces + 1), a.capture, os.path.join(work, "cut.pcap")], check=True)
-    for i, name in enumerate(sorted(n for n in os.listdir(work) if n.startswith("cut"))):
-        os.rename(os.path.join(work, name), os.path.join(archive, f"site-{chr(97 + i // 26)}{chr(97 + i % 26)}.pcap"))
+    archive, ring, small = (os.path.join(work, n) for n in ("archive", "ring", "small"))
+    cut(a.capture, a.pieces, archive, lambda i, _: f"site-{chr(97 + i // 26)}{chr(97 + i % 26)}.pcap")
+    cut(a.capture, a.pieces, ring, lambda i, piece: piece)  # editcap's own names: one rotated set
+    os.makedirs(small)
+    shutil.copy(os.path.join(os.path.dirname(JOB), "..", "captures", "wikipedia.pcap"), small)
     size = sum(os.path.getsize(os.path.join(archive, n)) for n in os.listdir(archive)) / 1e6
     results = {}
+
+    def job(name, inputs, out, master, env=None):
+        results[name] = timed([submit, "--master", master, "--conf", "spark.ui.enabled=false", JOB,
+                               "--input", inputs, "--output", os.path.join(work, out), "--icy-sniff", binary], env)
+
     for jobs in (1, 2):
         results[f"icy-sniff -j {jobs}"] = timed([binary, "-r", archive, "--out-dir", os.path.join(work, f"out-j{jobs}"),
                                                  "--format", "ndjson", "-j", str(jobs), "--quiet"])
-    for workers in (1, 2):
-        url, procs, env = cluster.start_cluster(spark_home, os.path.join(work, f"cluster{workers}"), workers=workers)
-        try:
-            submit = [os.path.join(spark_home, "bin", "spark-submit"), "--master", url, "--conf", "spark.ui.enabled=false",
-                      os.path.join(os.path.dirname(os.path.abspath(__file__)), "icy_sniff_spark.py"),
-                      "--input", archive, "--output", os.path.join(work, f"spark{workers}"), "--icy-sniff", binary]
-            results[f"spark, {workers} worker{'s' if workers > 1 else ''}"] = timed(submit, env)
-            if workers == 2:
-                # Everything committed: what is left is Spark's fixed cost (JVMs, planning, the check).
-                results["spark, no-op rerun"] = timed(submit, env)
-        finally:
-            for p in procs: p.terminate()
-            for p in procs: p.wait()
-    print(f"{a.pieces} captures, {size:.0f} MB, {os.cpu_count()} cores")
+    job("local[2], 1 small capture", small, "local-small", "local[2]")
+    job("local[2], archive", archive, "local-archive", "local[2]")
+    rows = same_rows(binary, archive, os.path.join(work, "local-archive"))
+    job("local[2], no-op rerun", archive, "local-archive", "local[2]")
+    results["icy-sniff, rotated set"] = timed([binary, "-r", ring, "--out-dir", os.path.join(work, "out-ring"),
+                                               "--format", "ndjson", "--quiet"])
+    job("local[2], rotated set", ring, "local-ring", "local[2]")
+    if not a.no_cluster:
+        for workers in (1, 2):
+            url, procs, env = cluster.start_cluster(spark_home, os.path.join(work, f"cluster{workers}"), workers=workers)
+            try:
+                plural = "s" if workers > 1 else ""
+                job(f"standalone, {workers} worker{plural}", archive, f"spark{workers}", url, env)
+                if workers == 2:
+                    job("standalone, no-op rerun", archive, f"spark{workers}", url, env)
+                    job("standalone, 1 small capture", small, "spark-small", url, env)
+            finally:
+                for p in procs: p.terminate()
+                for p in procs: p.wait()
+    print(f"{a.pieces} captures, {size:.0f} MB, {rows} transactions (the job's rows = icy-sniff's), {os.cpu_count()} cores")
     for name, seconds in results.items():
-        print(f"{name:<20} {seconds:7.2f} s  {size / seconds:7.1f} MB/s")
-    print(f"icy-sniff -j 2 / -j 1: {results['icy-sniff -j 2'] / results['icy-sniff -j 1']:.2f}; "
-          f"spark 2 workers / 1 worker: {results['spark, 2 workers'] / results['spark, 1 worker']:.2f}; "
-          f"spark 2 workers / icy-sniff -j 2: {results['spark, 2 workers'] / results['icy-sniff -j 2']:.2f}")
+        print(f"{name:<30} {seconds:7.2f} s")
+    fixed = results["local[2], 1 small capture"]
+    print(f"local[2]: beyond the fixed cost {results['local[2], archive'] - fixed:.2f} s "
+          f"({(results['local[2], archive'] - fixed) / rows * 1000:.3f} ms per transaction)")
+    if not a.no_cluster:
+        sfixed = results["standalone, 1 small capture"]
+        print(f"standalone, 2 workers / (its fixed cost + icy-sniff -j 2): "
+              f"{results['standalone, 2 workers'] / (sfixed + results['icy-sniff -j 2']):.2f}")
     shutil.rmtree(work)
 
 

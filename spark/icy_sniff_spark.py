@@ -1,94 +1,275 @@
 #!/usr/bin/env python3
 """icy-sniff over a capture archive on Apache Spark.
 
-    spark-submit [--master URL] spark/icy_sniff_spark.py --input PATH [PATH ...] --output OUT
+    spark-submit [--master URL] spark/icy_sniff_spark.py --input URI [URI ...] --output DIR
                  [--icy-sniff BINARY] [--keylog FILE]
 
-The driver asks icy-sniff for the units of work (`icy-sniff --list-sets -r PATH ...`: every
-capture, the pieces of a rotated set grouped into one unit, by the same rules as a local batch),
-ships the binary to the executors (SparkContext.addFile), and runs `icy-sniff -r PIECE ...
---format ndjson` on each unit on the executor, on its local copy of the binary. The NDJSON rows
-become a DataFrame with an explicit, versioned schema (TRANSACTIONS_SCHEMA, docs/SPARK.md),
-written as Parquet to OUT/transactions, partitioned by capture date. A unit that fails (a capture
-icy-sniff cannot read, a damaged one) is a row of OUT/failures (path, kind, message); it never
-fails the job. Running again skips the sets whose rows are already committed (their set_id is in
-OUT/transactions), so a rerun after a failure or with new captures does only what is missing.
+Spark schedules, retries and ships the binary; the rows never pass through Python objects, the
+JVM or the driver:
 
-Inputs are paths on a file system every executor sees at the same path (local disks of a
-one-machine cluster, NFS, a FUSE mount of HDFS or S3).
+1. Plan (driver): icy-sniff groups the inputs into capture sets (`icy-sniff --list-sets`: every
+   capture on its own, the pieces of a rotated set together, by the same rules as a local batch).
+   Inputs on another file system (s3://, s3a://, hdfs://, gs://; pyarrow's file systems) are
+   listed there, and icy-sniff plans on a local mirror of each file's first 256 KiB.
+2. Skip (driver): a set whose commit marker OUT/sets/set-ID.parquet exists is done.
+3. Run (executors, one task per set, largest first): icy-sniff reads the set's pieces (local
+   paths directly; other file systems streamed into its standard input or FIFOs, never copied to
+   disk) and writes NDJSON into a pipe; pyarrow's C++ JSON reader turns it into Arrow batches with
+   the job's explicit schema, written as Parquet into OUT/transactions/capture_date=D/set-ID.parquet
+   (hidden temporary names, then renamed). icy-sniff's diagnostics become OUT/failures/set-ID.parquet.
+4. Commit (the same task, last): OUT/sets/set-ID.parquet. A set is committed when that file
+   exists; a set run again (a retried task, a rerun after a crash) rewrites the same file names.
+
+docs/SPARK.md has the schema, the model of what it costs and the figures.
 """
-import argparse, hashlib, json, os, shutil, stat, subprocess, sys
+import argparse, hashlib, json, os, shutil, stat, subprocess, sys, tempfile, threading, time, uuid
 from datetime import datetime, timezone
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+# The first bytes of a remote capture that icy-sniff plans on (link type, snapshot length, the
+# first packet; a compressed capture's first packets decompress from its first blocks).
+PROBE_BYTES = 256 * 1024
+# Rows kept per partition before they are written as one Parquet row group.
+ROW_GROUP = 65536
+TMP_SUFFIX = ".parquet.tmp"
 
 
-def schema():
-    from pyspark.sql.types import (ArrayType, BooleanType, DateType, DoubleType, IntegerType, LongType,
-                                   StringType, StructField, StructType, TimestampType)
-    s, l, d, b = StringType(), LongType(), DoubleType(), BooleanType()
-    fields = [
+def arrow_schemas():
+    """(the NDJSON fields as read, the transactions files' schema, failures, sets). One place."""
+    import pyarrow as pa
+    s, l, d, b, i = pa.string(), pa.int64(), pa.float64(), pa.bool_(), pa.int32()
+    ndjson = [
         # The NDJSON fields of icy-sniff (docs/OUTPUT.md), names kept.
-        ("ts", TimestampType()), ("capture", s), ("connection", s), ("depth", l),
-        ("client_ip", s), ("client_port", IntegerType()), ("server_ip", s), ("server_port", IntegerType()),
+        ("ts", pa.timestamp("us", tz="UTC")), ("capture", s), ("connection", s), ("depth", l),
+        ("client_ip", s), ("client_port", i), ("server_ip", s), ("server_port", i),
         ("method", s), ("host", s), ("target", s), ("url", s), ("protocol", s), ("request_version", s),
-        ("user_agent", s), ("referrer", s), ("request_body_len", l), ("status", IntegerType()), ("reason", s),
+        ("user_agent", s), ("referrer", s), ("request_body_len", l), ("status", i), ("reason", s),
         ("response_version", s), ("content_type", s), ("content_encoding", s), ("response_body_len", l),
         ("response_encoded_len", l), ("location", s),
         ("time_ms", d), ("dns_ms", d), ("connect_ms", d), ("send_ms", d), ("wait_ms", d), ("receive_ms", d),
         ("cache", s), ("cache_storable", b), ("cache_lifetime", d), ("cache_lifetime_source", s), ("cache_age", d),
         ("cache_fresh_for", d), ("cache_avoidable", b), ("tls_version", s), ("sni", s), ("ssl_ms", d),
-        ("stream", l), ("pushed", b), ("flags", ArrayType(s)),
+        ("stream", l), ("pushed", b), ("flags", pa.list_(s)),
         # schema_version 2: a WebSocket's totals (null for other transactions).
         ("ws_messages_sent", l), ("ws_messages_received", l), ("ws_bytes_sent", l), ("ws_bytes_received", l),
-        ("ws_close_code", IntegerType()),
-        # Added by the job.
-        ("set_id", s), ("set_name", s), ("schema_version", IntegerType()), ("capture_date", DateType()),
+        ("ws_close_code", i),
     ]
-    return StructType([StructField(n, t, True) for n, t in fields])
+    # Added by the job. capture_date, the partition column, is in the path (capture_date=D), not in
+    # the files, as Spark writes a partitioned dataset.
+    added = [("set_id", s), ("set_name", s), ("schema_version", i)]
+    failures = [("set_id", s), ("set_name", s), ("capture", s), ("kind", s), ("message", s), ("schema_version", i)]
+    sets = [("set_id", s), ("set_name", s), ("pieces", pa.list_(s)), ("transactions", l), ("failures", l),
+            ("committed", pa.timestamp("us", tz="UTC")), ("schema_version", i)]
+    return pa.schema(ndjson), pa.schema(ndjson + added), pa.schema(failures), pa.schema(sets)
 
 
-def failures_schema():
-    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
-    return StructType([StructField("set_id", StringType()), StructField("set_name", StringType()),
-                       StructField("capture", StringType()), StructField("kind", StringType()),
-                       StructField("message", StringType()), StructField("schema_version", IntegerType())])
+# -- file systems -------------------------------------------------------------------------------
+
+def is_local(uri):
+    return "://" not in uri or uri.startswith("file://")
 
 
-def json_schema():
-    """The NDJSON fields as Spark reads them (the schema without the columns the job adds)."""
-    from pyspark.sql.types import StructType
-    return StructType([f for f in schema().fields if f.name not in ("set_id", "set_name", "schema_version", "capture_date")]
-                      + [f for f in schema().fields if f.name in ("set_id", "set_name")])
+def local_path(uri):
+    return os.path.abspath(uri[len("file://"):] if uri.startswith("file://") else uri)
 
 
-def run_unit(unit, keylog):
-    """On an executor: icy-sniff on one set; yields ("tx", row) and ("failure", row)."""
-    from pyspark import SparkFiles
-    binary = SparkFiles.get("icy-sniff")
-    mode = os.stat(binary).st_mode
-    if not mode & stat.S_IXUSR:
-        os.chmod(binary, mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    cmd = [binary]
-    for piece in unit["pieces"]:
-        cmd += ["-r", piece]
-    cmd += ["--format", "ndjson"]
-    if keylog:
-        cmd += ["--keylog", keylog]
+def filesystem(uri):
+    """pyarrow's file system for a URI and the path in it. s3a:// (Hadoop's name) is s3://."""
+    from pyarrow import fs
+    if uri.startswith("s3a://") or uri.startswith("s3n://"):
+        uri = "s3://" + uri.split("://", 1)[1]
+    return fs.FileSystem.from_uri(uri)
+
+
+def scheme_of(uri):
+    return uri.split("://", 1)[0] + "://"
+
+
+# -- plan (driver) ------------------------------------------------------------------------------
+
+def list_sets(binary, paths):
+    cmd = [binary, "--list-sets"]
+    for p in paths:
+        cmd += ["-r", p]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    # The NDJSON lines go on as text, each with its set added; the JVM parses them (spark.read.json
-    # with the schema), which is far cheaper than building Python rows.
-    tail = ("," + json.dumps({"set_id": unit["id"], "set_name": unit["name"]})[1:]).encode()
-    for line in p.stdout.splitlines():
-        line = line.strip()
-        if line.endswith(b"}"):
-            yield ("tx", (line[:-1] + tail).decode("utf-8", "replace"))
-    # Diagnostics: "icy-sniff: warning: '<path>' is damaged: …" and "icy-sniff: <error>".
-    for line in p.stderr.decode("utf-8", "replace").splitlines():
+    sets = [json.loads(line) for line in p.stdout.decode().splitlines() if line.strip()]
+    problems = [l for l in p.stderr.decode().splitlines() if l.strip()]
+    if p.returncode != 0 and not sets:
+        raise SystemExit(f"icy-sniff on Spark: {binary} --list-sets failed (status {p.returncode}): "
+                         + " ".join(problems[-3:]))
+    return sets, problems
+
+
+def set_id(pieces):
+    """A set is identified by its pieces (URI, size, mtime): new or changed captures run again."""
+    h = hashlib.sha256()
+    for uri, size, mtime in pieces:
+        h.update(f"{uri}\0{size}\0{int(mtime)}\0".encode())
+    return h.hexdigest()[:32]
+
+
+def plan_local(binary, inputs):
+    sets, problems = list_sets(binary, [local_path(i) for i in inputs])
+    units = []
+    for s in sets:
+        pieces = [os.path.abspath(x) for x in s["pieces"]]
+        stats = [(p, os.stat(p).st_size, os.stat(p).st_mtime) for p in pieces]
+        units.append({"id": set_id(stats), "name": s["name"], "pieces": pieces, "bytes": sum(st[1] for st in stats)})
+    return units, problems
+
+
+def plan_remote(binary, uri, mirror):
+    """The sets of one input on another file system: its files listed there, the first
+    PROBE_BYTES of each copied into a local mirror of the same names, icy-sniff's plan of the
+    mirror mapped back to the URIs."""
+    from concurrent.futures import ThreadPoolExecutor
+    from pyarrow import fs
+    fsys, root = filesystem(uri)
+    info = fsys.get_file_info(root)
+    if info.type == fs.FileType.NotFound:
+        return [], [f"icy-sniff: error: '{uri}': no such file or directory"]
+    if info.type == fs.FileType.Directory:
+        files = [f for f in fsys.get_file_info(fs.FileSelector(root, recursive=True)) if f.type == fs.FileType.File]
+        base = root.rstrip("/")
+    else:
+        files, base = [info], os.path.dirname(root)
+    prefix = uri.split("://", 1)[0] + "://"
+
+    def probe(f):
+        rel = os.path.relpath(f.path, base)
+        dest = os.path.join(mirror, rel)
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        with fsys.open_input_stream(f.path) as src, open(dest, "wb") as out:
+            out.write(src.read(PROBE_BYTES))
+        return dest, (prefix + f.path, f.size, f.mtime.timestamp() if f.mtime else 0)
+
+    with ThreadPoolExecutor(16) as pool:
+        mapping = dict(pool.map(probe, files))
+    target = mirror if info.type == fs.FileType.Directory else next(iter(mapping))
+    sets, problems = list_sets(binary, [target])
+    # Messages name the mirror's paths: say the URIs.
+    for local, (remote, _, _) in mapping.items():
+        problems = [p.replace(local, remote) for p in problems]
+    units = []
+    for s in sets:
+        stats = [mapping[os.path.abspath(p)] if os.path.abspath(p) in mapping else mapping[p] for p in s["pieces"]]
+        units.append({"id": set_id(stats), "name": s["name"], "pieces": [st[0] for st in stats],
+                      "bytes": sum(st[1] for st in stats)})
+    return units, problems
+
+
+def plan(binary, inputs):
+    """The units of work: icy-sniff's own grouping of the inputs into capture sets."""
+    local = [i for i in inputs if is_local(i)]
+    units, problems = plan_local(binary, local) if local else ([], [])
+    for uri in inputs:
+        if not is_local(uri):
+            with tempfile.TemporaryDirectory(prefix="icy-spark-plan-") as mirror:
+                mirror = os.path.realpath(mirror)
+                u, p = plan_remote(binary, uri, mirror)
+            units += u
+            problems += p
+    return units, problems
+
+
+def committed_sets(out):
+    """Sets done by an earlier run: their commit marker OUT/sets/set-ID.parquet exists. Output
+    of schema_version 2 (Spark wrote part-*.parquet files): the set_ids in them, and in
+    OUT/transactions (a run that stopped between its two commits)."""
+    done = set()
+    sets_dir = os.path.join(out, "sets")
+    if os.path.isdir(sets_dir):
+        done |= {n[len("set-"):-len(".parquet")] for n in os.listdir(sets_dir)
+                 if n.startswith("set-") and n.endswith(".parquet")}
+    legacy = []
+    for sub in ("sets", "transactions"):
+        for folder, _, names in os.walk(os.path.join(out, sub)):
+            legacy += [os.path.join(folder, n) for n in names if n.startswith("part-") and n.endswith(".parquet")]
+    if legacy:
+        import pyarrow.parquet as pq
+        for path in legacy:
+            done |= set(pq.read_table(path, columns=["set_id"]).column("set_id").unique().to_pylist())
+    return done
+
+
+def remove_leftovers(out):
+    """Temporary files of tasks that died before renaming them (a crashed executor)."""
+    for sub in ("transactions", "failures", "sets"):
+        for folder, _, names in os.walk(os.path.join(out, sub)):
+            for n in names:
+                if n.startswith(".") and n.endswith(TMP_SUFFIX):
+                    os.unlink(os.path.join(folder, n))
+
+
+# -- run (executor) -----------------------------------------------------------------------------
+
+class Feeder:
+    """Streams captures from a file system into icy-sniff: one capture into its standard input,
+    the pieces of a set into FIFOs read in turn. Nothing is copied to disk."""
+
+    def __init__(self, uris):
+        self.uris, self.error, self.threads, self.dir = uris, None, [], None
+
+    def args(self):
+        if len(self.uris) == 1:
+            return ["-r", "-"]
+        self.dir = tempfile.mkdtemp(prefix="icy-spark-fifo-")
+        self.fifos = []
+        for n, uri in enumerate(self.uris):
+            path = os.path.join(self.dir, f"{n:06d}-{os.path.basename(uri.split('://', 1)[1])}")
+            os.mkfifo(path)
+            self.fifos.append(path)
+        return [a for f in self.fifos for a in ("-r", f)]
+
+    def names(self):
+        """What icy-sniff calls each input → its URI."""
+        return {"-": self.uris[0]} if len(self.uris) == 1 else dict(zip(self.fifos, self.uris))
+
+    def start(self, stdin):
+        targets = [(self.uris[0], stdin)] if len(self.uris) == 1 else list(zip(self.uris, self.fifos))
+
+        def copy():
+            for uri, dest in targets:
+                try:
+                    fsys, path = filesystem(uri)
+                    out = dest if not isinstance(dest, str) else open(dest, "wb")
+                    with fsys.open_input_stream(path) as src:
+                        while True:
+                            chunk = src.read(1 << 20)
+                            if not chunk:
+                                break
+                            out.write(chunk)
+                    out.close()
+                except BrokenPipeError:
+                    pass  # icy-sniff stopped reading (it says why on stderr)
+                except OSError as e:
+                    self.error = f"'{uri}': {e}"
+                    try:
+                        (dest if not isinstance(dest, str) else open(dest, "wb")).close()
+                    except OSError:
+                        pass
+        t = threading.Thread(target=copy, daemon=True)
+        t.start()
+        self.threads.append(t)
+
+    def finish(self):
+        for t in self.threads:
+            t.join()
+        if self.dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def diagnostics(stderr, unit, names):
+    """icy-sniff's warnings about damaged captures and its errors, as failure rows."""
+    rows = []
+    for line in stderr.splitlines():
         # Not a diagnostic, or the summary line.
         if not line.startswith("icy-sniff: ") or " packets, " in line:
             continue
         text = line[len("icy-sniff: "):]
+        for local, uri in names.items():
+            if local != "-":
+                text = text.replace(local, uri)
         kind = "failed"
         if text.startswith("warning: "):
             text = text[len("warning: "):]
@@ -96,103 +277,184 @@ def run_unit(unit, keylog):
                 continue
             kind = "damaged"
         capture = next((pc for pc in unit["pieces"] if f"'{pc}'" in text), unit["pieces"][0])
-        yield ("failure", (unit["id"], unit["name"], capture, kind, text, SCHEMA_VERSION))
+        rows.append({"set_id": unit["id"], "set_name": unit["name"], "capture": capture, "kind": kind,
+                     "message": text, "schema_version": SCHEMA_VERSION})
+    return rows
 
 
-def plan(binary, inputs):
-    """The units of work: icy-sniff's own grouping of the inputs into capture sets."""
-    cmd = [binary, "--list-sets"]
-    for i in inputs:
-        cmd += ["-r", i]
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    units = []
-    for line in p.stdout.decode().splitlines():
-        s = json.loads(line)
-        # A set is identified by its pieces (path, size, mtime): new or changed captures run again.
-        h = hashlib.sha256()
-        for piece in s["pieces"]:
-            st = os.stat(piece)
-            h.update(f"{os.path.abspath(piece)}\0{st.st_size}\0{int(st.st_mtime)}\0".encode())
-        units.append({"id": h.hexdigest()[:32], "name": s["name"], "pieces": [os.path.abspath(x) for x in s["pieces"]]})
-    problems = [l for l in p.stderr.decode().splitlines() if l.strip()]
-    if p.returncode != 0 and not units:
-        raise SystemExit(f"icy-sniff on Spark: {binary} --list-sets failed (status {p.returncode}): "
-                         + " ".join(problems[-3:]))
-    return units, problems
+class PartitionWriter:
+    """The set's rows of one capture date: a hidden temporary file, renamed when complete."""
+
+    def __init__(self, folder, unit, schema):
+        import pyarrow.parquet as pq
+        os.makedirs(folder, exist_ok=True)
+        self.final = os.path.join(folder, f"set-{unit['id']}.parquet")
+        self.tmp = os.path.join(folder, f".set-{unit['id']}.{uuid.uuid4().hex}{TMP_SUFFIX}")
+        self.writer = pq.ParquetWriter(self.tmp, schema, compression="snappy")
+        self.pending, self.rows = [], 0
+
+    def add(self, table):
+        self.pending.append(table)
+        self.rows += table.num_rows
+        if self.rows >= ROW_GROUP:
+            self.flush()
+
+    def flush(self):
+        import pyarrow as pa
+        if self.pending:
+            self.writer.write_table(pa.concat_tables(self.pending), row_group_size=1 << 20)
+        self.pending, self.rows = [], 0
+
+    def commit(self):
+        self.flush()
+        self.writer.close()
+        os.replace(self.tmp, self.final)
+
+    def abandon(self):
+        try:
+            self.writer.close()
+        finally:
+            if os.path.exists(self.tmp):
+                os.unlink(self.tmp)
 
 
-def sets_schema():
-    from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
-    return StructType([StructField("set_id", StringType()), StructField("set_name", StringType()),
-                       StructField("pieces", ArrayType(StringType())), StructField("transactions", LongType()),
-                       StructField("failures", LongType()), StructField("committed", TimestampType()),
-                       StructField("schema_version", IntegerType())])
+def write_atomically(table, path):
+    import pyarrow.parquet as pq
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)[:-len('.parquet')]}.{uuid.uuid4().hex}{TMP_SUFFIX}")
+    pq.write_table(table, tmp, compression="snappy")
+    os.replace(tmp, path)
 
 
-def committed_sets(spark, out):
-    """Sets done by an earlier run: listed in OUT/sets (written after their rows), or with rows
-    in OUT/transactions (a run that stopped between the two commits)."""
-    done = set()
-    for sub in ("sets", "transactions"):
-        path = os.path.join(out, sub)
-        if os.path.isdir(path):
-            done |= {r[0] for r in spark.read.parquet(path).select("set_id").distinct().collect()}
-    return done
+def run_set(unit, binary, keylog, out):
+    """On an executor: icy-sniff on one set, its rows written and committed as Parquet there.
+    Returns the counts (set_id, transactions, failures, seconds): nothing else goes back."""
+    import pyarrow as pa, pyarrow.compute as pc, pyarrow.json as pj
+    started = time.time()
+    ndjson_schema, tx_schema, fail_schema, sets_schema = arrow_schemas()
+    mode = os.stat(binary).st_mode
+    if not mode & stat.S_IXUSR:
+        os.chmod(binary, mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    remote = not is_local(unit["pieces"][0])
+    feeder = Feeder(unit["pieces"]) if remote else None
+    cmd = [binary] + (feeder.args() if remote else [a for p in unit["pieces"] for a in ("-r", p)])
+    cmd += ["--format", "ndjson"]
+    if keylog:
+        cmd += ["--keylog", keylog]
+    names = feeder.names() if remote else {}
+    with tempfile.TemporaryFile() as errors:
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errors,
+                             stdin=subprocess.PIPE if remote and len(unit["pieces"]) == 1 else subprocess.DEVNULL)
+        if remote:
+            feeder.start(p.stdin)
+        writers, transactions = {}, 0
+        try:
+            stdout = p.stdout
+            if stdout.peek(1):
+                reader = pj.open_json(stdout, read_options=pj.ReadOptions(block_size=8 << 20),
+                                      parse_options=pj.ParseOptions(explicit_schema=ndjson_schema,
+                                                                    unexpected_field_behavior="ignore"))
+                for batch in reader:
+                    table = finish_rows(pa.Table.from_batches([batch]), unit, names, tx_schema)
+                    transactions += table.num_rows
+                    dates = pc.cast(pc.cast(table.column("ts"), pa.timestamp("us")), pa.date32())
+                    for day in pc.unique(dates).to_pylist():
+                        part = table.filter(pc.is_null(dates) if day is None else pc.equal(dates, pa.scalar(day)))
+                        key = "__HIVE_DEFAULT_PARTITION__" if day is None else day.isoformat()
+                        if key not in writers:
+                            folder = os.path.join(out, "transactions", f"capture_date={key}")
+                            writers[key] = PartitionWriter(folder, unit, tx_schema)
+                        writers[key].add(part)
+            stdout.read()
+            p.wait()
+        except BaseException:
+            p.kill()
+            p.wait()
+            for w in writers.values():
+                w.abandon()
+            raise
+        finally:
+            if feeder:
+                feeder.finish()
+        errors.seek(0)
+        failures = diagnostics(errors.read().decode("utf-8", "replace"), unit, names)
+    if feeder and feeder.error:
+        failures.append({"set_id": unit["id"], "set_name": unit["name"], "capture": unit["pieces"][0],
+                         "kind": "failed", "message": feeder.error, "schema_version": SCHEMA_VERSION})
+    for w in writers.values():
+        w.commit()
+    if failures:
+        write_atomically(pa.Table.from_pylist(failures, fail_schema), os.path.join(out, "failures", f"set-{unit['id']}.parquet"))
+    # Last: the commit marker. A rerun skips the set from here on.
+    marker = pa.Table.from_pylist([{"set_id": unit["id"], "set_name": unit["name"], "pieces": unit["pieces"],
+                                    "transactions": transactions, "failures": len(failures),
+                                    "committed": datetime.now(timezone.utc), "schema_version": SCHEMA_VERSION}],
+                                  sets_schema)
+    write_atomically(marker, os.path.join(out, "sets", f"set-{unit['id']}.parquet"))
+    return unit["id"], transactions, len(failures), time.time() - started
 
+
+def finish_rows(table, unit, names, schema):
+    """A batch of NDJSON rows as the transactions schema: the set added, `pushed` false where
+    absent, a streamed capture named by its URI."""
+    import pyarrow as pa, pyarrow.compute as pc
+    n = table.num_rows
+    if names:
+        capture = table.column("capture")
+        for local, uri in names.items():
+            capture = pc.if_else(pc.equal(capture, local), pa.scalar(uri), capture)
+        table = table.set_column(table.schema.get_field_index("capture"), "capture", capture)
+    table = table.set_column(table.schema.get_field_index("pushed"), "pushed",
+                             pc.fill_null(table.column("pushed"), False))
+    table = (table.append_column("set_id", pa.array([unit["id"]] * n, pa.string()))
+                  .append_column("set_name", pa.array([unit["name"]] * n, pa.string()))
+                  .append_column("schema_version", pa.array([SCHEMA_VERSION] * n, pa.int32())))
+    return table.cast(schema)
+
+
+# -- driver ---------------------------------------------------------------------------------------
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--input", nargs="+", required=True)
-    ap.add_argument("--output", required=True)
+    ap.add_argument("--input", nargs="+", required=True,
+                    help="capture files or folders: paths, file://, or URIs of pyarrow's file systems (s3://, s3a://, hdfs://, gs://)")
+    ap.add_argument("--output", required=True, help="a folder every executor can write at this path (or file://)")
     ap.add_argument("--icy-sniff", default=shutil.which("icy-sniff") or "icy-sniff")
     ap.add_argument("--keylog", help="an NSS key log every executor can read at this path")
     a = ap.parse_args()
     binary = os.path.abspath(a.icy_sniff)
-    inputs = [i[len("file://"):] if i.startswith("file://") else i for i in a.input]
+    if not is_local(a.output):
+        raise SystemExit(f"icy-sniff on Spark: --output must be a path every executor can write (or file://), not {a.output}")
+    out = local_path(a.output)
 
-    from pyspark.sql import SparkSession
-    # UTC: capture_date is the UTC date of ts, whatever the machines' time zone.
-    spark = SparkSession.builder.appName("icy-sniff").config("spark.sql.session.timeZone", "UTC").getOrCreate()
-    sc = spark.sparkContext
-    out = a.output[len("file://"):] if a.output.startswith("file://") else a.output
-    tx_path, fail_path = os.path.join(out, "transactions"), os.path.join(out, "failures")
-
-    units, problems = plan(binary, inputs)
-    done = committed_sets(spark, out)
+    started = time.time()
+    units, problems = plan(binary, a.input)
+    done = committed_sets(out)
     todo = [u for u in units if u["id"] not in done]
     print(f"icy-sniff on Spark: {len(units)} capture sets ({sum(len(u['pieces']) for u in units)} captures), "
-          f"{len(units) - len(todo)} already committed, {len(todo)} to run", file=sys.stderr)
+          f"{len(units) - len(todo)} already committed, {len(todo)} to run (planned in {time.time() - started:.1f} s)",
+          file=sys.stderr)
     for line in problems:
         print(line, file=sys.stderr)
-    if todo:
+    if not todo:
+        return
+    remove_leftovers(out)
+    from pyspark import SparkConf, SparkContext, SparkFiles
+    sc = SparkContext(conf=SparkConf().setAppName("icy-sniff").setIfMissing("spark.log.level", "WARN"))
+    try:
         sc.addFile(binary)
-        keylog = a.keylog
+        name, keylog = os.path.basename(binary), a.keylog
         # Largest sets first, one task each: a long set never starts last.
-        todo.sort(key=lambda u: -sum(os.path.getsize(p) for p in u["pieces"]))
-        results = sc.parallelize(todo, len(todo)).flatMap(lambda u: run_unit(u, keylog))
-        results = results.persist()
-        from pyspark.sql import functions as F
-        lines = results.filter(lambda r: r[0] == "tx").map(lambda r: r[1])
-        parsed = spark.read.json(lines, schema=json_schema(), timestampFormat="yyyy-MM-dd'T'HH:mm:ss.SSSSSSX",
-                                 mode="FAILFAST")
-        tx = (parsed.withColumn("pushed", F.coalesce(F.col("pushed"), F.lit(False)))
-                    .withColumn("schema_version", F.lit(SCHEMA_VERSION))
-                    .withColumn("capture_date", F.to_date(F.col("ts")))
-                    .select([f.name for f in schema().fields]))
-        # One commit for the whole run (Spark's output committer): a set's rows appear together.
-        tx.write.mode("append").partitionBy("capture_date").parquet(tx_path)
-        failures = spark.createDataFrame(results.filter(lambda r: r[0] == "failure").map(lambda r: r[1]), failures_schema())
-        failures.write.mode("append").parquet(fail_path)
-        # Last: the sets this run did, with their counts. A rerun skips them.
-        tx_counts = {r[0]: r[1] for r in tx.groupBy("set_id").count().collect()}
-        fail_counts = results.filter(lambda r: r[0] == "failure").map(lambda r: (r[1][0], 1)).countByKey()
-        now = datetime.now(timezone.utc)
-        done_rows = [(u["id"], u["name"], u["pieces"], tx_counts.get(u["id"], 0), fail_counts.get(u["id"], 0),
-                      now, SCHEMA_VERSION) for u in todo]
-        spark.createDataFrame(done_rows, sets_schema()).coalesce(1).write.mode("append").parquet(os.path.join(out, "sets"))
-        n_tx, n_fail = sum(tx_counts.values()), sum(fail_counts.values())
-        print(f"icy-sniff on Spark: {n_tx} transactions written to {tx_path}, {n_fail} failures to {fail_path}", file=sys.stderr)
-    spark.stop()
+        todo.sort(key=lambda u: -u["bytes"])
+        results = (sc.parallelize(todo, len(todo))
+                     .map(lambda u: run_set(u, SparkFiles.get(name), keylog, out))
+                     .collect())
+    finally:
+        sc.stop()
+    n_tx, n_fail = sum(r[1] for r in results), sum(r[2] for r in results)
+    longest = max(results, key=lambda r: r[3])
+    print(f"icy-sniff on Spark: {n_tx} transactions in {len(results)} sets written to {os.path.join(out, 'transactions')}, "
+          f"{n_fail} failures to {os.path.join(out, 'failures')}; the longest set took {longest[3]:.1f} s", file=sys.stderr)
 
 
 if __name__ == "__main__":
