@@ -95,4 +95,35 @@ import Testing
         #expect(rows.count == 5)
         #expect(rows.filter { $0.hasSuffix("\t") }.count == 4)
     }
+
+    /// FIFOs (how the Spark job streams a rotated set from S3) can be read only once: they are
+    /// not probed in advance, join the list as given, and their continuity is checked on their
+    /// first packet as they are read. Pieces fed in order give the whole trace; a piece fed out of
+    /// order is flagged, not merged.
+    @Test func piecesStreamedThroughFIFOsJoinAndAreCheckedAsRead() throws {
+        let whole = Self.rows(try CLI.run(["-r", CLI.corpus("zeek/no_crlf.pcap.gz")] + Self.fields).text)
+        let dir = CLI.temporaryDirectory()
+        let pieces = try Self.split(try Self.trace(), every: 100, into: dir) { i, s in String(format: "split_%05d_%@.pcap", i, String(s)) }
+        func streamed(_ order: [Int]) throws -> CLI.Result {
+            var fifos: [String] = []
+            for (n, i) in order.enumerated() {
+                let fifo = dir.appendingPathComponent("fifo-\(n)-\(i)").path
+                #expect(mkfifo(fifo, 0o600) == 0)
+                fifos.append(fifo)
+            }
+            // One writer feeds the FIFOs in turn, as the job's feeder does.
+            let writer = Process()
+            writer.executableURL = URL(fileURLWithPath: "/bin/sh")
+            writer.arguments = ["-c", zip(order, fifos).map { "cat '\(pieces[$0])' > '\($1)'" }.joined(separator: " && ")]
+            try writer.run()
+            defer { writer.waitUntilExit(); for f in fifos { try? FileManager.default.removeItem(atPath: f) } }
+            return try CLI.run(fifos.flatMap { ["-r", $0] } + Self.fields)
+        }
+        let inOrder = try streamed(Array(pieces.indices))
+        #expect(inOrder.status == 0, "\(inOrder.stderr)")
+        #expect(Self.rows(inOrder.text) == whole, "\(inOrder.stderr)")
+        let swapped = try streamed([0, 1, 3, 2] + Array(4..<pieces.count))
+        #expect(swapped.stderr.contains("starts before"), "\(swapped.stderr)")
+        #expect(swapped.stderr.contains("flagged capture_discontinuity"), "\(swapped.stderr)")
+    }
 }

@@ -71,6 +71,8 @@ public final class PcapSource {
     public private(set) var inputSize: Int64 = 0
     /// A failure to report on the next read, after the readable part of a cut record was returned.
     private var pendingFailure: String? = nil
+    /// What `peekTime` read, returned by the next `next()` (never set while reading in place).
+    private var held: ReadResult? = nil
     private var recovered: UnsafeMutableRawBufferPointer? = nil
     /// The stdio buffer of a capture file (freed after libpcap closes the file).
     private var fileBuffer: UnsafeMutableRawPointer? = nil
@@ -375,7 +377,10 @@ public final class PcapSource {
     /// The next packet. Its bytes are valid until the next call.
     @inline(__always)
     public func next() -> ReadResult {
-        if let pcapng { return next(from: pcapng) }
+        if let pcapng {
+            if _slowPath(held != nil) { return takeHeld() }
+            return next(from: pcapng)
+        }
         if mapped != nil {
             switch mapped!.next() {
             case .packet(let packet):
@@ -394,6 +399,7 @@ public final class PcapSource {
             }
         }
         guard let handle else { return .end }
+        if _slowPath(held != nil) { return takeHeld() }
         if let failure = pendingFailure {
             pendingFailure = nil
             self.handle = nil
@@ -438,6 +444,22 @@ public final class PcapSource {
             }
             return .failed(message)
         }
+    }
+
+    /// The time of the next packet, read now and returned again by the next `next()`: a pipe
+    /// cannot be probed before it is read (`CaptureProbe.isStream`), so the continuity of a set is
+    /// checked on its first packet here. Nil: no packet, or a file read in place (probed instead).
+    public func peekTime() -> Timestamp? {
+        guard mapped == nil, held == nil else { return nil }
+        let result = next()
+        held = result
+        if case .packet(let packet) = result { return packet.timestamp }
+        return nil
+    }
+
+    private func takeHeld() -> ReadResult {
+        defer { held = nil }
+        return held!
     }
 
     /// libpcap reads on from the record at `offset`: what the mapped reader does not read exactly

@@ -125,10 +125,16 @@ public struct CaptureDriver {
         var outcomes: [InputOutcome] = []
         for (i, piece) in set.pieces.enumerated() {
             var note: String? = nil
-            if i > 0, let previous = outcomes.last, previous.analysed {
-                note = breakIfDiscontinuous(piece, after: set.pieces[i - 1], in: set, pipeline: pipeline)
+            let continues = i > 0 && outcomes.last?.analysed == true
+            // A stream was not probed: its first packet is read once it is open.
+            let stream = piece.probe == nil && CaptureProbe.isStream(path: piece.path)
+            if continues && !stream {
+                note = breakIfDiscontinuous(piece, first: piece.probe?.firstPacket, after: set.pieces[i - 1], in: set, pipeline: pipeline)
             }
-            var outcome = run(piece.path, through: pipeline, progress: progress)
+            var outcome = run(piece.path, through: pipeline, progress: progress) { source in
+                guard continues && stream else { return }
+                note = breakIfDiscontinuous(piece, first: source.peekTime(), after: set.pieces[i - 1], in: set, pipeline: pipeline)
+            }
             outcome.continuity = note
             outcomes.append(outcome)
             if outcome.stopsRun { break }
@@ -136,10 +142,9 @@ public struct CaptureDriver {
         return outcomes
     }
 
-    private func breakIfDiscontinuous(_ piece: CaptureSet.Piece, after previous: CaptureSet.Piece, in set: CaptureSet,
-                                      pipeline: Pipeline) -> String? {
+    private func breakIfDiscontinuous(_ piece: CaptureSet.Piece, first: Timestamp?, after previous: CaptureSet.Piece,
+                                      in set: CaptureSet, pipeline: Pipeline) -> String? {
         let last = pipeline.stats.lastPacket
-        let first = piece.probe?.firstPacket
         var gap = ""
         if let first, let last {
             let seconds = (first.milliseconds(since: last)).rounded() / 1000
@@ -166,7 +171,9 @@ public struct CaptureDriver {
         return text + "; \(what), flagged \(weird.rawValue)"
     }
 
-    public func run(_ path: String, through pipeline: Pipeline, progress: ((PcapSource) -> Void)? = nil) -> InputOutcome {
+    /// `opened`: called with the source once it is open, before its first packet is analysed.
+    public func run(_ path: String, through pipeline: Pipeline, progress: ((PcapSource) -> Void)? = nil,
+                    opened: (PcapSource) -> Void = { _ in }) -> InputOutcome {
         let source: PcapSource
         do {
             source = try PcapSource.open(path: path, filter: captureFilter, reader: fileReader)
@@ -180,6 +187,7 @@ public struct CaptureDriver {
             return failed
         }
         source.saver = packetWriter
+        opened(source)
         // pcapng Decryption Secrets Blocks (keys that came with the capture, no option needed) are
         // handed to the pipeline by the source as they are read, before the packets they decrypt.
         let stop = shouldStop

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Rotated capture sets (tcpdump `-C`/`-G -w`, dumpcap `-b`, `editcap -c/-i` splits) analysed as
 /// one continuous stream, so that a connection crossing a file boundary stays one connection.
 ///
@@ -54,12 +58,22 @@ public struct CaptureProbe: Sendable, Equatable {
     public var snaplen: Int32
     public var firstPacket: Timestamp?
 
-    /// Opens the capture and reads one packet; nil when it cannot be read at all.
+    /// Opens the capture and reads one packet; nil when it cannot be read at all, or is a stream.
     public static func of(path: String) -> CaptureProbe? {
-        guard path != "-", let source = try? PcapSource.open(path: path) else { return nil }
+        guard !isStream(path: path), let source = try? PcapSource.open(path: path) else { return nil }
         var first: Timestamp? = nil
         if case .packet(let p) = source.next() { first = p.timestamp }
         return CaptureProbe(dlt: source.dlt, snaplen: source.snaplen, firstPacket: first)
+    }
+
+    /// Standard input, a FIFO, a pipe (`<(zcat a.gz)`), a socket or a device: it can be read only
+    /// once, so it is never probed in advance (a probe would consume its start).
+    public static func isStream(path: String) -> Bool {
+        if path == "-" { return true }
+        var st = stat()
+        guard stat(path, &st) == 0 else { return false }
+        let type = st.st_mode & S_IFMT
+        return type != S_IFREG && type != S_IFDIR
     }
 
     func canContinue(_ previous: CaptureProbe) -> Bool { dlt == previous.dlt && snaplen == previous.snaplen }
@@ -112,11 +126,14 @@ public enum CaptureSets {
     }
 
     /// A list the user gave, in its order: consecutive pieces join while their content agrees
-    /// and their first packets do not go back in time.
+    /// and their first packets do not go back in time; a stream joins the piece before it.
     static func chainListed(_ pieces: [CaptureSet.Piece], probe: (String) -> CaptureProbe?) -> [CaptureSet] {
         guard pieces.count > 1 else { return [make(pieces, byName: false)] }
         let probed = pieces.map { piece in CaptureSet.Piece(path: piece.path, stem: piece.stem, probe: probe(piece.path)) }
         return split(probed, byName: false) { previous, next in
+            // A stream (FIFOs fed by a distributed run, `<(zcat a.gz)`) continues the list as
+            // given; its first packet is checked as it is read (`CaptureDriver`).
+            if next.probe == nil && CaptureProbe.isStream(path: next.path) { return true }
             guard let p = next.probe, let q = previous.probe, let a = q.firstPacket, let b = p.firstPacket else { return false }
             return p.canContinue(q) && b >= a
         }
