@@ -208,7 +208,7 @@ class Feeder:
     the pieces of a set into FIFOs read in turn. Nothing is copied to disk."""
 
     def __init__(self, uris):
-        self.uris, self.error, self.threads, self.dir = uris, None, [], None
+        self.uris, self.error, self.threads, self.dir, self.fifos, self.stopped = uris, None, [], None, [], False
 
     def args(self):
         if len(self.uris) == 1:
@@ -230,6 +230,8 @@ class Feeder:
 
         def copy():
             for uri, dest in targets:
+                if self.stopped:
+                    break
                 try:
                     fsys, path = filesystem(uri)
                     out = dest if not isinstance(dest, str) else open(dest, "wb")
@@ -243,7 +245,7 @@ class Feeder:
                 except BrokenPipeError:
                     pass  # icy-sniff stopped reading (it says why on stderr)
                 except OSError as e:
-                    self.error = f"'{uri}': {e}"
+                    self.error = (uri, f"'{uri}': {e}")
                     try:
                         (dest if not isinstance(dest, str) else open(dest, "wb")).close()
                     except OSError:
@@ -253,8 +255,17 @@ class Feeder:
         self.threads.append(t)
 
     def finish(self):
+        """After icy-sniff has ended: a writer still waiting for a FIFO's reader (icy-sniff stopped
+        before it, e.g. on an error) is let go by opening the FIFOs for reading."""
+        self.stopped = True
         for t in self.threads:
-            t.join()
+            while t.is_alive():
+                for f in self.fifos:
+                    try:
+                        os.close(os.open(f, os.O_RDONLY | os.O_NONBLOCK))
+                    except OSError:
+                        pass
+                t.join(0.05)
         if self.dir:
             shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -268,8 +279,7 @@ def diagnostics(stderr, unit, names):
             continue
         text = line[len("icy-sniff: "):]
         for local, uri in names.items():
-            if local != "-":
-                text = text.replace(local, uri)
+            text = text.replace(f"'{local}'", f"'{uri}'")
         kind = "failed"
         if text.startswith("warning: "):
             text = text[len("warning: "):]
@@ -379,8 +389,8 @@ def run_set(unit, binary, keylog, out):
         errors.seek(0)
         failures = diagnostics(errors.read().decode("utf-8", "replace"), unit, names)
     if feeder and feeder.error:
-        failures.append({"set_id": unit["id"], "set_name": unit["name"], "capture": unit["pieces"][0],
-                         "kind": "failed", "message": feeder.error, "schema_version": SCHEMA_VERSION})
+        failures.append({"set_id": unit["id"], "set_name": unit["name"], "capture": feeder.error[0],
+                         "kind": "failed", "message": feeder.error[1], "schema_version": SCHEMA_VERSION})
     for w in writers.values():
         w.commit()
     if failures:

@@ -137,6 +137,25 @@ def normalise(obj):
     return out
 
 
+def differences(expected, rows):
+    """icy-sniff's NDJSON transactions against the job's Parquet rows, field by field: [] when
+    equal, else a sentence saying how they differ."""
+    def present(d):
+        return {k: v for k, v in d.items() if v is not None and not (k == "pushed" and v is False)}
+    want = sorted(json.dumps(present(normalise(e)), sort_keys=True) for e in expected)
+    got = []
+    for r in rows:
+        r = {k: v for k, v in r.items() if k not in ("set_id", "set_name", "schema_version", "capture_date")}
+        r["ts"] = r["ts"].strftime("%Y-%m-%dT%H:%M:%S.%f")
+        got.append(json.dumps(present({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}), sort_keys=True))
+    got.sort()
+    if got == want:
+        return []
+    missing, extra = set(want) - set(got), set(got) - set(want)
+    return [f"Parquet rows differ from icy-sniff's NDJSON: {len(want)} expected, {len(got)} rows; "
+            f"e.g. missing {sorted(missing)[:1]} extra {sorted(extra)[:1]}"]
+
+
 def main():
     # Run beside the rest of `swift test` without slowing it: the cluster's JVMs take two
     # cores' worth of CPU, which pushed time-limited tests over their limits. At the lowest
@@ -174,25 +193,9 @@ def main():
 
     # What icy-sniff itself says about the same archive.
     local = subprocess.run([binary, "-r", archive, "--format", "ndjson"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    def present(d):
-        return {k: v for k, v in d.items() if v is not None and not (k == "pushed" and v is False)}
-    expected = sorted(json.dumps(present(normalise(json.loads(l))), sort_keys=True) for l in local.stdout.splitlines() if l.strip())
     table = pq.read_table(os.path.join(out, "transactions"))
     rows = table.to_pylist()
-    got = []
-    for r in rows:
-        r = {k: v for k, v in r.items() if k not in ("set_id", "set_name", "schema_version", "capture_date")}
-        r["ts"] = r["ts"].strftime("%Y-%m-%dT%H:%M:%S.%f")
-        r = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}
-        obj = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}
-        # Fields NDJSON leaves out when absent.
-        got.append(obj)
-    got = sorted(json.dumps(present(g), sort_keys=True) for g in got)
-    if got != expected:
-        missing = set(expected) - set(got)
-        extra = set(got) - set(expected)
-        failures.append(f"Parquet rows differ from icy-sniff's NDJSON: {len(expected)} expected, {len(got)} rows; "
-                        f"e.g. missing {sorted(missing)[:1]} extra {sorted(extra)[:1]}")
+    failures += differences([json.loads(l) for l in local.stdout.splitlines() if l.strip()], rows)
     planted = [r for r in rows if r["set_name"] == "samples/secrets"]
     if len(planted) != 1:
         failures.append(f"the capture with planted secrets gave {len(planted)} rows, not 1")

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""The Spark job reading its captures from S3: a real S3 server (moto's, in server mode: the S3
+HTTP API on localhost) started and stopped here, the test archive of test_spark_cluster.py
+uploaded to it with boto3, and the job run in local[2] with `--input s3://BUCKET/archive` (and
+the Hadoop name `s3a://` for one folder of it), through the job's own code: listed and probed
+with pyarrow's S3 client, every capture streamed into icy-sniff (one capture into its standard
+input, the 76 pieces of the rotated set into FIFOs), nothing copied to disk. Checks: the Parquet
+rows equal `icy-sniff -r ARCHIVE --format ndjson` over a local copy field by field, with the
+S3 URIs as capture names; the rotated set is whole; the corrupt capture is a failure under its
+URI; a second run is a no-op. Prints "spark-s3-test: OK ..." and exits 0, or says what differs.
+
+    python3 spark/test_spark_s3.py --icy-sniff .build/release/icy-sniff [--keep DIR]
+"""
+import argparse, json, os, shutil, subprocess, sys, tempfile, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_spark_cluster as cluster  # noqa: E402
+
+BUCKET = "captures"
+
+
+def start_s3(work):
+    port = cluster.free_port()
+    log = open(os.path.join(work, "moto.log"), "w")
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=log, stderr=subprocess.STDOUT)
+    import socket
+    for _ in range(200):
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return server, f"http://127.0.0.1:{port}"
+        if server.poll() is not None:
+            break
+        time.sleep(0.1)
+    server.kill()
+    raise SystemExit("spark-s3-test: moto's S3 server did not start:\n" + open(os.path.join(work, "moto.log")).read()[-2000:])
+
+
+def main():
+    os.nice(19)
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--icy-sniff", required=True)
+    ap.add_argument("--keep")
+    a = ap.parse_args()
+    binary = os.path.abspath(a.icy_sniff)
+    import pyspark, pyarrow.parquet as pq, boto3
+    spark_home = os.path.dirname(pyspark.__file__)
+    work = a.keep or tempfile.mkdtemp(prefix="icy-spark-s3-")
+    os.makedirs(work, exist_ok=True)
+    archive, out = os.path.join(work, "archive"), os.path.join(work, "out")
+    shutil.rmtree(archive, ignore_errors=True); shutil.rmtree(out, ignore_errors=True)
+    files = cluster.make_archive(archive)
+    server, endpoint = start_s3(work)
+    # The credentials and endpoint every S3 client of the job reads (pyarrow's, boto3's).
+    env = dict(os.environ, AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test", AWS_DEFAULT_REGION="us-east-1",
+               AWS_ENDPOINT_URL=endpoint)
+    failures = []
+    try:
+        s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test", aws_secret_access_key="test",
+                          region_name="us-east-1")
+        s3.create_bucket(Bucket=BUCKET)
+        for folder, _, names in os.walk(archive):
+            for n in names:
+                path = os.path.join(folder, n)
+                s3.upload_file(path, BUCKET, "archive/" + os.path.relpath(path, archive))
+        # One input as s3://, one folder of it under Hadoop's name s3a://.
+        inputs = [f"s3://{BUCKET}/archive/corpus", f"s3://{BUCKET}/archive/samples", f"s3://{BUCKET}/archive/broken",
+                  f"s3a://{BUCKET}/archive/ring"]
+        submit = [os.path.join(spark_home, "bin", "spark-submit"), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+                  os.path.join(cluster.ROOT, "spark/icy_sniff_spark.py"), "--input", *inputs, "--output", out,
+                  "--icy-sniff", binary]
+        started = time.time()
+        first = subprocess.run(submit, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        job_seconds = time.time() - started
+        if first.returncode != 0:
+            raise SystemExit("spark-s3-test: spark-submit failed:\n" + first.stderr[-4000:])
+        second = subprocess.run(submit, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        open(os.path.join(work, "second.log"), "w").write(second.stdout + second.stderr)
+        if "0 to run" not in second.stdout + second.stderr:
+            failures.append("the second run was not a no-op: " + "\n".join(l for l in second.stderr.splitlines() if "icy-sniff" in l or "Error" in l or "Traceback" in l or "rror" in l))
+    finally:
+        server.terminate()
+        server.wait()
+
+    # What icy-sniff itself says about the same captures on the local disk, named by their URIs.
+    def uri(path, scheme):
+        return f"{scheme}{BUCKET}/archive/" + os.path.relpath(path, archive)
+    expected = []
+    for sub in ("corpus", "samples", "broken", "ring"):
+        local = subprocess.run([binary, "-r", os.path.join(archive, sub), "--format", "ndjson"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for line in local.stdout.splitlines():
+            if line.strip():
+                row = json.loads(line)
+                row["capture"] = uri(row["capture"], "s3a://" if sub == "ring" else "s3://")
+                expected.append(row)
+    rows = pq.read_table(os.path.join(out, "transactions")).to_pylist()
+    failures += cluster.differences(expected, rows)
+    ring = [r for r in rows if r["set_name"] == "2021-01-06/split"]
+    if len(ring) != 5 or any(r["flags"] for r in ring):
+        failures.append(f"the rotated set gave {len(ring)} transactions (flags {[r['flags'] for r in ring]}), not 5 whole ones")
+    if ring and not all(r["capture"].startswith(f"s3a://{BUCKET}/archive/ring/2021-01-06/split_") for r in ring):
+        failures.append(f"the rotated set's rows are not named by their URIs: {sorted({r['capture'] for r in ring})[:3]}")
+    fails = pq.read_table(os.path.join(out, "failures")).to_pylist()
+    if not any(f["capture"] == f"s3://{BUCKET}/archive/broken/corrupt.pcap" and f["kind"] == "failed"
+               and f["capture"] in f["message"] for f in fails):
+        failures.append(f"the corrupt capture is not a failure under its URI: {fails}")
+    if failures:
+        print("spark-s3-test: FAILED\n" + "\n".join(failures))
+        return 1
+    print(f"spark-s3-test: OK {files} files on S3 ({endpoint}), {len(rows)} transactions, {len(fails)} failures, "
+          f"job {job_seconds:.0f} s, second run a no-op")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
