@@ -12,11 +12,12 @@ JVM or the driver:
    Inputs on another file system (s3://, s3a://, hdfs://, gs://; pyarrow's file systems) are
    listed there, and icy-sniff plans on a local mirror of each file's first 256 KiB.
 2. Skip (driver): a set whose commit marker OUT/sets/set-ID.parquet exists is done.
-3. Run (executors, one task per set, largest first): icy-sniff reads the set's pieces (local
-   paths directly; other file systems streamed into its standard input or FIFOs, never copied to
-   disk) and writes NDJSON into a pipe; pyarrow's C++ JSON reader turns it into Arrow batches with
-   the job's explicit schema, written as Parquet into OUT/transactions/capture_date=D/set-ID.parquet
-   (hidden temporary names, then renamed). icy-sniff's diagnostics become OUT/failures/set-ID.parquet.
+3. Run (executors; a set is one task's, several small sets may share a task, largest first):
+   icy-sniff reads the set's pieces (local paths directly; other file systems streamed into its
+   standard input or FIFOs, never copied to disk) and writes NDJSON into a pipe; pyarrow's C++
+   JSON reader turns it into Arrow batches with the job's explicit schema, written as Parquet
+   into OUT/transactions/capture_date=D/set-ID.parquet (hidden temporary names, then renamed).
+   icy-sniff's diagnostics become OUT/failures/set-ID.parquet.
 4. Commit (the same task, last): OUT/sets/set-ID.parquet. A set is committed when that file
    exists; a set run again (a retried task, a rerun after a crash) rewrites the same file names.
 
@@ -424,6 +425,33 @@ def finish_rows(table, unit, names, schema):
 
 # -- driver ---------------------------------------------------------------------------------------
 
+# A task costs about 50 ms of its own (scheduling, the Python worker, icy-sniff's start, the
+# files): sets are packed into at most this many tasks per core, enough for the balance.
+TASKS_PER_CORE = 3
+
+
+def pack(sets, tasks):
+    """The sets in at most `tasks` tasks of about equal bytes (largest first, each into the
+    lightest task: LPT), each task's largest set first; the tasks in order of their largest set,
+    so a long set never starts last."""
+    bins = [[0, []] for _ in range(max(1, min(tasks, len(sets))))]
+    for unit in sorted(sets, key=lambda u: -u["bytes"]):
+        lightest = min(bins, key=lambda b: b[0])
+        lightest[0] += unit["bytes"]
+        lightest[1].append(unit)
+    return [b[1] for b in sorted(bins, key=lambda b: -b[1][0]["bytes"]) if b[1]]
+
+
+def run_sets(sets, binary, keylog, out):
+    """One task: its sets in turn. A set committed already (by an earlier attempt of this
+    task) is not run again."""
+    results = []
+    for unit in sets:
+        if os.path.exists(os.path.join(out, "sets", f"set-{unit['id']}.parquet")):
+            continue
+        results.append(run_set(unit, binary, keylog, out))
+    return results
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--input", nargs="+", required=True,
@@ -454,10 +482,9 @@ def main():
     try:
         sc.addFile(binary)
         name, keylog = os.path.basename(binary), a.keylog
-        # Largest sets first, one task each: a long set never starts last.
-        todo.sort(key=lambda u: -u["bytes"])
-        results = (sc.parallelize(todo, len(todo))
-                     .map(lambda u: run_set(u, SparkFiles.get(name), keylog, out))
+        tasks = pack(todo, TASKS_PER_CORE * sc.defaultParallelism)
+        results = (sc.parallelize(tasks, len(tasks))
+                     .flatMap(lambda sets: run_sets(sets, SparkFiles.get(name), keylog, out))
                      .collect())
     finally:
         sc.stop()
