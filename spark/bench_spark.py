@@ -10,7 +10,8 @@ into a fresh output folder:
 - the job in `local[2]` on one small capture (its fixed cost) and on the archive;
 - the job on a standalone cluster of 1 and of 2 workers (1 core each), and a rerun with
   everything committed;
-- the rotated set (one task however many cores) in `local[2]` and with icy-sniff alone.
+- the rotated set (one task however many cores) in `local[2]` and with icy-sniff alone;
+- with --s3: the archive on moto's S3 server, downloaded by boto3 alone and read by the job.
 Checks that the job's rows equal icy-sniff's NDJSON over the folder (count and a field-by-field
 comparison of a sample), and prints wall seconds.
 """
@@ -68,6 +69,7 @@ def main():
     ap.add_argument("--pieces", type=int, default=16)
     ap.add_argument("--icy-sniff", required=True)
     ap.add_argument("--no-cluster", action="store_true", help="local[2] only")
+    ap.add_argument("--s3", action="store_true", help="also the archive read from moto's S3 server (its speed is moto's)")
     a = ap.parse_args()
     binary = os.path.abspath(a.icy_sniff)
     import pyspark
@@ -96,6 +98,25 @@ def main():
     results["icy-sniff, rotated set"] = timed([binary, "-r", ring, "--out-dir", os.path.join(work, "out-ring"),
                                                "--format", "ndjson", "--quiet"])
     job("local[2], rotated set", ring, "local-ring", "local[2]")
+    if a.s3:
+        import boto3, test_spark_s3
+        server, endpoint = test_spark_s3.start_s3(work)
+        try:
+            env = dict(os.environ, AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test", AWS_DEFAULT_REGION="us-east-1",
+                       AWS_ENDPOINT_URL=endpoint)
+            s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test", aws_secret_access_key="test",
+                              region_name="us-east-1")
+            s3.create_bucket(Bucket="bench")
+            for n in os.listdir(archive):
+                s3.upload_file(os.path.join(archive, n), "bench", "archive/" + n)
+            start = time.time()
+            for n in os.listdir(archive):
+                s3.download_fileobj("bench", "archive/" + n, open(os.devnull, "wb"))
+            results["S3: download every capture"] = time.time() - start
+            job("local[2], archive on S3", "s3://bench/archive", "local-s3", "local[2]", env)
+        finally:
+            server.terminate()
+            server.wait()
     if not a.no_cluster:
         for workers in (1, 2):
             url, procs, env = cluster.start_cluster(spark_home, os.path.join(work, f"cluster{workers}"), workers=workers)

@@ -7,7 +7,8 @@ with pyarrow's S3 client, every capture streamed into icy-sniff (one capture int
 input, the 76 pieces of the rotated set into FIFOs), nothing copied to disk. Checks: the Parquet
 rows equal `icy-sniff -r ARCHIVE --format ndjson` over a local copy field by field, with the
 S3 URIs as capture names; the rotated set is whole; the corrupt capture is a failure under its
-URI; a second run is a no-op. Prints "spark-s3-test: OK ..." and exits 0, or says what differs.
+URI; a second run is a no-op; a set whose commit marker is gone runs again without doubling
+its rows. Prints "spark-s3-test: OK ..." and exits 0, or says what differs.
 
     python3 spark/test_spark_s3.py --icy-sniff .build/release/icy-sniff [--keep DIR]
 """
@@ -78,6 +79,20 @@ def main():
         open(os.path.join(work, "second.log"), "w").write(second.stdout + second.stderr)
         if "0 to run" not in second.stdout + second.stderr:
             failures.append("the second run was not a no-op: " + "\n".join(l for l in second.stderr.splitlines() if "icy-sniff" in l or "Error" in l or "Traceback" in l or "rror" in l))
+        # A task that died after writing the rotated set's rows and before its commit marker, and
+        # another that left a temporary file: the set runs again, rewrites the same file (its rows
+        # are not there twice), and the temporary file goes.
+        import pyarrow.parquet as pq
+        ring_id = next(pq.read_table(os.path.join(out, "sets", n)).column("set_id")[0].as_py()
+                       for n in os.listdir(os.path.join(out, "sets"))
+                       if pq.read_table(os.path.join(out, "sets", n)).column("set_name")[0].as_py() == "2021-01-06/split")
+        os.unlink(os.path.join(out, "sets", f"set-{ring_id}.parquet"))
+        stale = os.path.join(out, "transactions", "capture_date=2021-01-06", ".set-dead.0.parquet.tmp")
+        open(stale, "wb").write(b"partial")
+        third = subprocess.run(submit, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if "31 already committed, 1 to run" not in third.stdout + third.stderr or os.path.exists(stale):
+            failures.append("a set without its commit marker was not run again alone, or the temporary file stayed: "
+                            + "\n".join(l for l in (third.stdout + third.stderr).splitlines() if "icy-sniff" in l))
     finally:
         server.terminate()
         server.wait()
@@ -109,7 +124,7 @@ def main():
         print("spark-s3-test: FAILED\n" + "\n".join(failures))
         return 1
     print(f"spark-s3-test: OK {files} files on S3 ({endpoint}), {len(rows)} transactions, {len(fails)} failures, "
-          f"job {job_seconds:.0f} s, second run a no-op")
+          f"job {job_seconds:.0f} s, second run a no-op, an uncommitted set rerun without duplicates")
     return 0
 
 
