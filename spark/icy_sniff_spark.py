@@ -109,12 +109,22 @@ def set_id(pieces):
     return h.hexdigest()[:32]
 
 
+def size_and_time(path):
+    """(0, 0) for a path that is not there: its set runs, and icy-sniff's message about it is
+    a failure row; once the file is there it has a new id and runs again."""
+    try:
+        st = os.stat(path)
+        return st.st_size, st.st_mtime
+    except OSError:
+        return 0, 0
+
+
 def plan_local(binary, inputs):
     sets, problems = list_sets(binary, [local_path(i) for i in inputs])
     units = []
     for s in sets:
         pieces = [os.path.abspath(x) for x in s["pieces"]]
-        stats = [(p, os.stat(p).st_size, os.stat(p).st_mtime) for p in pieces]
+        stats = [(p,) + size_and_time(p) for p in pieces]
         units.append({"id": set_id(stats), "name": s["name"], "pieces": pieces, "bytes": sum(st[1] for st in stats)})
     return units, problems
 
@@ -490,8 +500,11 @@ def main():
         sc.stop()
     n_tx, n_fail = sum(r[1] for r in results), sum(r[2] for r in results)
     longest = max(results, key=lambda r: r[3])
-    print(f"icy-sniff on Spark: {n_tx} transactions in {len(results)} sets written to {os.path.join(out, 'transactions')}, "
-          f"{n_fail} failures to {os.path.join(out, 'failures')}; the longest set took {longest[3]:.1f} s", file=sys.stderr)
+    def n(count, what):
+        return f"{count} {what}{'' if count == 1 else 's'}"
+    print(f"icy-sniff on Spark: {n(n_tx, 'transaction')} of {n(len(results), 'set')} written to "
+          f"{os.path.join(out, 'transactions')}, {n(n_fail, 'failure')} to {os.path.join(out, 'failures')}; "
+          f"the longest set took {longest[3]:.1f} s", file=sys.stderr)
 
 
 if __name__ == "__main__":
