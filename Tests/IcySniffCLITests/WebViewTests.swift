@@ -44,6 +44,42 @@ import Glibc
         #expect(lines.count == 1 && lines[0].contains("cannot listen on 127.0.0.1:\(port): Address already in use"), "\(busy.stderr)")
     }
 
+    /// A browser that does not read its event stream never holds the run up: with 60,000
+    /// transactions (60,002 records) and a reader that reads nothing until the run has read the
+    /// capture to the end, the run ends, the reader gets what the socket held, then an
+    /// `event: skipped` saying how many records it missed and from where (one for each time it
+    /// fell more than 20,000 records behind), then the newest
+    /// records and the final status; nothing is lost without being said
+    /// (scripts/webview-slow-client, about 20 s with the debug binary).
+    @Test(.timeLimit(.minutes(10)))
+    func aReaderThatDoesNotReadSkipsAndIsTold() throws {
+        let dir = CLI.temporaryDirectory()
+        let r = try CLI.run(["python3", CLI.packageRoot.appendingPathComponent("scripts/webview-slow-client").path,
+                             CLI.binary, dir.path], executable: "/usr/bin/env")
+        try #require(r.status == 0, "\(r.text) \(r.stderr)")
+        let line = try #require(r.text.split(separator: "\n").last, "\(r.stderr)")
+        let facts = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let status = try #require(facts["status"] as? [[String: Any]])
+        let final = try #require(status.last)
+        #expect(final["running"] as? Bool == false && final["records"] as? Int == 60_002, "\(status)")
+        #expect(facts["readBefore"] as? Int == 0)
+        let skipped = try #require(facts["skipped"] as? [[String: Int]])
+        let gaps = try #require(facts["gaps"] as? [[Int]])
+        // Each skip is said once, where the sequence numbers jump: to the record after `at`;
+        // `skipped` counts since the stream opened (what the page shows).
+        try #require(!skipped.isEmpty && skipped.count == gaps.count, "\(skipped) \(gaps)")
+        var before = 0
+        for (skip, gap) in zip(skipped, gaps) {
+            let missed = skip["skipped"]! - before
+            before = skip["skipped"]!
+            #expect(missed > 20_000, "more than EventStream.maxBacklog behind: \(skip)")
+            #expect(gap[1] == skip["at"]! + 1 && gap[1] - gap[0] - 1 == missed, "\(gaps) \(skipped)")
+        }
+        // Every record is either received or counted as skipped, the last one received.
+        #expect((facts["received"] as? Int ?? 0) + before == 60_002)
+        #expect(facts["firstSeq"] as? Int == 1 && facts["lastSeq"] as? Int == 60_002)
+    }
+
     @Test(.enabled(if: WebViewTests.hasBrowser || ProcessInfo.processInfo.environment["CI"] != nil,
                    "chromium, playwright or scapy is not installed (scripts/install-deps installs them)"),
           .timeLimit(.minutes(10)))
