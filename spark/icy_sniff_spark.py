@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """icy-sniff over a capture archive on Apache Spark.
 
-    spark-submit [--master URL] spark/icy_sniff_spark.py --input URI [URI ...] --output DIR
+    spark-submit [--master URL] spark/icy_sniff_spark.py --input URI [URI ...] --output URI
                  [--icy-sniff BINARY] [--keylog FILE]
 
 Spark schedules, retries and ships the binary; the rows never pass through Python objects, the
@@ -16,11 +16,13 @@ JVM or the driver:
    icy-sniff reads the set's pieces (local paths directly; other file systems streamed into its
    standard input or FIFOs, never copied to disk) and writes NDJSON into a pipe; pyarrow's C++
    JSON reader turns it into Arrow batches with the job's explicit schema, written as Parquet
-   into OUT/transactions/capture_date=D/set-ID.parquet (hidden temporary names, then renamed).
-   icy-sniff's diagnostics become OUT/failures/set-ID.parquet.
+   into OUT/transactions/capture_date=D/set-ID.parquet. icy-sniff's diagnostics become
+   OUT/failures/set-ID.parquet. Each file becomes visible whole (`Output`: renamed from a hidden
+   temporary name on a file system; an object store shows an object once its upload completes).
 4. Commit (the same task, last): OUT/sets/set-ID.parquet. A set is committed when that file
    exists; a set run again (a retried task, a rerun after a crash) rewrites the same file names.
 
+OUT is a path every executor can write (or file://), or a URI of pyarrow's file systems.
 docs/SPARK.md has the schema, the model of what it costs and the figures.
 """
 import argparse, hashlib, json, os, shutil, stat, subprocess, sys, tempfile, threading, time, uuid
@@ -82,8 +84,56 @@ def filesystem(uri):
     return fs.FileSystem.from_uri(uri)
 
 
-def scheme_of(uri):
-    return uri.split("://", 1)[0] + "://"
+class Output:
+    """The output folder: a path (or file://) every executor can write, or a URI of pyarrow's
+    file systems (s3://, s3a://, hdfs://, gs://). Made from the URI on the driver and on each
+    executor. One place decides how a file becomes visible whole: on an object store an object
+    appears only once its upload completes, so it is written under its own name; on a file
+    system it is written under a hidden temporary name and renamed."""
+
+    def __init__(self, uri):
+        from pyarrow import fs
+        self.uri = uri
+        if is_local(uri):
+            self.fs, self.root = fs.LocalFileSystem(), local_path(uri)
+        else:
+            self.fs, root = filesystem(uri)
+            self.root = root.rstrip("/")
+        self.direct = self.fs.type_name in ("s3", "gcs")
+
+    def path(self, *parts):
+        return "/".join((self.root,) + parts)
+
+    def shown(self, sub):
+        return self.uri.rstrip("/") + "/" + sub
+
+    def exists(self, path):
+        from pyarrow import fs
+        return self.fs.get_file_info(path).type != fs.FileType.NotFound
+
+    def files(self, sub):
+        """Every file under OUT/sub (none when it is not there)."""
+        from pyarrow import fs
+        infos = self.fs.get_file_info(fs.FileSelector(self.path(sub), recursive=True, allow_not_found=True))
+        return [i for i in infos if i.type == fs.FileType.File]
+
+    def begin(self, final):
+        """Where to write `final`: itself, or a hidden temporary name beside it."""
+        folder, name = final.rsplit("/", 1)
+        self.fs.create_dir(folder, recursive=True)
+        if self.direct:
+            return final
+        return f"{folder}/.{name[:-len('.parquet')]}.{uuid.uuid4().hex}{TMP_SUFFIX}"
+
+    def commit(self, written, final):
+        if written != final:
+            self.fs.move(written, final)
+
+    def abandon(self, written):
+        try:
+            self.fs.delete_file(written)
+        except OSError:
+            pass
 
 
 # -- plan (driver) ------------------------------------------------------------------------------
@@ -188,28 +238,24 @@ def committed_sets(out):
     of schema_version 2 (Spark wrote part-*.parquet files): the set_ids in them, and in
     OUT/transactions (a run that stopped between its two commits)."""
     done = set()
-    sets_dir = os.path.join(out, "sets")
-    if os.path.isdir(sets_dir):
-        done |= {n[len("set-"):-len(".parquet")] for n in os.listdir(sets_dir)
-                 if n.startswith("set-") and n.endswith(".parquet")}
-    legacy = []
-    for sub in ("sets", "transactions"):
-        for folder, _, names in os.walk(os.path.join(out, sub)):
-            legacy += [os.path.join(folder, n) for n in names if n.startswith("part-") and n.endswith(".parquet")]
+    for f in out.files("sets"):
+        if f.base_name.startswith("set-") and f.base_name.endswith(".parquet"):
+            done.add(f.base_name[len("set-"):-len(".parquet")])
+    legacy = [f.path for sub in ("sets", "transactions") for f in out.files(sub)
+              if f.base_name.startswith("part-") and f.base_name.endswith(".parquet")]
     if legacy:
         import pyarrow.parquet as pq
         for path in legacy:
-            done |= set(pq.read_table(path, columns=["set_id"]).column("set_id").unique().to_pylist())
+            done |= set(pq.read_table(path, columns=["set_id"], filesystem=out.fs).column("set_id").unique().to_pylist())
     return done
 
 
 def remove_leftovers(out):
     """Temporary files of tasks that died before renaming them (a crashed executor)."""
     for sub in ("transactions", "failures", "sets"):
-        for folder, _, names in os.walk(os.path.join(out, sub)):
-            for n in names:
-                if n.startswith(".") and n.endswith(TMP_SUFFIX):
-                    os.unlink(os.path.join(folder, n))
+        for f in out.files(sub):
+            if f.base_name.startswith(".") and f.base_name.endswith(TMP_SUFFIX):
+                out.abandon(f.path)
 
 
 # -- run (executor) -----------------------------------------------------------------------------
@@ -304,14 +350,14 @@ def diagnostics(stderr, unit, names):
 
 
 class PartitionWriter:
-    """The set's rows of one capture date: a hidden temporary file, renamed when complete."""
+    """The set's rows of one capture date, in one file made visible whole when complete."""
 
-    def __init__(self, folder, unit, schema):
+    def __init__(self, out, folder, unit, schema):
         import pyarrow.parquet as pq
-        os.makedirs(folder, exist_ok=True)
-        self.final = os.path.join(folder, f"set-{unit['id']}.parquet")
-        self.tmp = os.path.join(folder, f".set-{unit['id']}.{uuid.uuid4().hex}{TMP_SUFFIX}")
-        self.writer = pq.ParquetWriter(self.tmp, schema, compression="snappy")
+        self.out = out
+        self.final = out.path(folder, f"set-{unit['id']}.parquet")
+        self.written = out.begin(self.final)
+        self.writer = pq.ParquetWriter(self.written, schema, compression="snappy", filesystem=out.fs)
         self.pending, self.rows = [], 0
 
     def add(self, table):
@@ -329,22 +375,21 @@ class PartitionWriter:
     def commit(self):
         self.flush()
         self.writer.close()
-        os.replace(self.tmp, self.final)
+        self.out.commit(self.written, self.final)
 
     def abandon(self):
         try:
             self.writer.close()
         finally:
-            if os.path.exists(self.tmp):
-                os.unlink(self.tmp)
+            if self.written != self.final:
+                self.out.abandon(self.written)
 
 
-def write_atomically(table, path):
+def write_whole(out, table, final):
     import pyarrow.parquet as pq
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)[:-len('.parquet')]}.{uuid.uuid4().hex}{TMP_SUFFIX}")
-    pq.write_table(table, tmp, compression="snappy")
-    os.replace(tmp, path)
+    written = out.begin(final)
+    pq.write_table(table, written, compression="snappy", filesystem=out.fs)
+    out.commit(written, final)
 
 
 def run_set(unit, binary, keylog, out):
@@ -383,8 +428,7 @@ def run_set(unit, binary, keylog, out):
                         part = table.filter(pc.is_null(dates) if day is None else pc.equal(dates, pa.scalar(day)))
                         key = "__HIVE_DEFAULT_PARTITION__" if day is None else day.isoformat()
                         if key not in writers:
-                            folder = os.path.join(out, "transactions", f"capture_date={key}")
-                            writers[key] = PartitionWriter(folder, unit, tx_schema)
+                            writers[key] = PartitionWriter(out, f"transactions/capture_date={key}", unit, tx_schema)
                         writers[key].add(part)
             stdout.read()
             p.wait()
@@ -405,13 +449,13 @@ def run_set(unit, binary, keylog, out):
     for w in writers.values():
         w.commit()
     if failures:
-        write_atomically(pa.Table.from_pylist(failures, fail_schema), os.path.join(out, "failures", f"set-{unit['id']}.parquet"))
+        write_whole(out, pa.Table.from_pylist(failures, fail_schema), out.path("failures", f"set-{unit['id']}.parquet"))
     # Last: the commit marker. A rerun skips the set from here on.
     marker = pa.Table.from_pylist([{"set_id": unit["id"], "set_name": unit["name"], "pieces": unit["pieces"],
                                     "transactions": transactions, "failures": len(failures),
                                     "committed": datetime.now(timezone.utc), "schema_version": SCHEMA_VERSION}],
                                   sets_schema)
-    write_atomically(marker, os.path.join(out, "sets", f"set-{unit['id']}.parquet"))
+    write_whole(out, marker, out.path("sets", f"set-{unit['id']}.parquet"))
     return unit["id"], transactions, len(failures), time.time() - started
 
 
@@ -452,12 +496,13 @@ def pack(sets, tasks):
     return [b[1] for b in sorted(bins, key=lambda b: -b[1][0]["bytes"]) if b[1]]
 
 
-def run_sets(sets, binary, keylog, out):
-    """One task: its sets in turn. A set committed already (by an earlier attempt of this
-    task) is not run again."""
+def run_sets(sets, binary, keylog, output):
+    """One task: its sets in turn, into the output at URI `output`. A set committed already (by
+    an earlier attempt of this task) is not run again."""
+    out = Output(output)
     results = []
     for unit in sets:
-        if os.path.exists(os.path.join(out, "sets", f"set-{unit['id']}.parquet")):
+        if out.exists(out.path("sets", f"set-{unit['id']}.parquet")):
             continue
         results.append(run_set(unit, binary, keylog, out))
     return results
@@ -466,14 +511,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--input", nargs="+", required=True,
                     help="capture files or folders: paths, file://, or URIs of pyarrow's file systems (s3://, s3a://, hdfs://, gs://)")
-    ap.add_argument("--output", required=True, help="a folder every executor can write at this path (or file://)")
+    ap.add_argument("--output", required=True,
+                    help="a folder every executor can write at this path (or file://), or a URI of pyarrow's file systems")
     ap.add_argument("--icy-sniff", default=shutil.which("icy-sniff") or "icy-sniff")
     ap.add_argument("--keylog", help="an NSS key log every executor can read at this path")
     a = ap.parse_args()
     binary = os.path.abspath(a.icy_sniff)
-    if not is_local(a.output):
-        raise SystemExit(f"icy-sniff on Spark: --output must be a path every executor can write (or file://), not {a.output}")
-    out = local_path(a.output)
+    out = Output(a.output)
+    output = a.output if not is_local(a.output) else out.root
 
     started = time.time()
     units, problems = plan(binary, a.input)
@@ -494,7 +539,7 @@ def main():
         name, keylog = os.path.basename(binary), a.keylog
         tasks = pack(todo, TASKS_PER_CORE * sc.defaultParallelism)
         results = (sc.parallelize(tasks, len(tasks))
-                     .flatMap(lambda sets: run_sets(sets, SparkFiles.get(name), keylog, out))
+                     .flatMap(lambda sets: run_sets(sets, SparkFiles.get(name), keylog, output))
                      .collect())
     finally:
         sc.stop()
@@ -503,7 +548,7 @@ def main():
     def n(count, what):
         return f"{count} {what}{'' if count == 1 else 's'}"
     print(f"icy-sniff on Spark: {n(n_tx, 'transaction')} of {n(len(results), 'set')} written to "
-          f"{os.path.join(out, 'transactions')}, {n(n_fail, 'failure')} to {os.path.join(out, 'failures')}; "
+          f"{out.shown('transactions')}, {n(n_fail, 'failure')} to {out.shown('failures')}; "
           f"the longest set took {longest[3]:.1f} s", file=sys.stderr)
 
 

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""The Spark job reading its captures from S3: a real S3 server (moto's, in server mode: the S3
-HTTP API on localhost) started and stopped here, the test archive of test_spark_cluster.py
-uploaded to it with boto3, and the job run in local[2] with `--input s3://BUCKET/archive` (and
-the Hadoop name `s3a://` for one folder of it), through the job's own code: listed and probed
-with pyarrow's S3 client, every capture streamed into icy-sniff (one capture into its standard
-input, the 76 pieces of the rotated set into FIFOs), nothing copied to disk. Checks: the Parquet
-rows equal `icy-sniff -r ARCHIVE --format ndjson` over a local copy field by field, with the
-S3 URIs as capture names; the rotated set is whole; the corrupt capture is a failure under its
-URI; a second run is a no-op; a set whose commit marker is gone runs again without doubling
-its rows. Prints "spark-s3-test: OK ..." and exits 0, or says what differs.
+"""The Spark job on S3: a real S3 server (moto's, in server mode: the S3 HTTP API on localhost)
+started and stopped here, the test archive of test_spark_cluster.py uploaded to it with boto3,
+and the job run in local[2] with `--input s3://BUCKET/archive/...` (and the Hadoop name `s3a://`
+for one folder of it) and `--output s3://BUCKET/icy`, through the job's own code: listed and
+probed with pyarrow's S3 client, every capture streamed into icy-sniff (one capture into its
+standard input, the 76 pieces of the rotated set into FIFOs), nothing copied to disk, every
+Parquet file written to the store by the executor. Checks: the rows read back from S3 equal
+`icy-sniff -r ARCHIVE --format ndjson` over a local copy field by field, with the S3 URIs as
+capture names; the rotated set is whole; the corrupt capture is a failure under its URI; a
+second run is a no-op; a set whose commit marker is gone runs again without doubling its rows,
+and a stale temporary file is removed. Prints "spark-s3-test: OK ..." and exits 0, or says
+what differs.
 
     python3 spark/test_spark_s3.py --icy-sniff .build/release/icy-sniff [--keep DIR]
 """
@@ -48,8 +50,9 @@ def main():
     spark_home = os.path.dirname(pyspark.__file__)
     work = a.keep or tempfile.mkdtemp(prefix="icy-spark-s3-")
     os.makedirs(work, exist_ok=True)
-    archive, out = os.path.join(work, "archive"), os.path.join(work, "out")
-    shutil.rmtree(archive, ignore_errors=True); shutil.rmtree(out, ignore_errors=True)
+    archive = os.path.join(work, "archive")
+    shutil.rmtree(archive, ignore_errors=True)
+    out = f"s3://{BUCKET}/icy"
     files = cluster.make_archive(archive)
     server, endpoint = start_s3(work)
     # The credentials and endpoint every S3 client of the job reads (pyarrow's, boto3's).
@@ -82,17 +85,22 @@ def main():
         # A task that died after writing the rotated set's rows and before its commit marker, and
         # another that left a temporary file: the set runs again, rewrites the same file (its rows
         # are not there twice), and the temporary file goes.
-        import pyarrow.parquet as pq
-        ring_id = next(pq.read_table(os.path.join(out, "sets", n)).column("set_id")[0].as_py()
-                       for n in os.listdir(os.path.join(out, "sets"))
-                       if pq.read_table(os.path.join(out, "sets", n)).column("set_name")[0].as_py() == "2021-01-06/split")
-        os.unlink(os.path.join(out, "sets", f"set-{ring_id}.parquet"))
-        stale = os.path.join(out, "transactions", "capture_date=2021-01-06", ".set-dead.0.parquet.tmp")
-        open(stale, "wb").write(b"partial")
+        from pyarrow import fs
+        s3fs = fs.S3FileSystem(endpoint_override=endpoint, access_key="test", secret_key="test", region="us-east-1")
+        markers = [f.path for f in s3fs.get_file_info(fs.FileSelector(f"{BUCKET}/icy/sets"))]
+        ring_marker = next(m for m in markers
+                           if pq.read_table(m, filesystem=s3fs).column("set_name")[0].as_py() == "2021-01-06/split")
+        s3fs.delete_file(ring_marker)
+        stale = f"{BUCKET}/icy/transactions/capture_date=2021-01-06/.set-dead.0.parquet.tmp"
+        with s3fs.open_output_stream(stale) as f:
+            f.write(b"partial")
         third = subprocess.run(submit, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if "31 already committed, 1 to run" not in third.stdout + third.stderr or os.path.exists(stale):
+        if ("31 already committed, 1 to run" not in third.stdout + third.stderr
+                or s3fs.get_file_info(stale).type != fs.FileType.NotFound):
             failures.append("a set without its commit marker was not run again alone, or the temporary file stayed: "
                             + "\n".join(l for l in (third.stdout + third.stderr).splitlines() if "icy-sniff" in l))
+        rows = pq.read_table(f"{BUCKET}/icy/transactions", filesystem=s3fs).to_pylist()
+        fails = pq.read_table(f"{BUCKET}/icy/failures", filesystem=s3fs).to_pylist()
     finally:
         server.terminate()
         server.wait()
@@ -109,14 +117,12 @@ def main():
                 row = json.loads(line)
                 row["capture"] = uri(row["capture"], "s3a://" if sub == "ring" else "s3://")
                 expected.append(row)
-    rows = pq.read_table(os.path.join(out, "transactions")).to_pylist()
     failures += cluster.differences(expected, rows)
     ring = [r for r in rows if r["set_name"] == "2021-01-06/split"]
     if len(ring) != 5 or any(r["flags"] for r in ring):
         failures.append(f"the rotated set gave {len(ring)} transactions (flags {[r['flags'] for r in ring]}), not 5 whole ones")
     if ring and not all(r["capture"].startswith(f"s3a://{BUCKET}/archive/ring/2021-01-06/split_") for r in ring):
         failures.append(f"the rotated set's rows are not named by their URIs: {sorted({r['capture'] for r in ring})[:3]}")
-    fails = pq.read_table(os.path.join(out, "failures")).to_pylist()
     if not any(f["capture"] == f"s3://{BUCKET}/archive/broken/corrupt.pcap" and f["kind"] == "failed"
                and f["capture"] in f["message"] for f in fails):
         failures.append(f"the corrupt capture is not a failure under its URI: {fails}")

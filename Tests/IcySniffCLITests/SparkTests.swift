@@ -6,9 +6,9 @@ import Testing
 /// archive of 100+ captures (nested folders, gzip, pcapng, a rotated set split across a
 /// connection, a corrupt file). spark/test_spark_cluster.py does the work and the comparisons
 /// (Parquet rows = icy-sniff's own NDJSON, field by field; the set whole; the failure recorded; a
-/// second run a no-op; DuckDB and pyarrow read it back). About 60 s. And the same archive read
-/// from a real S3 server (moto's, started by spark/test_spark_s3.py) by s3:// and s3a:// URIs,
-/// streamed into icy-sniff, in local[2]: about 25 s.
+/// second run a no-op; DuckDB and pyarrow read it back). About 60 s. And the same archive on a
+/// real S3 server (moto's, started by spark/test_spark_s3.py): read by s3:// and s3a:// URIs,
+/// streamed into icy-sniff, its Parquet written back to the store, in local[2]: about 35 s.
 ///
 /// Needs pyspark (PyPI) and Java 17 (openjdk-17-jre-headless), which scripts/install-deps
 /// installs; without them the test is skipped with that message, except under CI.
@@ -31,8 +31,8 @@ import Testing
     }
 
     static var hasS3Server: Bool {
-        let r = try? CLI.run(["python3", "-c", "import moto.server, boto3, flask"], executable: "/usr/bin/env")
-        return Unchecked.note(r?.status == 0, "the Spark job's s3:// inputs (python moto[server], boto3)")
+        let r = try? CLI.run(["python3", "-c", "import moto.server, boto3, flask, flask_cors"], executable: "/usr/bin/env")
+        return Unchecked.note(r?.status == 0, "the Spark job on S3 (python moto, flask, flask_cors, boto3)")
     }
 
     @Test(.enabled(if: (SparkTests.hasSpark && SparkTests.hasS3Server) || ProcessInfo.processInfo.environment["CI"] != nil,
