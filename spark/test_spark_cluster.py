@@ -156,20 +156,26 @@ def differences(expected, rows):
             f"e.g. missing {sorted(missing)[:1]} extra {sorted(extra)[:1]}"]
 
 
-def main():
-    # Run beside the rest of `swift test` without slowing it: the cluster's JVMs take two
-    # cores' worth of CPU, which pushed time-limited tests over their limits. At the lowest
-    # priority the cluster mostly runs once the other tests are done (hence the patient waits).
+def begin(prefix):
+    """A Spark test's start: its arguments (--icy-sniff BINARY [--keep DIR]), the lowest CPU
+    priority, and its work folder. Answers (binary, SPARK_HOME, work folder)."""
+    # Run beside the rest of `swift test` without slowing it: the JVMs take two cores' worth of
+    # CPU, which pushed time-limited tests over their limits. At the lowest priority Spark mostly
+    # runs once the other tests are done (hence the patient waits).
     os.nice(19)
     ap = argparse.ArgumentParser()
     ap.add_argument("--icy-sniff", required=True)
     ap.add_argument("--keep")
     a = ap.parse_args()
-    binary = os.path.abspath(a.icy_sniff)
-    import pyspark, pyarrow.parquet as pq
-    spark_home = os.path.dirname(pyspark.__file__)
-    work = a.keep or tempfile.mkdtemp(prefix="icy-spark-")
+    import pyspark
+    work = a.keep or tempfile.mkdtemp(prefix=prefix)
     os.makedirs(work, exist_ok=True)
+    return os.path.abspath(a.icy_sniff), os.path.dirname(pyspark.__file__), work
+
+
+def main():
+    binary, spark_home, work = begin("icy-spark-")
+    import pyarrow.parquet as pq
     archive, out = os.path.join(work, "archive"), os.path.join(work, "out")
     shutil.rmtree(archive, ignore_errors=True); shutil.rmtree(out, ignore_errors=True)
     files = make_archive(archive)

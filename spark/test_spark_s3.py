@@ -14,7 +14,7 @@ what differs.
 
     python3 spark/test_spark_s3.py --icy-sniff .build/release/icy-sniff [--keep DIR]
 """
-import argparse, json, os, shutil, subprocess, sys, tempfile, time
+import json, os, shutil, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_spark_cluster as cluster  # noqa: E402
@@ -40,16 +40,8 @@ def start_s3(work):
 
 
 def main():
-    os.nice(19)
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--icy-sniff", required=True)
-    ap.add_argument("--keep")
-    a = ap.parse_args()
-    binary = os.path.abspath(a.icy_sniff)
-    import pyspark, pyarrow.parquet as pq, boto3
-    spark_home = os.path.dirname(pyspark.__file__)
-    work = a.keep or tempfile.mkdtemp(prefix="icy-spark-s3-")
-    os.makedirs(work, exist_ok=True)
+    binary, spark_home, work = cluster.begin("icy-spark-s3-")
+    import pyarrow.parquet as pq, boto3
     archive = os.path.join(work, "archive")
     shutil.rmtree(archive, ignore_errors=True)
     out = f"s3://{BUCKET}/icy"
