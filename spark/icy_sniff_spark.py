@@ -532,6 +532,9 @@ def main():
     if not todo:
         return
     remove_leftovers(out)
+    import warnings
+    # PySpark warns on import when pandas 3 is installed; the job does not use pandas.
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
     from pyspark import SparkConf, SparkContext, SparkFiles
     sc = SparkContext(conf=SparkConf().setAppName("icy-sniff").setIfMissing("spark.log.level", "WARN"))
     try:
