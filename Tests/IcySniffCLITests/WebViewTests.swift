@@ -80,6 +80,44 @@ import Glibc
         #expect(facts["firstSeq"] as? Int == 1 && facts["lastSeq"] as? Int == 60_002)
     }
 
+    /// With an NDJSON output beside it, the feed takes the output's row instead of encoding it
+    /// again (`FeedSink.sharedRow`): the API's rows must be the file's, row for row, and the
+    /// same as `--serve` alone gives.
+    @Test(.timeLimit(.minutes(5)))
+    func theRowsOfAnNDJSONOutputAreTheFeedsRows() throws {
+        let dir = CLI.temporaryDirectory()
+        let file = dir.appendingPathComponent("out.ndjson")
+        let sample = CLI.capture("wikipedia.pcap")
+        func served(_ extra: [String]) throws -> [NSDictionary] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: CLI.binary)
+            process.arguments = ["-r", sample, "--serve", "127.0.0.1:0"] + extra
+            let errors = Pipe()
+            process.standardError = errors
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            defer { process.interrupt(); process.waitUntilExit() }
+            var text = "", url: String? = nil
+            while !text.contains("read to the end") {
+                let data = errors.fileHandleForReading.availableData
+                if data.isEmpty { break }
+                text += String(decoding: data, as: UTF8.self)
+            }
+            if let r = text.range(of: #"http://127\.0\.0\.1:[0-9]+/"#, options: .regularExpression) { url = String(text[r]) }
+            let base = try #require(url, "\(text)")
+            let r = try CLI.run(["-s", base + "api/records?after=0&limit=5000"], executable: "/usr/bin/curl")
+            let answer = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any], "\(r.text)")
+            let records = answer["records"] as? [[String: Any]] ?? []
+            return records.filter { $0["kind"] as? String == "transaction" }.compactMap { $0["data"] as? NSDictionary }
+        }
+        let shared = try served(["--format", "ndjson", "-o", file.path])
+        let rows = try String(contentsOf: file, encoding: .utf8).split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as! NSDictionary
+        }
+        #expect(rows.count == 15 && shared == rows, "\(shared.count) rows served, \(rows.count) in the file")
+        #expect(try served([]) == rows)
+    }
+
     @Test(.enabled(if: WebViewTests.hasBrowser || ProcessInfo.processInfo.environment["CI"] != nil,
                    "chromium, playwright or scapy is not installed (scripts/install-deps installs them)"),
           .timeLimit(.minutes(10)))

@@ -63,6 +63,9 @@ public final class FeedSink: TransactionSink {
     private var pagesSent = 0
     private let json = JSONWriter(indent: 0, capacity: 1 << 12)
     private let entryJSON = JSONWriter(indent: 0, capacity: 1 << 14)
+    /// A transaction's NDJSON row as the run's NDJSON output already wrote it (same options,
+    /// same chain before the two), lent until the next transaction; nil: encode it here.
+    var sharedRow: ((Transaction) -> UnsafeBufferPointer<UInt8>?)? = nil
 
     public init(options: ExportOptions, consumer: FeedConsumer) {
         var compact = options
@@ -82,11 +85,17 @@ public final class FeedSink: TransactionSink {
             pagesSent += 1
         }
         let pageID = pages.pages[index].id
-        json.reset()
-        NDJSONEncoder.write(t, to: json, options: options)
+        let row: UnsafeBufferPointer<UInt8>
+        if let shared = sharedRow?(t) {
+            row = shared
+        } else {
+            json.reset()
+            NDJSONEncoder.write(t, to: json, options: options)
+            row = json.buffer
+        }
         entryJSON.reset()
         EntryEncoder.writeEntry(t, pageref: pageID, to: entryJSON, options: options)
-        var item = FeedItem(kind: .transaction, row: json.buffer, entry: entryJSON.buffer, start: t.startTime, page: pageID,
+        var item = FeedItem(kind: .transaction, row: row, entry: entryJSON.buffer, start: t.startTime, page: pageID,
                             connection: t.connection.id)
         guard options.includeBodies else { return consumer.append(item) }
         Self.lend(t.request?.body) { request in

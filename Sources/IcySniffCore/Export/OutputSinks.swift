@@ -126,6 +126,12 @@ public struct SinkFactory {
 
     private func chain(ending end: OutputSink) -> (head: TransactionSink, output: OutputSink) {
         let last: TransactionSink = feed.map { TeeSink(end, $0) } ?? end
+        // The feed comes after the output in the tee, with the same options: an NDJSON output's
+        // row is the feed's row, encoded once.
+        if let feed = feed as? FeedSink, let tabular = end as? TabularOutput {
+            let writer = tabular.writer
+            feed.sharedRow = { [unowned writer] t in writer.row(of: t) }
+        }
         // --connections: only the devices the filter names (the other filters are about
         // transactions).
         if connections { return (filter.clients.isEmpty ? last : FilteringSink(filter: filter, next: last), end) }
