@@ -25,7 +25,7 @@ JVM or the driver:
 OUT is a path every executor can write (or file://), or a URI of pyarrow's file systems.
 docs/SPARK.md has the schema, the model of what it costs and the figures.
 """
-import argparse, hashlib, json, os, shutil, stat, subprocess, sys, tempfile, threading, time, uuid
+import argparse, hashlib, json, os, shutil, signal, stat, subprocess, sys, tempfile, threading, time, uuid
 from datetime import datetime, timezone
 
 SCHEMA_VERSION = 3
@@ -349,6 +349,38 @@ def diagnostics(stderr, unit, names):
     return rows
 
 
+class CompleteLines:
+    """icy-sniff's output as pyarrow's JSON reader reads it: whole lines only. A last line cut
+    short (icy-sniff killed while writing it) is held back and its length kept in `cut`, so that
+    the rows before it are read, not lost with the block the reader would reject."""
+
+    def __init__(self, raw):
+        self.raw, self.held, self.cut = raw, b"", 0
+
+    closed = False
+
+    def readable(self):
+        return True
+
+    def read(self, n=-1):
+        size = n if n is not None and n > 0 else 1 << 20
+        while True:
+            data = self.raw.read1(max(1, size - len(self.held))) if len(self.held) < size else b""
+            if not data and len(self.held) < size:
+                self.cut, self.held = len(self.held), b""   # the end: what is held is not a line
+                return b""
+            buf = self.held + data
+            end = buf.rfind(b"\n")
+            if end < 0 and len(buf) < size:
+                self.held = buf
+                continue
+            if end < 0:
+                self.held = b""
+                return buf   # a line longer than the reader's block: given as it is
+            self.held = buf[end + 1:]
+            return buf[:end + 1]
+
+
 class PartitionWriter:
     """The set's rows of one capture date, in one file made visible whole when complete."""
 
@@ -394,7 +426,7 @@ def write_whole(out, table, final):
 
 def run_set(unit, binary, keylog, out):
     """On an executor: icy-sniff on one set, its rows written and committed as Parquet there.
-    Returns the counts (set_id, transactions, failures, seconds): nothing else goes back."""
+    Returns (set_id, transactions, failures, seconds, committed): nothing else goes back."""
     import pyarrow as pa, pyarrow.compute as pc, pyarrow.json as pj
     started = time.time()
     ndjson_schema, tx_schema, fail_schema, sets_schema = arrow_schemas()
@@ -416,8 +448,9 @@ def run_set(unit, binary, keylog, out):
         writers, transactions = {}, 0
         try:
             stdout = p.stdout
+            lines = CompleteLines(stdout)
             if stdout.peek(1):
-                reader = pj.open_json(stdout, read_options=pj.ReadOptions(block_size=8 << 20),
+                reader = pj.open_json(lines, read_options=pj.ReadOptions(block_size=8 << 20),
                                       parse_options=pj.ParseOptions(explicit_schema=ndjson_schema,
                                                                     unexpected_field_behavior="ignore"))
                 for batch in reader:
@@ -432,6 +465,8 @@ def run_set(unit, binary, keylog, out):
                         writers[key].add(part)
             stdout.read()
             p.wait()
+            if lines.cut and p.returncode >= 0:
+                raise RuntimeError(f"icy-sniff ended normally with its last line cut short ({lines.cut} bytes)")
         except BaseException:
             p.kill()
             p.wait()
@@ -446,17 +481,35 @@ def run_set(unit, binary, keylog, out):
     if feeder and feeder.error:
         failures.append({"set_id": unit["id"], "set_name": unit["name"], "capture": feeder.error[0],
                          "kind": "failed", "message": feeder.error[1], "schema_version": SCHEMA_VERSION})
+    # icy-sniff killed (a crash, the kernel's OOM killer): what it wrote is kept and said, and the
+    # set is not committed, so the next run does it again (rewriting the same files).
+    crashed = p.returncode < 0
+    if crashed:
+        try:
+            name = signal.Signals(-p.returncode).name
+        except ValueError:
+            name = "unknown"
+        failures.append({"set_id": unit["id"], "set_name": unit["name"], "capture": unit["pieces"][0], "kind": "failed",
+                         "message": f"icy-sniff was stopped by signal {-p.returncode} ({name}) after {transactions} "
+                                    "transactions: they are kept, and the set runs again in the next run"
+                                    + (f" (a last row cut short, {lines.cut} bytes, is not)" if lines.cut else ""),
+                         "schema_version": SCHEMA_VERSION})
     for w in writers.values():
         w.commit()
+    failures_file = out.path("failures", f"set-{unit['id']}.parquet")
     if failures:
-        write_whole(out, pa.Table.from_pylist(failures, fail_schema), out.path("failures", f"set-{unit['id']}.parquet"))
+        write_whole(out, pa.Table.from_pylist(failures, fail_schema), failures_file)
+    elif out.exists(failures_file):
+        out.abandon(failures_file)  # an earlier attempt's, which this one did not repeat
+    if crashed:
+        return unit["id"], transactions, len(failures), time.time() - started, False
     # Last: the commit marker. A rerun skips the set from here on.
     marker = pa.Table.from_pylist([{"set_id": unit["id"], "set_name": unit["name"], "pieces": unit["pieces"],
                                     "transactions": transactions, "failures": len(failures),
                                     "committed": datetime.now(timezone.utc), "schema_version": SCHEMA_VERSION}],
                                   sets_schema)
     write_whole(out, marker, out.path("sets", f"set-{unit['id']}.parquet"))
-    return unit["id"], transactions, len(failures), time.time() - started
+    return unit["id"], transactions, len(failures), time.time() - started, True
 
 
 def finish_rows(table, unit, names, schema):
@@ -547,12 +600,17 @@ def main():
     finally:
         sc.stop()
     n_tx, n_fail = sum(r[1] for r in results), sum(r[2] for r in results)
-    longest = max(results, key=lambda r: r[3])
+    uncommitted = [r[0] for r in results if not r[4]]
+    longest = max(results, key=lambda r: r[3], default=(None, 0, 0, 0.0, True))
     def n(count, what):
         return f"{count} {what}{'' if count == 1 else 's'}"
     print(f"icy-sniff on Spark: {n(n_tx, 'transaction')} of {n(len(results), 'set')} written to "
           f"{out.shown('transactions')}, {n(n_fail, 'failure')} to {out.shown('failures')}; "
           f"the longest set took {longest[3]:.1f} s", file=sys.stderr)
+    if uncommitted:
+        print(f"icy-sniff on Spark: {n(len(uncommitted), 'set')} not committed (icy-sniff was stopped by a signal; "
+              f"see {out.shown('failures')}): the next run does {'it' if len(uncommitted) == 1 else 'them'} again",
+              file=sys.stderr)
 
 
 if __name__ == "__main__":

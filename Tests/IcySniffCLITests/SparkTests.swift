@@ -44,4 +44,17 @@ import Testing
         #expect(r.status == 0, "\(r.text.suffix(3000)) \(r.stderr.suffix(3000))")
         #expect(r.text.contains("spark-s3-test: OK"), "\(r.text.suffix(3000))")
     }
+
+    /// icy-sniff killed mid-set (spark/test_spark_crash.py, local[2], about 30 s): what it wrote
+    /// is kept, its death is a failure row, the set is not committed, and the next run writes
+    /// all its rows once.
+    @Test(.enabled(if: SparkTests.hasSpark || ProcessInfo.processInfo.environment["CI"] != nil,
+                   "pyspark and Java 17 are not installed (scripts/install-deps installs them): Spark test skipped"),
+          .timeLimit(.minutes(10)))
+    func aSetWhoseIcySniffIsKilledIsKeptAndRunAgain() throws {
+        let script = CLI.packageRoot.appendingPathComponent("spark/test_spark_crash.py").path
+        let r = try CLI.run(["python3", script, "--icy-sniff", CLI.binary], executable: "/usr/bin/env")
+        #expect(r.status == 0, "\(r.text.suffix(3000)) \(r.stderr.suffix(3000))")
+        #expect(r.text.contains("spark-crash-test: OK"), "\(r.text.suffix(3000))")
+    }
 }
