@@ -2,7 +2,7 @@
 """icy-sniff over a capture archive on Apache Spark.
 
     spark-submit [--master URL] spark/icy_sniff_spark.py --input URI [URI ...] --output URI
-                 [--icy-sniff BINARY] [--keylog FILE]
+                 [--icy-sniff BINARY] [--keylog FILE|URI]
 
 Spark schedules, retries and ships the binary; the rows never pass through Python objects, the
 JVM or the driver:
@@ -554,11 +554,31 @@ def run_sets(sets, binary, keylog, output):
     an earlier attempt of this task) is not run again."""
     out = Output(output)
     results = []
-    for unit in sets:
-        if out.exists(out.path("sets", f"set-{unit['id']}.parquet")):
-            continue
-        results.append(run_set(unit, binary, keylog, out))
+    with tempfile.TemporaryDirectory(prefix="icy-spark-keys-") as private:
+        keys = fetched_keylog(keylog, private)
+        for unit in sets:
+            if out.exists(out.path("sets", f"set-{unit['id']}.parquet")):
+                continue
+            results.append(run_set(unit, binary, keys, out))
     return results
+
+
+def fetched_keylog(uri, private):
+    """--keylog on an executor: a path as it is; a URI of the file systems above copied once per
+    task into `private` (a folder only this user reads, removed when the task ends), since
+    icy-sniff reads a key log from a file."""
+    if not uri or is_local(uri):
+        return local_path(uri) if uri else None
+    fsys, path = filesystem(uri)
+    dest = os.path.join(private, "keylog")
+    with os.fdopen(os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f, \
+            fsys.open_input_stream(path) as src:
+        while True:
+            chunk = src.read(1 << 20)
+            if not chunk:
+                break
+            f.write(chunk)
+    return dest
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -567,11 +587,20 @@ def main():
     ap.add_argument("--output", required=True,
                     help="a folder every executor can write at this path (or file://), or a URI of pyarrow's file systems")
     ap.add_argument("--icy-sniff", default=shutil.which("icy-sniff") or "icy-sniff")
-    ap.add_argument("--keylog", help="an NSS key log every executor can read at this path")
+    ap.add_argument("--keylog", help="an NSS key log: a path every executor can read, or a URI as --input takes")
     a = ap.parse_args()
     binary = os.path.abspath(a.icy_sniff)
     out = Output(a.output)
     output = a.output if not is_local(a.output) else out.root
+    if a.keylog and not is_local(a.keylog):
+        from pyarrow import fs
+        try:
+            fsys, path = filesystem(a.keylog)
+            found = fsys.get_file_info(path).type == fs.FileType.File
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"icy-sniff on Spark: cannot read the key log {a.keylog}: {e}")
+        if not found:
+            raise SystemExit(f"icy-sniff on Spark: cannot read the key log {a.keylog}: no such file")
 
     started = time.time()
     units, problems = plan(binary, a.input)

@@ -8,7 +8,8 @@ standard input, the 76 pieces of the rotated set into FIFOs), nothing copied to 
 Parquet file written to the store by the executor. Checks: the rows read back from S3 equal
 `icy-sniff -r ARCHIVE --format ndjson` over a local copy field by field, with the S3 URIs as
 capture names; the rotated set is whole; the corrupt capture is a failure under its URI; a
-second run is a no-op; a set whose commit marker is gone runs again without doubling its rows,
+second run is a no-op; the key log, given as an s3:// URI too, decrypts the TLS sample's three
+requests; a set whose commit marker is gone runs again without doubling its rows,
 and a stale temporary file is removed. Prints "spark-s3-test: OK ..." and exits 0, or says
 what differs.
 
@@ -20,6 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_spark_cluster as cluster  # noqa: E402
 
 BUCKET = "captures"
+KEYLOG = os.path.join(cluster.ROOT, "captures/tls-sample.keys")
 
 
 def start_s3(work):
@@ -59,12 +61,14 @@ def main():
             for n in names:
                 path = os.path.join(folder, n)
                 s3.upload_file(path, BUCKET, "archive/" + os.path.relpath(path, archive))
+        # The TLS sample's key log, on the store too: its three HTTPS requests are decrypted.
+        s3.upload_file(KEYLOG, BUCKET, "keys/tls-sample.keys")
         # One input as s3://, one folder of it under Hadoop's name s3a://.
         inputs = [f"s3://{BUCKET}/archive/corpus", f"s3://{BUCKET}/archive/samples", f"s3://{BUCKET}/archive/broken",
                   f"s3a://{BUCKET}/archive/ring"]
         submit = [os.path.join(spark_home, "bin", "spark-submit"), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
                   os.path.join(cluster.ROOT, "spark/icy_sniff_spark.py"), "--input", *inputs, "--output", out,
-                  "--icy-sniff", binary]
+                  "--icy-sniff", binary, "--keylog", f"s3://{BUCKET}/keys/tls-sample.keys"]
         started = time.time()
         first = subprocess.run(submit, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         job_seconds = time.time() - started
@@ -102,7 +106,7 @@ def main():
         return f"{scheme}{BUCKET}/archive/" + os.path.relpath(path, archive)
     expected = []
     for sub in ("corpus", "samples", "broken", "ring"):
-        local = subprocess.run([binary, "-r", os.path.join(archive, sub), "--format", "ndjson"],
+        local = subprocess.run([binary, "-r", os.path.join(archive, sub), "--format", "ndjson", "--keylog", KEYLOG],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         for line in local.stdout.splitlines():
             if line.strip():
@@ -110,6 +114,9 @@ def main():
                 row["capture"] = uri(row["capture"], "s3a://" if sub == "ring" else "s3://")
                 expected.append(row)
     failures += cluster.differences(expected, rows)
+    decrypted = [r for r in rows if r["capture"].endswith("/tls-sample.pcap") and r["method"] == "GET"]
+    if len(decrypted) != 3:
+        failures.append(f"the key log on S3 decrypted {len(decrypted)} of the TLS sample's 3 requests")
     ring = [r for r in rows if r["set_name"] == "2021-01-06/split"]
     if len(ring) != 5 or any(r["flags"] for r in ring):
         failures.append(f"the rotated set gave {len(ring)} transactions (flags {[r['flags'] for r in ring]}), not 5 whole ones")
