@@ -104,6 +104,10 @@ class Output:
     def path(self, *parts):
         return "/".join((self.root,) + parts)
 
+    def set_file(self, folder, set_id):
+        """OUT/folder/set-ID.parquet: a set's rows of one date, its failures, its commit marker."""
+        return self.path(folder, f"set-{set_id}.parquet")
+
     def shown(self, sub):
         return self.uri.rstrip("/") + "/" + sub
 
@@ -289,22 +293,21 @@ class Feeder:
             for uri, dest in targets:
                 if self.stopped:
                     break
+                out = None
                 try:
+                    # A FIFO opens once icy-sniff opens it to read; closed, icy-sniff sees its end.
+                    out = open(dest, "wb") if isinstance(dest, str) else dest
                     fsys, path = filesystem(uri)
-                    out = dest if not isinstance(dest, str) else open(dest, "wb")
                     with fsys.open_input_stream(path) as src:
-                        while True:
-                            chunk = src.read(1 << 20)
-                            if not chunk:
-                                break
-                            out.write(chunk)
-                    out.close()
+                        shutil.copyfileobj(src, out, 1 << 20)
                 except BrokenPipeError:
                     pass  # icy-sniff stopped reading (it says why on stderr)
                 except OSError as e:
                     self.error = (uri, f"'{uri}': {e}")
+                finally:
                     try:
-                        (dest if not isinstance(dest, str) else open(dest, "wb")).close()
+                        if out is not None:
+                            out.close()
                     except OSError:
                         pass
         t = threading.Thread(target=copy, daemon=True)
@@ -327,6 +330,12 @@ class Feeder:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def failure_row(unit, capture, kind, message):
+    """A row of OUT/failures (kind `failed`: could not be read; `damaged`: read up to a point)."""
+    return {"set_id": unit["id"], "set_name": unit["name"], "capture": capture, "kind": kind, "message": message,
+            "schema_version": SCHEMA_VERSION}
+
+
 def diagnostics(stderr, unit, names):
     """icy-sniff's warnings about damaged captures and its errors, as failure rows."""
     rows = []
@@ -344,8 +353,7 @@ def diagnostics(stderr, unit, names):
                 continue
             kind = "damaged"
         capture = next((pc for pc in unit["pieces"] if f"'{pc}'" in text), unit["pieces"][0])
-        rows.append({"set_id": unit["id"], "set_name": unit["name"], "capture": capture, "kind": kind,
-                     "message": text, "schema_version": SCHEMA_VERSION})
+        rows.append(failure_row(unit, capture, kind, text))
     return rows
 
 
@@ -387,7 +395,7 @@ class PartitionWriter:
     def __init__(self, out, folder, unit, schema):
         import pyarrow.parquet as pq
         self.out = out
-        self.final = out.path(folder, f"set-{unit['id']}.parquet")
+        self.final = out.set_file(folder, unit["id"])
         self.written = out.begin(self.final)
         self.writer = pq.ParquetWriter(self.written, schema, compression="snappy", filesystem=out.fs)
         self.pending, self.rows = [], 0
@@ -479,8 +487,7 @@ def run_set(unit, binary, keylog, out):
         errors.seek(0)
         failures = diagnostics(errors.read().decode("utf-8", "replace"), unit, names)
     if feeder and feeder.error:
-        failures.append({"set_id": unit["id"], "set_name": unit["name"], "capture": feeder.error[0],
-                         "kind": "failed", "message": feeder.error[1], "schema_version": SCHEMA_VERSION})
+        failures.append(failure_row(unit, feeder.error[0], "failed", feeder.error[1]))
     # icy-sniff killed (a crash, the kernel's OOM killer): what it wrote is kept and said, and the
     # set is not committed, so the next run does it again (rewriting the same files).
     crashed = p.returncode < 0
@@ -489,14 +496,13 @@ def run_set(unit, binary, keylog, out):
             name = signal.Signals(-p.returncode).name
         except ValueError:
             name = "unknown"
-        failures.append({"set_id": unit["id"], "set_name": unit["name"], "capture": unit["pieces"][0], "kind": "failed",
-                         "message": f"icy-sniff was stopped by signal {-p.returncode} ({name}) after {transactions} "
+        failures.append(failure_row(unit, unit["pieces"][0], "failed",
+                                    f"icy-sniff was stopped by signal {-p.returncode} ({name}) after {transactions} "
                                     "transactions: they are kept, and the set runs again in the next run"
-                                    + (f" (a last row cut short, {lines.cut} bytes, is not)" if lines.cut else ""),
-                         "schema_version": SCHEMA_VERSION})
+                                    + (f" (a last row cut short, {lines.cut} bytes, is not)" if lines.cut else "")))
     for w in writers.values():
         w.commit()
-    failures_file = out.path("failures", f"set-{unit['id']}.parquet")
+    failures_file = out.set_file("failures", unit["id"])
     if failures:
         write_whole(out, pa.Table.from_pylist(failures, fail_schema), failures_file)
     elif out.exists(failures_file):
@@ -508,7 +514,7 @@ def run_set(unit, binary, keylog, out):
                                     "transactions": transactions, "failures": len(failures),
                                     "committed": datetime.now(timezone.utc), "schema_version": SCHEMA_VERSION}],
                                   sets_schema)
-    write_whole(out, marker, out.path("sets", f"set-{unit['id']}.parquet"))
+    write_whole(out, marker, out.set_file("sets", unit["id"]))
     return unit["id"], transactions, len(failures), time.time() - started, True
 
 
@@ -557,7 +563,7 @@ def run_sets(sets, binary, keylog, output):
     with tempfile.TemporaryDirectory(prefix="icy-spark-keys-") as private:
         keys = fetched_keylog(keylog, private)
         for unit in sets:
-            if out.exists(out.path("sets", f"set-{unit['id']}.parquet")):
+            if out.exists(out.set_file("sets", unit["id"])):
                 continue
             results.append(run_set(unit, binary, keys, out))
     return results
@@ -573,12 +579,9 @@ def fetched_keylog(uri, private):
     dest = os.path.join(private, "keylog")
     with os.fdopen(os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f, \
             fsys.open_input_stream(path) as src:
-        while True:
-            chunk = src.read(1 << 20)
-            if not chunk:
-                break
-            f.write(chunk)
+        shutil.copyfileobj(src, f, 1 << 20)
     return dest
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
