@@ -20,6 +20,30 @@ def free_port():
         return s.getsockname()[1]
 
 
+def listening(port, seconds, process=None):
+    """Waits until something accepts connections on 127.0.0.1:port: True; False when `seconds`
+    pass first or `process` (the server being waited for) ends."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return True
+        if process is not None and process.poll() is not None:
+            return False
+        time.sleep(0.1)
+    return False
+
+
+def report(name, failures, ok):
+    """A test script's last line and exit status: `name: FAILED` and what differs (1), or
+    `name: OK` and `ok` (0)."""
+    if failures:
+        print(f"{name}: FAILED\n" + "\n".join(failures))
+        return 1
+    print(f"{name}: OK {ok}")
+    return 0
+
+
 def split_pcap(data, every, folder, stem):
     """editcap -c: pieces of `every` packets named stem_NNNNN_YYYYMMDDhhmmss.pcap."""
     header, off, pieces, current, first, n = data[:24], 24, 0, bytearray(), None, 0
@@ -101,10 +125,7 @@ def start_cluster(spark_home, work, workers=2):
     procs = [subprocess.Popen([cls, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
                                "--webui-port", str(free_port())], env=env, stdout=log, stderr=subprocess.STDOUT)]
     url = f"spark://127.0.0.1:{port}"
-    for deadline in range(1200):
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0: break
-        time.sleep(0.5)
+    listening(port, 600, procs[0])
     for _ in range(workers):
         procs.append(subprocess.Popen([cls, "org.apache.spark.deploy.worker.Worker", url, "--cores", "1", "--memory", "1g",
                                        "--webui-port", str(free_port()), "--host", "127.0.0.1"],
@@ -225,12 +246,8 @@ def main():
         if n != len(rows): failures.append(f"DuckDB reads {n} rows, pyarrow {len(rows)}")
     except ImportError:
         pass
-    if failures:
-        print("spark-test: FAILED\n" + "\n".join(failures))
-        return 1
-    print(f"spark-test: OK {files} files, {len(rows)} transactions, {len(fails)} failures, job {job_seconds:.0f} s, "
-          f"second run a no-op (cluster: 1 master, 2 workers at {url})")
-    return 0
+    return report("spark-test", failures, f"{files} files, {len(rows)} transactions, {len(fails)} failures, "
+                  f"job {job_seconds:.0f} s, second run a no-op (cluster: 1 master, 2 workers at {url})")
 
 
 if __name__ == "__main__":

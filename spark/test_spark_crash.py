@@ -94,12 +94,8 @@ def main():
     failures += cluster.differences([json.loads(l) for l in local.stdout.splitlines() if l.strip()], rows)
     if os.path.isdir(os.path.join(out, "failures")) and os.listdir(os.path.join(out, "failures")):
         failures.append(f"the first run's failure row stayed: {pq.read_table(os.path.join(out, 'failures')).to_pylist()}")
-    if failures:
-        print("spark-crash-test: FAILED\n" + "\n".join(failures))
-        return 1
-    print(f"spark-crash-test: OK the killed run kept {partial} rows and committed nothing; "
-          f"the next run wrote all {len(rows)} once")
-    return 0
+    return cluster.report("spark-crash-test", failures, f"the killed run kept {partial} rows and committed nothing; "
+                          f"the next run wrote all {len(rows)} once")
 
 
 if __name__ == "__main__":

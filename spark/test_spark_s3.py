@@ -29,14 +29,8 @@ def start_s3(work):
     log = open(os.path.join(work, "moto.log"), "w")
     server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
                               stdout=log, stderr=subprocess.STDOUT)
-    import socket
-    for _ in range(200):
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return server, f"http://127.0.0.1:{port}"
-        if server.poll() is not None:
-            break
-        time.sleep(0.1)
+    if cluster.listening(port, 20, server):
+        return server, f"http://127.0.0.1:{port}"
     server.kill()
     raise SystemExit("spark-s3-test: moto's S3 server did not start:\n" + open(os.path.join(work, "moto.log")).read()[-2000:])
 
@@ -125,12 +119,9 @@ def main():
     if not any(f["capture"] == f"s3://{BUCKET}/archive/broken/corrupt.pcap" and f["kind"] == "failed"
                and f["capture"] in f["message"] for f in fails):
         failures.append(f"the corrupt capture is not a failure under its URI: {fails}")
-    if failures:
-        print("spark-s3-test: FAILED\n" + "\n".join(failures))
-        return 1
-    print(f"spark-s3-test: OK {files} files on S3 ({endpoint}), {len(rows)} transactions, {len(fails)} failures, "
-          f"job {job_seconds:.0f} s, second run a no-op, an uncommitted set rerun without duplicates")
-    return 0
+    return cluster.report("spark-s3-test", failures, f"{files} files on S3 ({endpoint}), {len(rows)} transactions, "
+                          f"{len(fails)} failures, job {job_seconds:.0f} s, second run a no-op, "
+                          "an uncommitted set rerun without duplicates")
 
 
 if __name__ == "__main__":

@@ -24,10 +24,15 @@ import Testing
                    "pyspark and Java 17 are not installed (scripts/install-deps installs them): Spark test skipped"),
           .timeLimit(.minutes(10)))
     func archiveOnAStandaloneClusterEqualsTheLocalRun() throws {
-        let script = CLI.packageRoot.appendingPathComponent("spark/test_spark_cluster.py").path
-        let r = try CLI.run(["python3", script, "--icy-sniff", CLI.binary], executable: "/usr/bin/env")
+        try Self.run("test_spark_cluster.py", saying: "spark-test: OK")
+    }
+
+    /// Runs spark/`script` with the binary under test; it must exit 0 and print `ok`.
+    static func run(_ script: String, saying ok: String) throws {
+        let path = CLI.packageRoot.appendingPathComponent("spark/\(script)").path
+        let r = try CLI.run(["python3", path, "--icy-sniff", CLI.binary], executable: "/usr/bin/env")
         #expect(r.status == 0, "\(r.text.suffix(3000)) \(r.stderr.suffix(3000))")
-        #expect(r.text.contains("spark-test: OK"), "\(r.text.suffix(3000))")
+        #expect(r.text.contains(ok), "\(r.text.suffix(3000))")
     }
 
     static var hasS3Server: Bool {
@@ -39,10 +44,7 @@ import Testing
                    "pyspark, Java 17 or moto's S3 server are not installed (scripts/install-deps installs them): S3 test skipped"),
           .timeLimit(.minutes(10)))
     func archiveReadFromAnS3ServerEqualsTheLocalRun() throws {
-        let script = CLI.packageRoot.appendingPathComponent("spark/test_spark_s3.py").path
-        let r = try CLI.run(["python3", script, "--icy-sniff", CLI.binary], executable: "/usr/bin/env")
-        #expect(r.status == 0, "\(r.text.suffix(3000)) \(r.stderr.suffix(3000))")
-        #expect(r.text.contains("spark-s3-test: OK"), "\(r.text.suffix(3000))")
+        try Self.run("test_spark_s3.py", saying: "spark-s3-test: OK")
     }
 
     /// icy-sniff killed mid-set (spark/test_spark_crash.py, local[2], about 30 s): what it wrote
@@ -52,9 +54,6 @@ import Testing
                    "pyspark and Java 17 are not installed (scripts/install-deps installs them): Spark test skipped"),
           .timeLimit(.minutes(10)))
     func aSetWhoseIcySniffIsKilledIsKeptAndRunAgain() throws {
-        let script = CLI.packageRoot.appendingPathComponent("spark/test_spark_crash.py").path
-        let r = try CLI.run(["python3", script, "--icy-sniff", CLI.binary], executable: "/usr/bin/env")
-        #expect(r.status == 0, "\(r.text.suffix(3000)) \(r.stderr.suffix(3000))")
-        #expect(r.text.contains("spark-crash-test: OK"), "\(r.text.suffix(3000))")
+        try Self.run("test_spark_crash.py", saying: "spark-crash-test: OK")
     }
 }
