@@ -127,7 +127,7 @@ public struct CaptureDriver {
             var note: String? = nil
             let continues = i > 0 && outcomes.last?.analysed == true
             // A stream was not probed: its first packet is read once it is open.
-            let stream = piece.probe == nil && CaptureProbe.isStream(path: piece.path)
+            let stream = piece.isStream
             if continues && !stream {
                 note = breakIfDiscontinuous(piece, first: piece.probe?.firstPacket, after: set.pieces[i - 1], in: set, pipeline: pipeline)
             }

@@ -34,6 +34,10 @@ public struct CaptureSet: Sendable {
             self.stem = stem
             self.probe = probe
         }
+
+        /// A stream, not probed in advance: it joins the piece before it as given, and its first
+        /// packet is checked once it is open (`CaptureDriver`).
+        var isStream: Bool { probe == nil && CaptureProbe.isStream(path: path) }
     }
 
     /// The name of its output (relative to `--out-dir`, no extension).
@@ -131,9 +135,8 @@ public enum CaptureSets {
         guard pieces.count > 1 else { return [make(pieces, byName: false)] }
         let probed = pieces.map { piece in CaptureSet.Piece(path: piece.path, stem: piece.stem, probe: probe(piece.path)) }
         return split(probed, byName: false) { previous, next in
-            // A stream (FIFOs fed by a distributed run, `<(zcat a.gz)`) continues the list as
-            // given; its first packet is checked as it is read (`CaptureDriver`).
-            if next.probe == nil && CaptureProbe.isStream(path: next.path) { return true }
+            // A stream (FIFOs fed by a distributed run, `<(zcat a.gz)`) continues the list as given.
+            if next.isStream { return true }
             guard let p = next.probe, let q = previous.probe, let a = q.firstPacket, let b = p.firstPacket else { return false }
             return p.canContinue(q) && b >= a
         }

@@ -537,13 +537,13 @@ public final class TableWriter {
         lastRowSequence = t.sequence
     }
 
-    /// The transaction whose NDJSON row `json` holds (0: none).
+    /// The transaction whose NDJSON row `json` holds (0: none; set only by `writeJSON`).
     private var lastRowSequence: UInt64 = 0
 
     /// `t`'s NDJSON row (no line break) when it is the row this writer wrote last, else nil: lent
     /// until the next `consume`, for a second consumer of the same row (`--serve`'s feed).
     func row(of t: Transaction) -> UnsafeBufferPointer<UInt8>? {
-        guard format == .ndjson, lastRowSequence == t.sequence, t.sequence != 0 else { return nil }
+        guard lastRowSequence == t.sequence, t.sequence != 0 else { return nil }
         let b = json.buffer
         return UnsafeBufferPointer(rebasing: b[..<(b.count - 1)])
     }
