@@ -56,8 +56,8 @@ import Testing
     /// `appendEscaped` and `isPlain` against a byte-by-byte reference: random texts of every
     /// length up to 40 with the bytes each rule is about (below, at and above 0x20, 0x22, 0x5C
     /// and 0x80) at every position, escaped (with and without `asciiOnly`) and tested for
-    /// plainness. (Written for an eight-bytes-at-a-time scan that counted more instructions than
-    /// the table lookups it replaced, and was not kept: docs/BENCHMARK.md, session 19.)
+    /// plainness: the lengths around multiples of eight reach both the eight-bytes-at-a-time
+    /// scan (`plainRun`) and its byte loop for the rest.
     @Test func escapingMatchesAByteByByteReference() {
         var rng = SplitMix(state: 35)
         let alphabet: [UInt8] = [0x00, 0x01, 0x09, 0x0A, 0x0D, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x41, 0x5B, 0x5C, 0x5D,
