@@ -9,10 +9,11 @@ import Glibc
 ///
 /// Input: `append` on the thread that feeds the `FeedSink` (never blocks on a browser). Output:
 /// the records the API serves, read back with `pread` on the server's threads. What the items
-/// hold (rows, HAR entries, bodies) goes to an unlinked temporary file as it comes, so the
+/// hold (rows, transactions' archives, bodies) goes to an unlinked temporary file as it comes, so the
 /// server's memory does not grow with the capture: the index is 72 bytes a record, and the
 /// kernel's page cache keeps the recent records at hand. A subscriber (a browser's event stream)
-/// is woken once per burst of appends, not once per record.
+/// is woken once per burst of appends, not once per record. A transaction's HAR entry is made
+/// from its archive when it is asked for (`entries`, the feed's), on the asking thread.
 ///
 /// Not `SpillStore` (the HAR writer's spill, the same idea): that one is read and written by one
 /// thread, reads through a shared window, and keeps in memory what the disk refuses; this one is
@@ -36,7 +37,7 @@ public final class FeedStore: FeedConsumer, @unchecked Sendable {
         var connection: UInt64
         var page: Int32
         var row: Span
-        var entry: Span
+        var archive: Span
         var requestBody: Span
         var responseBody: Span
     }
@@ -61,6 +62,8 @@ public final class FeedStore: FeedConsumer, @unchecked Sendable {
     public private(set) var lost = 0
     public var onWriteError: (@Sendable (String) -> Void)? = nil
     private var running = true
+    /// What makes HAR entries of the transactions' archives: the feed's (`useEntries`).
+    private var entries: FeedEntries? = nil
 
     final class Subscription {
         let wake: @Sendable () -> Void
@@ -86,10 +89,14 @@ public final class FeedStore: FeedConsumer, @unchecked Sendable {
         return "/tmp"
     }
 
+    /// The feed that appends here makes its HAR entries so (its redaction, its bodies): given
+    /// before its first append.
+    public func useEntries(_ entries: FeedEntries) { lock.withLock { self.entries = entries } }
+
     // MARK: Appending (the analysis's thread)
 
     public func append(_ item: FeedItem) {
-        let bytes = item.row.count + item.entry.count + (item.requestBody?.count ?? 0) + (item.responseBody?.count ?? 0)
+        let bytes = item.row.count + item.archive.count + (item.requestBody?.count ?? 0) + (item.responseBody?.count ?? 0)
         var wake: [Subscription] = []
         lock.withLock {
             if !pending.isEmpty && pending.count + bytes > Self.flushBytes && !flushPending() {
@@ -104,7 +111,7 @@ public final class FeedStore: FeedConsumer, @unchecked Sendable {
                 pending.append(contentsOf: part)
                 return (flushed + at, part.count)
             }
-            let row = add(item.row), entry = add(item.kind == .transaction ? item.entry : nil)
+            let row = add(item.row), archive = add(item.kind == .transaction ? item.archive : nil)
             let request = add(item.requestBody), response = add(item.responseBody)
             size = flushed + pending.count
             func span(_ s: (Int, Int)) -> Span { s.1 < 0 ? .none : Span(offset: s.0, length: s.1) }
@@ -118,7 +125,7 @@ public final class FeedStore: FeedConsumer, @unchecked Sendable {
                 }
             }
             records.append(Record(kind: item.kind, open: item.open, start: item.start.nanoseconds, connection: item.connection,
-                                  page: page, row: span(row), entry: span(entry), requestBody: span(request), responseBody: span(response)))
+                                  page: page, row: span(row), archive: span(archive), requestBody: span(request), responseBody: span(response)))
             let seq = records.count
             switch item.kind {
             case .page: pageRecords[Int(page)] = seq
@@ -252,7 +259,20 @@ public final class FeedStore: FeedConsumer, @unchecked Sendable {
     /// A transaction's HAR entry.
     func entry(_ seq: Int) -> [UInt8]? {
         guard let r = record(seq), r.kind == .transaction else { return nil }
-        return read(r.entry)
+        let (pages, entries) = lock.withLock { (pageIDs, self.entries) }
+        return entry(r, pages: pages, entries: entries)
+    }
+
+    /// The HAR entry of transaction record `r`, made from its archive; nil when it cannot be
+    /// (the disk lost the record).
+    private func entry(_ r: Record, pages: [String], entries: FeedEntries?) -> [UInt8]? {
+        guard let entries else { return nil }
+        let archive = read(r.archive)
+        guard !archive.isEmpty else { return nil }
+        let requestBody = r.requestBody.exists ? read(r.requestBody) : nil
+        let responseBody = r.responseBody.exists ? read(r.responseBody) : nil
+        let page = r.page >= 0 && Int(r.page) < pages.count ? pages[Int(r.page)] : nil
+        return archive.withUnsafeBytes { entries.entry(archive: $0, page: page, requestBody: requestBody, responseBody: responseBody) }
     }
 
     /// A transaction's kept body (nil: none kept).
@@ -276,12 +296,13 @@ public final class FeedStore: FeedConsumer, @unchecked Sendable {
     func search(_ text: String) -> [Int] {
         let needle = text.utf8.map(lowerASCII)
         guard !needle.isEmpty else { return [] }
-        let all = lock.withLock { records }
+        let (all, pages, entries) = lock.withLock { (records, pageIDs, self.entries) }
         var found: [Int] = []
         needle.withUnsafeBufferPointer { needle in
-            func holds(_ span: Span) -> Bool { read(span).withUnsafeBufferPointer { containsIgnoringCase($0, lowered: needle) } }
+            func holds(_ bytes: [UInt8]?) -> Bool { bytes?.withUnsafeBufferPointer { containsIgnoringCase($0, lowered: needle) } ?? false }
+            // The row first: the entry is made only for the transactions it does not settle.
             for (i, r) in all.enumerated() where r.kind == .transaction {
-                if holds(r.row) || holds(r.entry) { found.append(i + 1) }
+                if holds(read(r.row)) || holds(entry(r, pages: pages, entries: entries)) { found.append(i + 1) }
             }
         }
         return found
@@ -290,7 +311,7 @@ public final class FeedStore: FeedConsumer, @unchecked Sendable {
     /// A HAR 1.2 document of the chosen transactions (in HAR's order, by start), their pages and
     /// their connections, as the HAR output writes them.
     func har(_ seqs: [Int]) -> [UInt8] {
-        let (chosen, pageSeqs, connectionSeqs): ([(Int, Record)], [Int], [Int]) = lock.withLock {
+        let (chosen, pageSeqs, connectionSeqs, pages, entries): ([(Int, Record)], [Int], [Int], [String], FeedEntries?) = lock.withLock {
             var chosen: [(Int, Record)] = []
             var pages = Set<Int32>(), connections = Set<UInt64>()
             for s in Set(seqs) where s >= 1 && s <= records.count && records[s - 1].kind == .transaction {
@@ -302,24 +323,23 @@ public final class FeedStore: FeedConsumer, @unchecked Sendable {
             let pageSeqs = pages.map { pageRecords[Int($0)] }.filter { $0 > 0 }
                 .sorted { (records[$0 - 1].start, $0) < (records[$1 - 1].start, $1) }
             let connectionSeqs = connections.compactMap { connectionRecords[$0] }.sorted { records[$0 - 1].connection < records[$1 - 1].connection }
-            return (chosen, pageSeqs, connectionSeqs)
+            return (chosen, pageSeqs, connectionSeqs, pageIDs, self.entries)
         }
         var out = Array("{\"log\":{\"version\":\"1.2\",\"creator\":{\"name\":\"icy-sniff\",\"version\":\"\(IcySniffVersion.current)\"},\"pages\":[".utf8)
-        func list(_ spans: [Span]) {
+        func list(_ items: some Sequence<[UInt8]>) {
             var first = true
-            for span in spans {
-                let bytes = read(span)
+            for bytes in items {
                 if bytes.isEmpty { continue }
                 if !first { out.append(UInt8(ascii: ",")) }
                 out += bytes
                 first = false
             }
         }
-        list(pageSeqs.compactMap { record($0)?.row })
+        list(pageSeqs.lazy.compactMap { self.record($0) }.map { self.read($0.row) })
         out += Array("],\"entries\":[".utf8)
-        list(chosen.map { $0.1.entry })
+        list(chosen.lazy.map { self.entry($0.1, pages: pages, entries: entries) ?? [] })
         out += Array("],\"_connections\":[".utf8)
-        list(connectionSeqs.compactMap { record($0)?.row })
+        list(connectionSeqs.lazy.compactMap { self.record($0) }.map { self.read($0.row) })
         out += Array("]}}\n".utf8)
         return out
     }

@@ -149,7 +149,11 @@ struct Frontend {
         // Live: every row reaches the terminal or the pipe as soon as its response completes.
         factory.flushEachRow = input.interface != nil
         factory.rotation = rotation
-        if let web { factory.feed = FeedSink(options: exportOptions, consumer: web.store) }
+        if let web {
+            let feed = FeedSink(options: exportOptions, consumer: web.store)
+            web.store.useEntries(feed.entries)
+            factory.feed = feed
+        }
         let head: TransactionSink, sink: OutputSink
         var rotating: RotatingOutput? = nil
         if writesNothing {

@@ -26,6 +26,15 @@ public struct ConnectionSnapshot: Sendable {
         quic = c.transport == .quic
     }
 
+    /// What a `TransactionArchive` keeps of a connection: the endpoints and the id.
+    init(archived id: UInt64, client: Endpoint, server: Endpoint) {
+        self.id = id
+        self.client = client
+        self.server = server
+        setup = ConnectionSetup()
+        midstream = false
+    }
+
     public var label: String { "C\(id)" }
 
     /// `label`, appended without making a String.
@@ -150,7 +159,8 @@ public final class Transaction {
         return h
     }
     private var cachedHost: String? = nil
-    private var cachedURL: String? = nil
+    /// `url` once known (set by `TransactionArchive.read` to the URL the original computed).
+    var cachedURL: String? = nil
 
     private func computeHost() -> String {
         if let request {

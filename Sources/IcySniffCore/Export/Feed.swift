@@ -4,10 +4,12 @@
 /// Input: the `TransactionSink` calls of the pipeline (after the cache judgement and the filter,
 /// so the page shows what the files show). Output: `FeedItem`s, in order, to a `FeedConsumer`.
 /// The encodings are the outputs' own, so the page and the files never disagree: a transaction's
-/// NDJSON row (docs/NDJSON.md) for the list and its HAR entry for the detail pane and the HAR
-/// export; a page as HAR's `log.pages` item (the HAR writer's page grouping, `PageGrouper`);
-/// a connection as HAR's `log._connections` item. Redaction applies as in the files
-/// (`ExportOptions`), and bodies are kept only with `includeBodies`.
+/// NDJSON row (docs/NDJSON.md) for the list, and its `TransactionArchive`, from which
+/// `FeedEntries` makes its HAR entry when one is asked for (the detail pane, the HAR export, a
+/// search): an entry costs ~27,000 instructions to encode, its archive a fraction, and most are
+/// never looked at. A page as HAR's `log.pages` item (the HAR writer's page grouping,
+/// `PageGrouper`); a connection as HAR's `log._connections` item. Redaction applies as in the
+/// files (`ExportOptions`), and bodies are kept only with `includeBodies`.
 ///
 /// The sink never waits for the consumer: `append` must return at once (the web view's store
 /// writes to a file and tells its browsers; a slow browser skips, it does not slow the run).
@@ -20,8 +22,9 @@ public struct FeedItem {
     /// are lent for the call to `append` only (the sink's own buffers): a consumer copies what it
     /// keeps, once, where it keeps it.
     public var row: UnsafeBufferPointer<UInt8>
-    /// A transaction's HAR entry (empty for the other kinds).
-    public var entry = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
+    /// A transaction's `TransactionArchive` (empty for the other kinds): `FeedEntries.entry`
+    /// makes its HAR entry.
+    public var archive = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
     /// A transaction's start (HAR's order), a page's start, a connection's start.
     public var start: Timestamp
     /// The page a transaction belongs to (`page_3`), or a page's own id.
@@ -35,12 +38,12 @@ public struct FeedItem {
     public var requestBody: UnsafeBufferPointer<UInt8>? = nil
     public var responseBody: UnsafeBufferPointer<UInt8>? = nil
 
-    public init(kind: Kind, row: UnsafeBufferPointer<UInt8>, entry: UnsafeBufferPointer<UInt8> = UnsafeBufferPointer(start: nil, count: 0),
+    public init(kind: Kind, row: UnsafeBufferPointer<UInt8>, archive: UnsafeBufferPointer<UInt8> = UnsafeBufferPointer(start: nil, count: 0),
                 start: Timestamp, page: String? = nil, connection: UInt64 = 0, open: Bool = false,
                 requestBody: UnsafeBufferPointer<UInt8>? = nil, responseBody: UnsafeBufferPointer<UInt8>? = nil) {
         self.kind = kind
         self.row = row
-        self.entry = entry
+        self.archive = archive
         self.start = start
         self.page = page
         self.connection = connection
@@ -62,7 +65,7 @@ public final class FeedSink: TransactionSink {
     private var pages = PageGrouper()
     private var pagesSent = 0
     private let json = JSONWriter(indent: 0, capacity: 1 << 12)
-    private let entryJSON = JSONWriter(indent: 0, capacity: 1 << 14)
+    private let archive = ByteBuffer(capacity: 1 << 14)
     /// A transaction's NDJSON row as the run's NDJSON output already wrote it (same options,
     /// same chain before the two), lent until the next transaction; nil: encode it here.
     var sharedRow: ((Transaction) -> UnsafeBufferPointer<UInt8>?)? = nil
@@ -93,9 +96,9 @@ public final class FeedSink: TransactionSink {
             NDJSONEncoder.write(t, to: json, options: options)
             row = json.buffer
         }
-        entryJSON.reset()
-        EntryEncoder.writeEntry(t, pageref: pageID, to: entryJSON, options: options)
-        var item = FeedItem(kind: .transaction, row: row, entry: entryJSON.buffer, start: t.startTime, page: pageID,
+        archive.removeAll()
+        TransactionArchive.write(t, to: archive)
+        var item = FeedItem(kind: .transaction, row: row, archive: archive.buffer, start: t.startTime, page: pageID,
                             connection: t.connection.id)
         guard options.includeBodies else { return consumer.append(item) }
         Self.lend(t.request?.body) { request in
@@ -112,6 +115,9 @@ public final class FeedSink: TransactionSink {
         bytes.withUnsafeBufferPointer { body($0) }
     }
 
+    /// What makes this feed's HAR entries (its redaction, its bodies).
+    public var entries: FeedEntries { FeedEntries(options: options) }
+
     public func connectionSecured(_ connection: Connection) { send(connection, open: true) }
 
     public func connectionFinished(_ connection: Connection) {
@@ -125,6 +131,21 @@ public final class FeedSink: TransactionSink {
         ConnectionSummary(connection).write(to: json)
         consumer.append(FeedItem(kind: .connection, row: json.buffer, start: connection.began,
                                  connection: connection.id, open: open))
+    }
+}
+
+/// The HAR entries of a feed's transactions, made from their archives on whatever thread asks
+/// (the web view's server), with the options of the feed that kept them.
+public struct FeedEntries: Sendable {
+    let options: ExportOptions
+
+    /// The HAR entry of the transaction `archive` holds, in page `page`, with its kept bodies
+    /// (`--bodies`); nil when the bytes are not an archive (a record the disk lost).
+    public func entry(archive: UnsafeRawBufferPointer, page: String?, requestBody: [UInt8]?, responseBody: [UInt8]?) -> [UInt8]? {
+        guard let t = TransactionArchive.read(archive, requestBody: requestBody, responseBody: responseBody) else { return nil }
+        let json = JSONWriter(indent: 0, capacity: 1 << 13)
+        EntryEncoder.writeEntry(t, pageref: page, to: json, options: options)
+        return json.array
     }
 }
 

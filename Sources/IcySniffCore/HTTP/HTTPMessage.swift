@@ -121,7 +121,9 @@ public final class HTTPMessage {
     private var cachedTargetCount = -1
 
     /// Whether the body was decoded (a Content-Encoding we understand, decoded without error).
-    public var wasDecoded: Bool { decoder != nil && !decodeFailed }
+    public var wasDecoded: Bool { archivedWasDecoded ?? (decoder != nil && !decodeFailed) }
+    /// `wasDecoded` of the message a `TransactionArchive` was made of (it keeps no decoder).
+    var archivedWasDecoded: Bool? = nil
 
     /// "HTTP/1.1" style version for outputs ("HTTP/0.9" for simple messages).
     public var versionText: String { isHTTP09 ? "HTTP/0.9" : version }
