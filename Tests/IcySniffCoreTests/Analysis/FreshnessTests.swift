@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import IcySniffCore
 
@@ -40,6 +41,30 @@ import Testing
         #expect(HTTPDate.parse("Sun Nov  6 08:49:37 1994") == 784_111_777)
         #expect(HTTPDate.parse("sun, 06 nov 1994 08:49:37 gmt") == 784_111_777)
         #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 +0000") == nil)
+    }
+
+    /// The IMF-fixdate fast path against the general parser: generated dates of every month, day
+    /// name, case and clock, valid and not, each also with one byte replaced anywhere (a tab for
+    /// a space, a letter for a digit, …): both give the same answer for every one.
+    @Test func imfFixdateFastPathAgreesWithTheGeneralParser() {
+        var rng = SplitMix(state: 9111)
+        let days = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun", "sun", "SAT", "Xyz"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec", "nov", "DEC", "Foo"]
+        let replacements: [UInt8] = [0x20, 0x09, 0x2C, 0x3A, 0x30, 0x39, 0x41, 0x61, 0x47, 0x2D, 0x00, 0xFF]
+        var answered = 0
+        for _ in 0..<20_000 {
+            let d = days[Int(rng.next() % UInt64(days.count))], m = months[Int(rng.next() % UInt64(months.count))]
+            let text = "\(d), \(String(format: "%02d", Int(rng.next() % 34))) \(m) \(1900 + Int(rng.next() % 200)) "
+                + String(format: "%02d:%02d:%02d", Int(rng.next() % 26), Int(rng.next() % 62), Int(rng.next() % 62))
+                + (rng.next() % 8 == 0 ? " gmt" : rng.next() % 10 == 0 ? " UTC" : " GMT")
+            var bytes = Array(text.utf8)
+            if rng.next() % 2 == 0 { bytes[Int(rng.next() % UInt64(bytes.count))] = replacements[Int(rng.next() % UInt64(replacements.count))] }
+            let fast = bytes.withUnsafeBufferPointer { HTTPDate.parse(bytes: $0) }
+            let general = bytes.withUnsafeBufferPointer { HTTPDate.general($0) }
+            #expect(fast == general, "\(String(decoding: bytes, as: UTF8.self))")
+            if fast != nil { answered += 1 }
+        }
+        #expect(answered > 2_000, "valid dates among them: \(answered)")
     }
 
     @Test func rfc9111_4_2_2_heuristicIsTenPercentOfLastModified() {
