@@ -1,16 +1,42 @@
 /// HTTP-date (RFC 9110 §5.6.7): IMF-fixdate, rfc850-date and asctime-date, matched
 /// case-insensitively (RFC 9111 §4.2). Any other form, or a zone other than GMT, is invalid.
 enum HTTPDate {
-    /// Month names as three lower-case bytes packed into an integer.
-    private static let months: [UInt32] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
-        .map { key(Array($0.utf8)[...]) }
-    private static let days: [UInt32] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"].map { key(Array($0.utf8)[...]) }
     private static let longDays: [[UInt8]] = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"].map { Array($0.utf8) }
 
-    @inline(__always) private static func key(_ b: ArraySlice<UInt8>) -> UInt32 {
-        guard b.count == 3 else { return 0 }
-        let i = b.startIndex
-        return UInt32(lowerASCII(b[i])) << 16 | UInt32(lowerASCII(b[i + 1])) << 8 | UInt32(lowerASCII(b[i + 2]))
+    /// Three bytes, lower-cased, packed into an integer: how month and day names are compared.
+    @inline(__always) private static func packed(_ a: UInt8, _ b: UInt8, _ c: UInt8) -> UInt32 {
+        UInt32(lowerASCII(a)) << 16 | UInt32(lowerASCII(b)) << 8 | UInt32(lowerASCII(c))
+    }
+
+    /// "gmt", packed.
+    private static let gmt: UInt32 = 0x67_6d74
+
+    /// The month a packed name is (1-12), or nil. One switch for both parsers: it compiles to
+    /// comparisons, where an array of names cost a lazy global's check and a search.
+    @inline(__always) private static func month(_ name: UInt32) -> Int64? {
+        switch name {
+        case 0x6a_616e: return 1    // jan
+        case 0x66_6562: return 2    // feb
+        case 0x6d_6172: return 3    // mar
+        case 0x61_7072: return 4    // apr
+        case 0x6d_6179: return 5    // may
+        case 0x6a_756e: return 6    // jun
+        case 0x6a_756c: return 7    // jul
+        case 0x61_7567: return 8    // aug
+        case 0x73_6570: return 9    // sep
+        case 0x6f_6374: return 10   // oct
+        case 0x6e_6f76: return 11   // nov
+        case 0x64_6563: return 12   // dec
+        default: return nil
+        }
+    }
+
+    /// Whether a packed name is a short day name (mon … sun).
+    @inline(__always) private static func isDay(_ name: UInt32) -> Bool {
+        switch name {
+        case 0x6d_6f6e, 0x74_7565, 0x77_6564, 0x74_6875, 0x66_7269, 0x73_6174, 0x73_756e: return true
+        default: return false
+        }
     }
 
     /// Seconds since the epoch, or nil when `text` is not a valid HTTP-date. Works on bytes, without
@@ -35,8 +61,8 @@ enum HTTPDate {
     /// The form nearly every server sends, at fixed offsets: "Sun, 06 Nov 1994 08:49:37 GMT"
     /// (29 bytes, one space between fields). Only a date this path fully accepts is answered
     /// here; anything else (another form, other spacing, a bad field) goes to the general
-    /// parser, which decides — so both paths agree by construction. About a sixth of the
-    /// general parser's instructions (it tokenizes first, and looks names up in arrays).
+    /// parser, which decides — so both paths agree by construction. It skips the general
+    /// parser's tokenizing; the names are read by the same `month` and `isDay`.
     @inline(__always)
     private static func imfFixdate(_ b: UnsafeBufferPointer<UInt8>) -> Int64? {
         guard b.count == 29, b[3] == 0x2C, b[4] == 0x20, b[7] == 0x20, b[11] == 0x20, b[16] == 0x20,
@@ -49,32 +75,10 @@ enum HTTPDate {
             guard let h = digit(i), let l = digit(i + 1) else { return nil }
             return h * 10 + l
         }
-        @inline(__always) func word(_ i: Int) -> UInt32 {
-            UInt32(lowerASCII(b[i])) << 16 | UInt32(lowerASCII(b[i + 1])) << 8 | UInt32(lowerASCII(b[i + 2]))
-        }
+        @inline(__always) func word(_ i: Int) -> UInt32 { packed(b[i], b[i + 1], b[i + 2]) }
         guard let day = two(5), let century = two(12), let yy = two(14),
               let h = two(17), let m = two(20), let sec = two(23), h < 24, m < 60, sec <= 60,
-              word(26) == 0x67_6d74 else { return nil }
-        let mon: Int64
-        switch word(8) {
-        case 0x6a_616e: mon = 1
-        case 0x66_6562: mon = 2
-        case 0x6d_6172: mon = 3
-        case 0x61_7072: mon = 4
-        case 0x6d_6179: mon = 5
-        case 0x6a_756e: mon = 6
-        case 0x6a_756c: mon = 7
-        case 0x61_7567: mon = 8
-        case 0x73_6570: mon = 9
-        case 0x6f_6374: mon = 10
-        case 0x6e_6f76: mon = 11
-        case 0x64_6563: mon = 12
-        default: return nil
-        }
-        switch word(0) {
-        case 0x6d_6f6e, 0x74_7565, 0x77_6564, 0x74_6875, 0x66_7269, 0x73_6174, 0x73_756e: break
-        default: return nil
-        }
+              word(26) == gmt, isDay(word(0)), let mon = month(word(8)) else { return nil }
         return make(century * 100 + yy, mon, day, h * 3600 + m * 60 + sec)
     }
 
@@ -103,9 +107,9 @@ enum HTTPDate {
         func key3(_ t: UnsafeBufferPointer<UInt8>.SubSequence) -> UInt32 {
             guard t.count == 3 else { return 0 }
             let i = t.startIndex
-            return UInt32(lowerASCII(t[i])) << 16 | UInt32(lowerASCII(t[i + 1])) << 8 | UInt32(lowerASCII(t[i + 2]))
+            return packed(t[i], t[i + 1], t[i + 2])
         }
-        func isGMT(_ t: UnsafeBufferPointer<UInt8>) -> Bool { key3(t[...]) == 0x67_6d74 }
+        func isGMT(_ t: UnsafeBufferPointer<UInt8>) -> Bool { key3(t[...]) == gmt }
         func clock(_ t: UnsafeBufferPointer<UInt8>) -> Int64? {
             guard t.count == 8, t[2] == 0x3A, t[5] == 0x3A,
                   let h = number(t[0..<2], digits: 2), let m = number(t[3..<5], digits: 2),
@@ -113,12 +117,12 @@ enum HTTPDate {
             return h * 3600 + m * 60 + sec
         }
         func month(_ t: UnsafeBufferPointer<UInt8>.SubSequence) -> Int64? {
-            months.firstIndex(of: key3(t)).map { Int64($0 + 1) }
+            HTTPDate.month(key3(t))
         }
         if count == 6 {
             // IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT"
             let d = token(0)
-            guard d.count == 4, d[3] == 0x2C, days.contains(key3(d[0..<3])), isGMT(token(5)),
+            guard d.count == 4, d[3] == 0x2C, isDay(key3(d[0..<3])), isGMT(token(5)),
                   let day = number(token(1)[...], digits: 2), let mon = month(token(2)[...]),
                   let year = number(token(3)[...], digits: 4), let time = clock(token(4)) else { return nil }
             return make(year, mon, day, time)
@@ -139,7 +143,7 @@ enum HTTPDate {
         }
         if count == 5 {
             // asctime-date: "Sun Nov  6 08:49:37 1994"
-            guard days.contains(key3(token(0)[...])), let mon = month(token(1)[...]),
+            guard isDay(key3(token(0)[...])), let mon = month(token(1)[...]),
                   let day = number(token(2)[...], digits: -2),
                   let time = clock(token(3)), let year = number(token(4)[...], digits: 4) else { return nil }
             return make(year, mon, day, time)
