@@ -46,3 +46,6 @@ int icy_mapping_advise(int slot, size_t offset, size_t length, int advice);
 
 /// Unregisters and unmaps the slot.
 void icy_unmap_file(int slot);
+
+/// A hint that the cache line at `p` is read soon (x86 PREFETCHT0): never faults, whatever `p`.
+static inline void icy_prefetch(const void *p) { __builtin_prefetch(p, 0, 3); }
