@@ -139,4 +139,11 @@ struct BoundedLRU<Key: Hashable, Value> {
 struct TextKey: Hashable {
     let hash: Int
     init(_ text: String) { hash = text.hashValue }
+    /// A key of bytes (the same SipHash, over the bytes as they are): equal only to keys of the
+    /// same bytes made this way, never compared with a String's.
+    init(bytes: UnsafeRawBufferPointer) {
+        var hasher = Hasher()
+        hasher.combine(bytes: bytes)
+        hash = hasher.finalize()
+    }
 }
