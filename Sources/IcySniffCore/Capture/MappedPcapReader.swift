@@ -24,7 +24,7 @@ import Glibc
 /// Resident memory: the mapping's pages count as the process's RSS once touched; the pages
 /// behind the read position are released every `dropBehindBytes` (`MADV_DONTNEED`: a private,
 /// unmodified file mapping reads them again from the page cache if a packet is looked at later),
-/// so peak RSS stays within half a megabyte of libpcap's reading through its 1 MiB buffer.
+/// so the file's share of the RSS stays within about two megabytes.
 ///
 /// A struct, stored inline in `PcapSource` and advanced in place: the per-packet path touches no
 /// reference count (as a class, the reader was retained and released for every packet: 10
@@ -59,9 +59,15 @@ struct MappedPcapReader {
     /// records (one-core NDJSON, 200 MB benchmark, 11 alternations: none 0.163-0.168 s, 1 KiB
     /// 0.147, 2-4 KiB 0.145-0.148, 6 KiB 0.149, 8 KiB 0.154, 16 KiB 0.152).
     static let prefetchDistance = 4096
-    /// 256 KiB: peak RSS within 0.5 MiB of libpcap's through its 1 MiB buffer (1 MiB windows: 1.5 MiB
-    /// more), and a madvise(2) call per 256 KiB costs nothing measurable.
-    static let dropBehindBytes = 256 << 10
+    /// 2 MiB. Each release unmaps pages, and while another thread of the process runs on the
+    /// other core (the decryption thread, the export thread) the kernel must flush that core's
+    /// TLB too: an inter-processor interrupt per madvise(2), 4.5 % of a TLS run's samples with
+    /// 256 KiB windows. 15 alternations (200 MB capture; 104 MB TLS twin with keys, HAR):
+    /// 256 KiB: TLS 0.0745 s, NDJSON two cores 0.1096 s; 1 MiB: 0.0668 / 0.1075; 2 MiB: 0.0616 /
+    /// 0.1077. Peak RSS (median of 3): NDJSON 22.9 -> 24.3 MiB, HAR 28.2 -> 28.9, TLS 35.4 ->
+    /// 35.6 (4 MiB: 26.3 / 30.8 / 37.5): clean page-cache pages, the anonymous memory is the
+    /// same.
+    static let dropBehindBytes = 2 << 20
 
     /// A reader for the file libpcap opened as `handle` (with nanosecond precision), or nil when
     /// libpcap should read it (see the type's comment) or it cannot be mapped.
