@@ -22,4 +22,25 @@ import Foundation
         let columns = loop.split(separator: " ").compactMap { Double($0) }
         #expect(columns.count >= 5 && columns[3] < 10, "the loop's peak RSS in MiB: \(loop)")
     }
+
+    /// `--compare`: two binaries (here the same one twice) in turn on every variant, each row
+    /// with both medians, both ratios and both peaks.
+    @Test(.timeLimit(.minutes(10)))
+    func compareRunsBothBinariesOnEveryVariant() throws {
+        let r = try CLI.run(["python3", CLI.packageRoot.appendingPathComponent("scripts/bench").path,
+                             "--capture", "captures/wikipedia.pcap", "--runs", "3", "--compare", CLI.binary,
+                             "--icy-sniff", CLI.binary],
+                            executable: "/usr/bin/env")
+        #expect(r.status == 0, "\(r.stderr.suffix(800))")
+        let lines = r.text.split(separator: "\n").map(String.init)
+        #expect(lines.contains("3 rounds, medians (quartiles) in s, peak RSS in MiB"), "\(r.text)")
+        for variant in ["ndjson", "har", "ndjson, 1 core", "har, 1 core"] {
+            let row = try #require(lines.first { $0.hasPrefix(variant + " ") && !$0.hasPrefix(variant + ",") }, "a row for \(variant)")
+            // old and new medians, new/old, paired, two peaks: numbers outside the quartiles' brackets.
+            let numbers = row.dropFirst(variant.count).split(separator: " ").compactMap { Double($0) }
+            #expect(numbers.count == 6, "\(row)")
+            #expect(numbers.allSatisfy { $0 > 0 }, "\(row)")
+            #expect(numbers.count == 6 && numbers[4] < 100 && numbers[5] < 100, "peaks in MiB: \(row)")
+        }
+    }
 }
