@@ -128,6 +128,20 @@ public final class Transaction {
     var lostResponse: Bool { response == nil && weirds.contains(.responseLostInGap) }
 
     /// Bytes of bodies its messages keep in memory (`--bodies`; 0 otherwise).
+    /// Runs the decoding its messages' bodies left to the export thread (`HTTPMessage.settleDecoding`).
+    func settleDecoding() {
+        request?.settleDecoding()
+        response?.settleDecoding()
+        for m in interimResponses { m.settleDecoding() }
+    }
+
+    /// Compressed body bytes held until `settleDecoding()`.
+    var bytesToSettle: Int {
+        var n = (request?.bytesToSettle ?? 0) + (response?.bytesToSettle ?? 0)
+        for m in interimResponses { n += m.bytesToSettle }
+        return n
+    }
+
     public var keptBodyBytes: Int {
         var n = (request?.body?.count ?? 0) + (response?.body?.count ?? 0)
         for m in interimResponses { n += m.body?.count ?? 0 }

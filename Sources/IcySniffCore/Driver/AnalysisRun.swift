@@ -35,6 +35,8 @@ public final class AnalysisRun {
         // TLS application data in bulk is decrypted on the second core too (a small capture
         // gains nothing from a thread).
         if second { pipelineOptions.decryptOnSecondThreadAfter = 8 << 20 }
+        // Its whole-body inflates too, where only sizes are wanted (`HTTPMessage.settleDecoding`).
+        if exportThread != nil { pipelineOptions.http.settleDecodingOnExport = true }
         pipeline = Pipeline(sink: exportThread ?? sink, options: pipelineOptions)
         driver = CaptureDriver(captureFilter: options.captureFilter, maxPackets: options.maxPackets)
         driver.fileReader = options.fileReader

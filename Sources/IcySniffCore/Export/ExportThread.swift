@@ -34,6 +34,10 @@ public final class ExportThread: TransactionSink {
     private var queuedBytes = 0
     private static let maxQueued = 8
     private static let maxQueuedBytes = 8 << 20
+    /// With this many batches already waiting, a batch's whole-body inflates run on the
+    /// pipeline's thread before it is handed over (`handOver`): NDJSON leaves the export thread
+    /// idle half the time, HAR keeps it about as busy as the pipeline.
+    private static let settleHereFrom = 2
     /// A transaction keeping this many body bytes is written before the pipeline reads on: two
     /// 16 MiB bodies were otherwise held at once, one being written while the next one was
     /// received (a gzip bomb with --bodies: 71.5 MiB). Costs the pipeline the time of writing
@@ -45,6 +49,8 @@ public final class ExportThread: TransactionSink {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var thread: pthread_t? = nil
+    /// Transactions whose inflates ran on the export thread (written there; read after `finish`).
+    private(set) var settledHere = 0
 
     /// Starts the thread; nil when it cannot be started (the caller then uses the sink directly).
     public init?(sink: TransactionSink) {
@@ -64,7 +70,8 @@ public final class ExportThread: TransactionSink {
     }
 
     public func consume(_ transaction: Transaction) {
-        let bytes = transaction.keptBodyBytes
+        // Compressed bodies whose inflate waits for this thread count as kept bytes.
+        let bytes = transaction.keptBodyBytes + transaction.bytesToSettle
         batchBytes += bytes
         add(.transaction(transaction))
         if bytes >= Self.writtenAloneBytes {
@@ -83,6 +90,14 @@ public final class ExportThread: TransactionSink {
 
     private func handOver() {
         guard !batch.isEmpty else { return }
+        pthread_mutex_lock(mutex)
+        let behind = queue.count >= Self.settleHereFrom
+        pthread_mutex_unlock(mutex)
+        if behind {
+            // The export thread is the slower one now: the inflates its transactions left to it
+            // (`Transaction.settleDecoding`) run here instead. Where they run changes no output.
+            for case .transaction(let t) in batch { t.settleDecoding() }
+        }
         pthread_mutex_lock(mutex)
         while queue.count >= Self.maxQueued || (!queue.isEmpty && queuedBytes + batchBytes > Self.maxQueuedBytes) {
             pthread_cond_wait(changed, mutex)
@@ -124,7 +139,10 @@ public final class ExportThread: TransactionSink {
             pthread_mutex_unlock(mutex)
             for item in next.items {
                 switch item {
-                case .transaction(let t): sink.consume(t)
+                case .transaction(let t):
+                    if t.bytesToSettle > 0 { settledHere += 1 }
+                    t.settleDecoding()
+                    sink.consume(t)
                 case .connection(let c): sink.connectionFinished(c)
                 }
             }

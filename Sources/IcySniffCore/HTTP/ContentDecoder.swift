@@ -85,6 +85,8 @@ public final class ContentDecoder {
     public private(set) var decodedFromMemo = false
     /// Compressed input held for the fast path (nil: streaming).
     private var held: [UInt8]? = nil
+    /// Compressed bytes held for the fast path, still to be inflated by `finish` (0: none).
+    var heldCount: Int { held?.count ?? 0 }
 
     public struct UnsupportedCoding: Error { public let name: String }
 

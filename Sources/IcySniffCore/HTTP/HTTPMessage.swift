@@ -124,6 +124,9 @@ public final class HTTPMessage {
     public var wasDecoded: Bool { archivedWasDecoded ?? (decoder != nil && !decodeFailed) }
     /// `wasDecoded` of the message a `TransactionArchive` was made of (it keeps no decoder).
     var archivedWasDecoded: Bool? = nil
+    /// The body ended (`complete`, as framed) with its compressed bytes still held for the
+    /// decoder's whole-body pass, which `settleDecoding()` runs on the export thread.
+    var decodingToSettle: Bool? = nil
 
     /// "HTTP/1.1" style version for outputs ("HTTP/0.9" for simple messages).
     public var versionText: String { isHTTP09 ? "HTTP/0.9" : version }

@@ -9,6 +9,10 @@ import Synchronization
 public struct HTTPParserOptions: Sendable {
     /// Keep decoded bodies in memory (for `--bodies`), up to `maxBodyBytes` each.
     public var keepBodies = false
+    /// Leave the whole-body inflate of bodies not kept to the export thread (`HTTPMessage.
+    /// settleDecoding`): only for a run whose transactions all reach their sinks through an
+    /// `ExportThread`, which settles each before handing it on.
+    public var settleDecodingOnExport = false
     public var maxBodyBytes = 16 << 20
     /// Size cap of a start line plus header section; the rest of an oversized head is skipped.
     public var maxHeaderBytes = 1 << 20

@@ -53,7 +53,32 @@ extension HTTPMessage {
     }
 
     /// The body is over (`complete`: as framed): the decoder's last output and the final sizes.
+    ///
+    /// With `settleDecodingOnExport` (a run with an export thread), a body whose compressed bytes
+    /// the decoder holds for its whole-body pass, and whose output is not kept, is left for
+    /// `settleDecoding()`: the inflate (only its size is wanted) runs on the export thread,
+    /// off the pipeline's, which is the slower of the two. Nothing on the pipeline's thread reads
+    /// the decoded size or the decoding's flags; the export thread settles every message before
+    /// any sink sees it.
     func endBody(complete: Bool, options: HTTPParserOptions) {
+        if options.settleDecodingOnExport, !options.keepBodies, let decoder, !decodeFailed, decoder.heldCount > 0 {
+            decodingToSettle = complete
+            return
+        }
+        finishDecoding(complete: complete, options: options)
+    }
+
+    /// The rest of `endBody` for a body whose decoding was left to the export thread.
+    func settleDecoding() {
+        guard let complete = decodingToSettle else { return }
+        decodingToSettle = nil
+        finishDecoding(complete: complete, options: HTTPParserOptions())
+    }
+
+    /// Compressed bytes held until `settleDecoding()`.
+    var bytesToSettle: Int { decodingToSettle == nil ? 0 : decoder?.heldCount ?? 0 }
+
+    private func finishDecoding(complete: Bool, options: HTTPParserOptions) {
         if let decoder, !decodeFailed {
             let keep = options.keepBodies
             let cap = options.maxBodyBytes

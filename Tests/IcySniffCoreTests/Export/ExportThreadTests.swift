@@ -55,6 +55,26 @@ import Synchronization
                 "every call was made on the export thread")
     }
 
+    /// With `settleDecodingOnExport`, compressed bodies end on the pipeline's thread with their
+    /// bytes still held, and are inflated on the export thread before any sink sees them: the
+    /// decoded sizes, flags and HAR are those of a run that inflates each body as it ends.
+    @Test(arguments: ["pcap2har/sajal.pcap.gz", "pcap2har/out-of-order.pcap.gz", "zeek/get-gzip.pcap"])
+    func inflatesLeftToTheExportThreadGiveTheSameOutputs(_ capture: String) throws {
+        let path = Paths.corpusFile(capture)
+        let direct = try run(path, threaded: false)
+        let sink = RecordingSink()
+        let thread = try #require(ExportThread(sink: sink))
+        var options = PipelineOptions()
+        options.http.settleDecodingOnExport = true
+        let pipeline = Pipeline(sink: thread, options: options)
+        _ = pipeline.run(try PcapSource.open(path: path))
+        pipeline.finish()
+        thread.finish()
+        #expect(thread.settledHere > 0, "some inflates were left to the export thread")
+        #expect(sink.log == direct.log)
+        #expect(sink.harText() == direct.harText())
+    }
+
     @Test func finishWithNothingHandedOverAndTwice() throws {
         let sink = RecordingSink()
         let thread = try #require(ExportThread(sink: sink))
