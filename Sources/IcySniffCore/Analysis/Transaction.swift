@@ -127,24 +127,33 @@ public final class Transaction {
     /// Its response was in bytes the capture missed (`response_lost_in_gap`): none will come.
     var lostResponse: Bool { response == nil && weirds.contains(.responseLostInGap) }
 
-    /// Bytes of bodies its messages keep in memory (`--bodies`; 0 otherwise).
-    /// Runs the decoding its messages' bodies left to the export thread (`HTTPMessage.settleDecoding`).
-    func settleDecoding() {
-        request?.settleDecoding()
-        response?.settleDecoding()
-        for m in interimResponses { m.settleDecoding() }
+    /// Its messages: the request, the final response, the interim responses.
+    @inline(__always) private func eachMessage(_ body: (HTTPMessage) -> Void) {
+        if let request { body(request) }
+        if let response { body(response) }
+        for m in interimResponses { body(m) }
+    }
+
+    /// Runs the decoding its messages' bodies left to the export thread
+    /// (`HTTPMessage.settleDecoding`); answers whether there was any.
+    @discardableResult
+    func settleDecoding() -> Bool {
+        var any = false
+        eachMessage { if $0.settleDecoding() { any = true } }
+        return any
     }
 
     /// Compressed body bytes held until `settleDecoding()`.
     var bytesToSettle: Int {
-        var n = (request?.bytesToSettle ?? 0) + (response?.bytesToSettle ?? 0)
-        for m in interimResponses { n += m.bytesToSettle }
+        var n = 0
+        eachMessage { n += $0.bytesToSettle }
         return n
     }
 
+    /// Bytes of bodies its messages keep in memory (`--bodies`; 0 otherwise).
     public var keptBodyBytes: Int {
-        var n = (request?.body?.count ?? 0) + (response?.body?.count ?? 0)
-        for m in interimResponses { n += m.body?.count ?? 0 }
+        var n = 0
+        eachMessage { n += $0.body?.count ?? 0 }
         return n
     }
 

@@ -9,7 +9,8 @@ import Glibc
 /// Input: the `TransactionSink` calls of the pipeline, on the pipeline's thread. Output: the same
 /// calls, in the same order, on the export thread. They are handed over in batches through a
 /// bounded queue — at most 8 batches of 128 transactions, and at most 8 MiB of kept bodies
-/// (`--bodies`) — so when the writer falls behind, the pipeline waits and memory stays flat. The
+/// (`--bodies`) and of compressed bodies whose inflate waits for this thread
+/// (`Transaction.settleDecoding`) — so when the writer falls behind, the pipeline waits and memory stays flat. The
 /// pipeline never touches a transaction once it is emitted, nor a connection once it is finished,
 /// so handing them over moves their ownership; nothing else is shared.
 ///
@@ -140,8 +141,7 @@ public final class ExportThread: TransactionSink {
             for item in next.items {
                 switch item {
                 case .transaction(let t):
-                    if t.bytesToSettle > 0 { settledHere += 1 }
-                    t.settleDecoding()
+                    if t.settleDecoding() { settledHere += 1 }
                     sink.consume(t)
                 case .connection(let c): sink.connectionFinished(c)
                 }

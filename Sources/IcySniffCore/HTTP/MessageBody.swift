@@ -68,11 +68,14 @@ extension HTTPMessage {
         finishDecoding(complete: complete, options: options)
     }
 
-    /// The rest of `endBody` for a body whose decoding was left to the export thread.
-    func settleDecoding() {
-        guard let complete = decodingToSettle else { return }
+    /// The rest of `endBody` for a body whose decoding was left to the export thread (its
+    /// output was not to be kept: the default options say so); answers whether there was any.
+    @discardableResult
+    func settleDecoding() -> Bool {
+        guard let complete = decodingToSettle else { return false }
         decodingToSettle = nil
         finishDecoding(complete: complete, options: HTTPParserOptions())
+        return true
     }
 
     /// Compressed bytes held until `settleDecoding()`.
