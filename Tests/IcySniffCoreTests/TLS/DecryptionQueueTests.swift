@@ -26,14 +26,14 @@ import Testing
 
     /// One run of the whole pipeline: its HAR and NDJSON outputs and its counts. `thread`: the
     /// records are decrypted on the second thread from the first one on; nil: as they come.
-    static func run(_ path: String, keys: String?, thread: Int?) throws -> Run {
+    static func run(_ path: String, keys: String?, thread: Int?, reader: PcapSource.FileReader = .mapped) throws -> Run {
         var options = PipelineOptions()
         options.keyLog = try keys.map { try KeyLog(paths: [$0]) }
         options.decryptOnSecondThreadAfter = thread
         let har = HARWriter()
         let collected = CollectingSink()
         let pipeline = Pipeline(sink: TeeSink(har, collected), options: options)
-        let source = try PcapSource.open(path: path)
+        let source = try PcapSource.open(path: path, reader: reader)
         _ = pipeline.run(source)
         pipeline.finish()
         let harOut = OutputFile(memory: true)
@@ -46,15 +46,22 @@ import Testing
                    decrypted: stats.tlsDecrypted, onSecondThread: pipeline.recordsDecryptedOnSecondThread)
     }
 
+    /// Opened as they come, and on the thread with each file reader (the mapped file's packets
+    /// and libpcap's buffer): all three give the same bytes.
     static func expectSameOutputs(_ path: String, keys: String?, onTheThread: Bool = true) throws {
         let here = try run(path, keys: keys, thread: nil)
         let threaded = try run(path, keys: keys, thread: 0)
+        let copied = try run(path, keys: keys, thread: 0, reader: .libpcap)
         #expect(here.onSecondThread == 0)
         #expect((threaded.onSecondThread > 0) == onTheThread, "\(path): \(threaded.onSecondThread) records on the thread")
         #expect(threaded.decrypted > 0 && threaded.decrypted == here.decrypted, "\(path)")
         #expect(firstDifference(threaded.ndjson, here.ndjson) == nil, "\(path): NDJSON")
         #expect(firstDifference(threaded.har, here.har) == nil, "\(path): HAR")
         #expect(threaded.weirds == here.weirds, "\(path)")
+        #expect(copied.onSecondThread == threaded.onSecondThread, "\(path)")
+        #expect(firstDifference(copied.ndjson, here.ndjson) == nil, "\(path): NDJSON, libpcap's reader")
+        #expect(firstDifference(copied.har, here.har) == nil, "\(path): HAR, libpcap's reader")
+        #expect(copied.weirds == here.weirds, "\(path)")
     }
 
     /// The first line where `a` and `b` differ, both shown (nil: the same bytes).
@@ -74,6 +81,124 @@ import Testing
         try Self.expectSameOutputs(Paths.packageRoot.appendingPathComponent(capture).path,
                                    keys: keys.map { Paths.packageRoot.appendingPathComponent($0).path },
                                    onTheThread: !capture.contains("tunnel"))
+    }
+
+    /// The records of a classic pcap file (little-endian, microseconds), header included.
+    static func pcapRecords(_ data: [UInt8]) -> [Range<Int>] {
+        var records: [Range<Int>] = []
+        var offset = 24
+        while offset + 16 <= data.count {
+            let caplen = Int(data[offset + 8]) | Int(data[offset + 9]) << 8 | Int(data[offset + 10]) << 16 | Int(data[offset + 11]) << 24
+            records.append(offset..<(offset + 16 + caplen))
+            offset += 16 + caplen
+        }
+        return records
+    }
+
+    /// `data` (Ethernet, IPv4, TCP) with every TCP payload longer than `size` sent as segments of
+    /// `size` bytes: the same stream, so that records span many segments as on a real network
+    /// (the repository's captures are of loopback, where a segment holds whole records).
+    /// Checksums are left as they were (nothing here checks them).
+    static func resegmented(_ data: [UInt8], size: Int) -> [UInt8] {
+        var out = Array(data[0..<24])
+        for r in pcapRecords(data) {
+            let packet = Array(data[(r.lowerBound + 16)..<r.upperBound])
+            let ip = 14, ihl = Int(packet.count > ip ? packet[ip] & 0x0f : 0) * 4
+            guard packet.count > ip + 20, packet[12] == 0x08, packet[13] == 0x00, packet[ip + 9] == 6 else {
+                out += data[r]; continue
+            }
+            let tcp = ip + ihl, tcpLength = Int(packet[tcp + 12] >> 4) * 4
+            let headers = tcp + tcpLength
+            let payload = Array(packet[headers...])
+            guard payload.count > size else { out += data[r]; continue }
+            let seq = UInt32(packet[tcp + 4]) << 24 | UInt32(packet[tcp + 5]) << 16 | UInt32(packet[tcp + 6]) << 8 | UInt32(packet[tcp + 7])
+            for start in stride(from: 0, to: payload.count, by: size) {
+                let piece = payload[start..<min(start + size, payload.count)]
+                var p = Array(packet[0..<headers]) + piece
+                let total = UInt16(ihl + tcpLength + piece.count)
+                p[ip + 2] = UInt8(total >> 8); p[ip + 3] = UInt8(total & 0xff)
+                let s = seq &+ UInt32(start)
+                p[tcp + 4] = UInt8(s >> 24); p[tcp + 5] = UInt8(s >> 16 & 0xff); p[tcp + 6] = UInt8(s >> 8 & 0xff); p[tcp + 7] = UInt8(s & 0xff)
+                let length = UInt32(p.count)
+                out += data[r.lowerBound..<(r.lowerBound + 8)]
+                out += [UInt8(length & 0xff), UInt8(length >> 8 & 0xff), UInt8(length >> 16 & 0xff), UInt8(length >> 24)]
+                out += [UInt8(length & 0xff), UInt8(length >> 8 & 0xff), UInt8(length >> 16 & 0xff), UInt8(length >> 24)]
+                out += p
+            }
+        }
+        return out
+    }
+
+    static func temporaryDirectory() throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("icy-sniff-queue-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    /// Records that span many segments (of 40 bytes, and of 3: TLS 1.2's explicit nonce and
+    /// every tag then span segments too), AES-GCM of TLS 1.2 and 1.3 and CBC: the same outputs
+    /// on the thread as opened as they come, with either file reader, and as the capture as it
+    /// was sent.
+    @Test(arguments: ["captures/tls-sample", "Tests/Fixtures/tls/cbc-sample"], [40, 3])
+    func recordsOverManySegmentsOpenAlike(_ capture: String, _ size: Int) throws {
+        let dir = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("small-segments.pcap")
+        let originalPath = Paths.packageRoot.appendingPathComponent(capture + ".pcap").path
+        let keys = Paths.packageRoot.appendingPathComponent(capture + ".keys").path
+        let original = try [UInt8](Data(contentsOf: URL(fileURLWithPath: originalPath)))
+        let small = Self.resegmented(original, size: size)
+        #expect(Self.pcapRecords(small).count > 2 * Self.pcapRecords(original).count)
+        try Data(small).write(to: path)
+        try Self.expectSameOutputs(path.path, keys: keys)
+        let asSent = try Self.run(originalPath, keys: keys, thread: nil)
+        let resent = try Self.run(path.path, keys: keys, thread: 0)
+        // The same transactions as the capture as it was sent (NDJSON: no packet counts), but
+        // for the file's name.
+        func rows(_ run: Run, _ name: String) -> [UInt8] {
+            Array(String(decoding: run.ndjson, as: UTF8.self).replacingOccurrences(of: name, with: "capture").utf8)
+        }
+        #expect(resent.decrypted == asSent.decrypted)
+        #expect(!asSent.ndjson.isEmpty)
+        #expect(Self.firstDifference(rows(resent, path.path), rows(asSent, originalPath)) == nil)
+    }
+
+    /// A capture cut in two files inside records' bodies, the first file's source gone before
+    /// the second is read: the same HAR and counts as the whole file, wherever the cut.
+    @Test func aRecordThatGoesOnInTheNextFileIsOpenedWhole() throws {
+        let dir = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let original = try [UInt8](Data(contentsOf: Paths.captures.appendingPathComponent("tls-sample.pcap")))
+        let whole = Self.resegmented(original, size: 40)
+        let wholePath = dir.appendingPathComponent("whole.pcap")
+        try Data(whole).write(to: wholePath)
+        let keys = Paths.captures.appendingPathComponent("tls-sample.keys").path
+        let together = try Self.run(wholePath.path, keys: keys, thread: 0)
+        let records = Self.pcapRecords(whole)
+        for fraction in [0.45, 0.6, 0.75, 0.9] {
+            let cut = records[Int(Double(records.count) * fraction)].lowerBound
+            let first = dir.appendingPathComponent("a.pcap"), second = dir.appendingPathComponent("b.pcap")
+            try Data(whole[0..<cut]).write(to: first)
+            try Data(whole[0..<24] + whole[cut...]).write(to: second)
+            var options = PipelineOptions()
+            options.keyLog = try KeyLog(paths: [keys])
+            options.decryptOnSecondThreadAfter = 0
+            let har = HARWriter()
+            let pipeline = Pipeline(sink: har, options: options)
+            for file in [first, second] {
+                var source: PcapSource? = try PcapSource.open(path: file.path)
+                #expect(source!.readsMapped)
+                _ = pipeline.run(source!)
+                source = nil
+            }
+            pipeline.finish()
+            let out = OutputFile(memory: true)
+            har.write(to: out)
+            #expect(pipeline.recordsDecryptedOnSecondThread > 0)
+            #expect(pipeline.stats.tlsDecrypted == together.decrypted, "cut at \(fraction)")
+            #expect(pipeline.stats.weirds == together.weirds, "cut at \(fraction)")
+            #expect(Self.firstDifference(out.takeBytes(), together.har) == nil, "cut at \(fraction)")
+        }
     }
 
     /// A record that does not authenticate is flagged the same way on the thread, and nothing
