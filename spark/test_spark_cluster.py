@@ -34,12 +34,18 @@ def listening(port, seconds, process=None):
     return False
 
 
+# The work folder `begin` made (None with --keep: the caller's, left as it is).
+_made_work = None
+
+
 def report(name, failures, ok):
-    """A test script's last line and exit status: `name: FAILED` and what differs (1), or
-    `name: OK` and `ok` (0)."""
+    """A test script's last line and exit status: `name: FAILED` and what differs (1), with the
+    work folder kept to look into; or `name: OK` and `ok` (0), the work folder removed."""
     if failures:
-        print(f"{name}: FAILED\n" + "\n".join(failures))
+        print(f"{name}: FAILED\n" + "\n".join(failures) + (f"\n(work folder kept: {_made_work})" if _made_work else ""))
         return 1
+    if _made_work:
+        shutil.rmtree(_made_work, ignore_errors=True)
     print(f"{name}: OK {ok}")
     return 0
 
@@ -189,7 +195,9 @@ def begin(prefix):
     ap.add_argument("--keep")
     a = ap.parse_args()
     import pyspark
+    global _made_work
     work = a.keep or tempfile.mkdtemp(prefix=prefix)
+    _made_work = None if a.keep else work
     os.makedirs(work, exist_ok=True)
     return os.path.abspath(a.icy_sniff), os.path.dirname(pyspark.__file__), work
 

@@ -8,9 +8,12 @@ import Glibc
 /// The mapped reader (`MappedPcapReader`) against what can happen to a file while it is mapped,
 /// and against libpcap's reader on the same bytes. (Every capture of the repository and of the
 /// corpus through both readers, compared as outputs: FileReaderTests and ConformanceTests.)
-@Suite struct MappedPcapReaderTests {
+@Suite final class MappedPcapReaderTests {
+    /// This test's files, removed when it ends (a new instance runs each test).
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("icy-sniff-mapped-\(UUID().uuidString)")
+    deinit { try? FileManager.default.removeItem(at: dir) }
+
     func copy(of name: String) throws -> String {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("icy-sniff-mapped-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let path = dir.appendingPathComponent(name).path
         try FileManager.default.copyItem(atPath: Paths.captures.appendingPathComponent(name).path, toPath: path)

@@ -2,9 +2,13 @@ import Foundation
 import Testing
 @testable import IcySniffCore
 
-@Suite struct PcapSourceTests {
+@Suite final class PcapSourceTests {
+    /// This test's files, removed when it ends (a new instance runs each test).
+    let root = FileManager.default.temporaryDirectory.appendingPathComponent("icy-sniff-tests-\(UUID().uuidString)")
+    deinit { try? FileManager.default.removeItem(at: root) }
+
     func temporaryFile(_ bytes: [UInt8], name: String = "capture") -> String {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("icy-sniff-tests-\(UUID().uuidString)")
+        let dir = root.appendingPathComponent(UUID().uuidString)
         try! FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let path = dir.appendingPathComponent(name).path
         _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
