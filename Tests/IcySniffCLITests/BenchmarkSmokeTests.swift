@@ -12,7 +12,7 @@ import Foundation
                             executable: "/usr/bin/env")
         #expect(r.status == 0, "\(r.stderr.suffix(800))")
         let lines = r.text.split(separator: "\n").map(String.init)
-        for variant in ["libpcap loop", "loop, 1 MiB reads", "icy-sniff ndjson", "icy-sniff tsv", "icy-sniff har"] {
+        for variant in ["libpcap loop", "loop, 1 MiB reads", "icy-sniff ndjson", "icy-sniff tsv", "icy-sniff har", "read only, 1 core"] {
             #expect(lines.contains { $0.hasPrefix(variant) }, "a row for \(variant)")
         }
         #expect(lines.contains("work check: icy-sniff found 15 requests, 15 responses"), "\(r.text)")
