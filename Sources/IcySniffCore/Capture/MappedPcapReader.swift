@@ -138,13 +138,15 @@ struct MappedPcapReader {
             offset = at + 16 + Int(caplen)
             let data = base + (at + 16)
             prefetch(before: min(offset + Self.prefetchDistance, length))
+            // Before the filter: records it rejects are read too (a filter that kept no packet
+            // left the whole file resident, 213 MiB for the 200 MB benchmark capture).
+            if at - droppedUpTo >= Self.dropBehindBytes { dropBehind(before: at) }
             if let filter {
                 var h = pcap_pkthdr()
                 h.caplen = caplen
                 h.len = len
                 if pcap_offline_filter(filter, &h, data.assumingMemoryBound(to: UInt8.self)) == 0 { continue }
             }
-            if at - droppedUpTo >= Self.dropBehindBytes { dropBehind(before: at) }
             // As libpcap fills `pcap_pkthdr` from the file's 32-bit signed fields, at nanosecond precision.
             let nanoseconds = nanosecondFile ? Int64(Int32(bitPattern: frac)) : Int64(Int32(bitPattern: frac)) &* 1000
             let ts = Timestamp(seconds: Int64(Int32(bitPattern: sec)), nanoseconds: nanoseconds)

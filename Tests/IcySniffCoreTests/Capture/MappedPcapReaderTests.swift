@@ -61,6 +61,41 @@ import Glibc
         }
     }
 
+    /// The resident part (kB) of this process's mapping of `path` (`/proc/self/smaps`).
+    func residentKB(ofMappingOf path: String) -> Int? {
+        // Read to its end: procfs files have no size for a whole-file read to go by.
+        guard let data = FileHandle(forReadingAtPath: "/proc/self/smaps")?.readDataToEndOfFile() else { return nil }
+        let smaps = String(decoding: data, as: UTF8.self)
+        var inMapping = false
+        for line in smaps.split(separator: "\n") {
+            if line.contains("-") && line.split(separator: " ").count >= 5 && !line.hasSuffix(":") && !line.contains("kB") {
+                inMapping = line.hasSuffix(path)
+            } else if inMapping, line.hasPrefix("Rss:") {
+                return Int(line.split(separator: " ")[1])
+            }
+        }
+        return nil
+    }
+
+    /// The pages behind the reader are released whether the filter keeps the packets on them or
+    /// not: a filter that keeps none of an 8 MB file leaves about a release window of it resident,
+    /// not the whole file.
+    @Test func pagesOfPacketsTheFilterRejectsAreReleased() throws {
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let one = try [UInt8](Data(contentsOf: Paths.captures.appendingPathComponent("wikipedia.pcap")))
+        var big = Array(one[0..<24])
+        while big.count < 8 << 20 { big += one[24...] }
+        let path = dir.appendingPathComponent("large.pcap").path
+        try Data(big).write(to: URL(fileURLWithPath: path))
+        let source = try PcapSource.open(path: path, filter: "udp port 9")
+        #expect(source.readsMapped)
+        #expect(readAll(source).packets.isEmpty)
+        // The mapping stays while the source lives (its packets would stay valid).
+        let resident = try #require(residentKB(ofMappingOf: path))
+        #expect(resident * 1024 < big.count / 2, "\(resident) kB of a \(big.count / 1024) kB file resident")
+        withExtendedLifetime(source) {}
+    }
+
     /// Packets read in place stay valid after the next read (libpcap's are overwritten by it).
     @Test func packetsOutliveTheNextRead() throws {
         let source = try PcapSource.open(path: Paths.captures.appendingPathComponent("wikipedia.pcap").path)
