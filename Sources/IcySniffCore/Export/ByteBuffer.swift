@@ -56,8 +56,34 @@ public class ByteBuffer {
     @inline(__always) public final func append(_ bytes: UnsafeRawPointer, count n: Int) {
         guard n > 0 else { return }
         let p = reserve(n)
-        memcpy(p, bytes, n)
+        Self.copy(bytes, n, to: p)
         count += n
+    }
+
+    /// Copies `n` bytes. Up to 16 with two overlapping loads and stores of the widest fitting
+    /// size, in line: most of what the writers copy is a key, a short value or a separator,
+    /// for which a call to memcpy was most of the work.
+    @inline(__always) static func copy(_ from: UnsafeRawPointer, _ n: Int, to: UnsafeMutableRawPointer) {
+        switch n {
+        case 8...16:
+            let a = from.loadUnaligned(as: UInt64.self), b = from.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
+            to.storeBytes(of: a, as: UInt64.self)
+            to.storeBytes(of: b, toByteOffset: n - 8, as: UInt64.self)
+        case 4..<8:
+            let a = from.loadUnaligned(as: UInt32.self), b = from.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self)
+            to.storeBytes(of: a, as: UInt32.self)
+            to.storeBytes(of: b, toByteOffset: n - 4, as: UInt32.self)
+        case 1..<4:
+            let a = from.load(as: UInt8.self), b = from.load(fromByteOffset: n - 1, as: UInt8.self)
+            let m = from.load(fromByteOffset: n >> 1, as: UInt8.self)
+            to.storeBytes(of: a, as: UInt8.self)
+            to.storeBytes(of: m, toByteOffset: n >> 1, as: UInt8.self)
+            to.storeBytes(of: b, toByteOffset: n - 1, as: UInt8.self)
+        case 0:
+            break
+        default:
+            memcpy(to, from, n)
+        }
     }
 
     @inline(__always) public final func append(_ bytes: UnsafeBufferPointer<UInt8>) {

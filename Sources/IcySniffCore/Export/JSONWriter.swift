@@ -109,7 +109,7 @@ public final class JSONWriter: ByteBuffer {
         let n = k.utf8CodeUnitCount
         let out = reserve(n + 4)
         out[0] = 0x22
-        (out + 1).update(from: k.utf8Start, count: n)
+        ByteBuffer.copy(UnsafeRawPointer(k.utf8Start), n, to: out + 1)
         out[n + 1] = 0x22
         out[n + 2] = 0x3A
         var i = n + 3
@@ -260,13 +260,13 @@ public final class JSONWriter: ByteBuffer {
     }
 
     @inline(__always) private static func put(_ s: StaticString, at p: UnsafeMutablePointer<UInt8>) -> Int {
-        p.update(from: s.utf8Start, count: s.utf8CodeUnitCount)
+        ByteBuffer.copy(UnsafeRawPointer(s.utf8Start), s.utf8CodeUnitCount, to: p)
         return s.utf8CodeUnitCount
     }
 
     /// Copies `b` to `p` (an empty buffer may have no address); answers how many bytes.
     @inline(__always) private static func put(_ b: UnsafeBufferPointer<UInt8>, at p: UnsafeMutablePointer<UInt8>) -> Int {
-        if let base = b.baseAddress { p.update(from: base, count: b.count) }
+        if let base = b.baseAddress { ByteBuffer.copy(UnsafeRawPointer(base), b.count, to: p) }
         return b.count
     }
 
