@@ -68,7 +68,9 @@ import Glibc
         let smaps = String(decoding: data, as: UTF8.self)
         var inMapping = false
         for line in smaps.split(separator: "\n") {
-            if line.contains("-") && line.split(separator: " ").count >= 5 && !line.hasSuffix(":") && !line.contains("kB") {
+            // A mapping's first line starts with its address range ("7f…-7f…"); its fields follow.
+            let first = line.prefix { $0 != " " }
+            if first.contains("-") && first.allSatisfy({ $0 == "-" || $0.isHexDigit }) {
                 inMapping = line.hasSuffix(path)
             } else if inMapping, line.hasPrefix("Rss:") {
                 return Int(line.split(separator: " ")[1])

@@ -204,16 +204,12 @@ import Testing
     /// A record that does not authenticate is flagged the same way on the thread, and nothing
     /// after it in its direction is passed on.
     @Test func aTamperedRecordIsFlaggedOnTheThreadToo() throws {
-        var data = try Data(contentsOf: Paths.captures.appendingPathComponent("tls-sample.pcap"))
-        var offset = 24, largest = (offset: 0, length: 0)
-        while offset + 16 <= data.count {
-            let caplen = Int(data[offset + 8]) | Int(data[offset + 9]) << 8 | Int(data[offset + 10]) << 16 | Int(data[offset + 11]) << 24
-            if caplen > largest.length { largest = (offset + 16, caplen) }
-            offset += 16 + caplen
-        }
-        data[largest.offset + largest.length - 40] ^= 0x01
+        var data = try [UInt8](Data(contentsOf: Paths.captures.appendingPathComponent("tls-sample.pcap")))
+        // The largest packet (the first of the largest, as the records run).
+        let largest = try #require(Self.pcapRecords(data).max { $0.count < $1.count })
+        data[largest.upperBound - 40] ^= 0x01
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("queue-tampered-\(getpid()).pcap")
-        try data.write(to: path)
+        try Data(data).write(to: path)
         defer { try? FileManager.default.removeItem(at: path) }
         let keys = Paths.captures.appendingPathComponent("tls-sample.keys").path
         let threaded = try Self.run(path.path, keys: keys, thread: 0)
