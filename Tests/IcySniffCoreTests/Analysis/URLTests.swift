@@ -29,4 +29,30 @@ import Testing
         #expect(url(target: "/x", host: "h\u{e9}.test") == "http://h%C3%A9.test/x")
         #expect(url(target: "/end ") == "http://example.com/end")
     }
+
+    @Test func everyByteIsKeptOrEncodedAsRFC3986Says() {
+        // Unreserved (§2.3), reserved (§2.2) and "%" (escapes already made) are kept; every
+        // other byte, controls and non-ASCII included, is encoded.
+        let kept = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&'()*+,;=%".utf8)
+        for b in 0...255 {
+            #expect(URLText.allowed(UInt8(b)) == kept.contains(UInt8(b)), "byte \(b)")
+        }
+    }
+
+    @Test func theTargetFormsMakeTheirURLs() {
+        // Asterisk-form (RFC 9110 §7.1): the effective URI has an empty path, no slash.
+        let options = Transcript("""
+        >>>
+        OPTIONS * HTTP/1.1
+        Host: example.com
+
+        <<<
+        HTTP/1.1 204 No Content
+
+        """).run()
+        #expect(options.first?.url == "http://example.com")
+        #expect(options.first?.request?.targetString == "*")
+        // A target that does not start with a slash gets one.
+        #expect(url(target: "a?b") == "http://example.com/a?b")
+    }
 }
