@@ -159,6 +159,10 @@ public final class Transaction {
 
     /// Every anomaly of the transaction and its messages, sorted and without repeats.
     public var allWeirds: [Weird] {
+        // Most transactions have none: no arrays joined (400 instructions a transaction).
+        if weirds.isEmpty && (request?.weirds.isEmpty ?? true) && (response?.weirds.isEmpty ?? true) && interimResponses.isEmpty {
+            return []
+        }
         var all = weirds
         if let request { all += request.weirds }
         if let response { all += response.weirds }
