@@ -173,6 +173,26 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
         }
     }
 
+    /// The index of the first field named `lower` (lower-case ASCII, a name without a
+    /// `FieldName`), ignoring case: `first(_ name:)` without making a String.
+    func index(named lower: StaticString) -> Int? {
+        let n = lower.utf8CodeUnitCount
+        return storage.withUnsafeBufferPointer { s in
+            for i in refs.indices where refs[i].id == .other && Int(refs[i].nameCount) == n {
+                if equalsIgnoringCase(Self.slice(s, refs[i].nameStart, refs[i].nameCount), lower) { return i }
+            }
+            return nil
+        }
+    }
+
+    /// `test` of field `i`'s value: an ASCII value as its bytes (they are its text), any other
+    /// through the String it decodes to (`asString`), so a test written twice answers the same.
+    @inline(__always)
+    func testValue(at i: Int, ascii: (UnsafeBufferPointer<UInt8>) -> Bool, asString: (String) -> Bool) -> Bool {
+        if let answer = withValueBytes(at: i, { isASCII($0) ? ascii($0) : nil }) { return answer }
+        return asString(value(at: i))
+    }
+
     public func first(_ name: String) -> String? {
         let id = FieldName(name)
         for i in refs.indices where matches(i, name, id) { return value(at: i) }
@@ -247,6 +267,11 @@ public func containsIgnoringCase(_ b: UnsafeBufferPointer<UInt8>, lowered l: Uns
 /// Whether `b` is exactly `text`, byte for byte.
 @inline(__always) func equalsBytes(_ b: UnsafeBufferPointer<UInt8>, _ text: StaticString) -> Bool {
     b.count == text.utf8CodeUnitCount && (b.count == 0 || memcmp(b.baseAddress!, text.utf8Start, b.count) == 0)
+}
+
+/// Whether `b` starts with exactly `text`, byte for byte.
+@inline(__always) func hasPrefixBytes(_ b: UnsafeBufferPointer<UInt8>, _ text: StaticString) -> Bool {
+    b.count >= text.utf8CodeUnitCount && (text.utf8CodeUnitCount == 0 || memcmp(b.baseAddress!, text.utf8Start, text.utf8CodeUnitCount) == 0)
 }
 
 /// Whether every byte is ASCII (then the bytes are the same as the String they decode to).

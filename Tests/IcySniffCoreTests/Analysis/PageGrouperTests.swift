@@ -91,6 +91,29 @@ import Testing
         }
     }
 
+    /// What the browser says (Sec-Fetch-Dest, in any case), its User-Agent (case kept) and the
+    /// response's type decide; values with bytes beyond ASCII are read as their text.
+    @Test func theRequestAndTheResponseSayWhatIsANavigation() {
+        let cases: [([String], String?, PageGrouper.Navigation?)] = [
+            (["Sec-Fetch-Dest: DOCUMENT"], "text/html", .document),
+            (["Sec-Fetch-Dest: image", "Accept: text/html", "User-Agent: Mozilla/5.0"], "text/html", nil),
+            (["Sec-Fetch-Dest: documents"], "text/html", nil),
+            (["User-Agent: Mozilla/5.0", "Accept: */*"], "TEXT/HTML; charset=utf-8", .document),
+            (["User-Agent: mozilla/5.0", "Accept: */*"], "text/html", nil),
+            (["User-Agent: Mozilla/\u{e9}", "Accept: */*"], "text/html", .document),
+            (["User-Agent: Mozilla", "Accept: */*"], "text/html", nil),
+            (["Accept: text/html"], "Application/XHTML+xml", .document),
+            (["Accept: text/html"], "text/html;q=\u{e9}", .document),
+            (["Accept: text/html"], "text/plain", nil),
+            (["Accept: \u{e9}text/HTML"], "text/html", .document),
+            (["Accept: text/html"], nil, nil),
+        ]
+        for (headers, type, expected) in cases {
+            let t = Transcript(Self.exchange("/", headers: headers, type: type)).run()
+            #expect(PageGrouper.navigation(t[0]) == expected, "\(headers) \(type ?? "no type")")
+        }
+    }
+
     @Test func aResponseWithoutRequestStillHasAPage() {
         var grouper = PageGrouper()
         let transactions = Transcript("""
