@@ -8,7 +8,7 @@ import Foundation
     @Test(.timeLimit(.minutes(10)))
     func benchScriptRunsOnTheSampleCapture() throws {
         let r = try CLI.run(["python3", CLI.packageRoot.appendingPathComponent("scripts/bench").path,
-                             "--capture", "captures/wikipedia.pcap", "--runs", "1", "--no-tshark", "--icy-sniff", CLI.binary],
+                             "--capture", "captures/wikipedia.pcap", "--runs", "1", "--no-tshark", "--cold", "--icy-sniff", CLI.binary],
                             executable: "/usr/bin/env")
         #expect(r.status == 0, "\(r.stderr.suffix(800))")
         let lines = r.text.split(separator: "\n").map(String.init)
@@ -17,6 +17,13 @@ import Foundation
         }
         #expect(lines.contains("work check: icy-sniff found 15 requests, 15 responses"), "\(r.text)")
         #expect(lines.contains { $0.hasPrefix("batch of 2 captures:") })
+        // --cold: the same reads from the disk, each row with its ratio to the loop read so.
+        let cold = try #require(lines.firstIndex { $0.hasPrefix("from the disk") }, "\(r.text)")
+        for variant in ["loop, 1 MiB reads", "read only, 1 core", "ndjson, 1 core", "har, 1 core", "icy-sniff ndjson"] {
+            let row = lines[cold...].first { $0.hasPrefix(variant) }
+            #expect(row.map { $0.dropFirst(variant.count).split(separator: " ").compactMap { Double($0) }.count } == 3,
+                    "a cold row for \(variant)")
+        }
         // Peak RSS is the command's own (through bench/maxrss.c), not the Python interpreter's.
         let loop = try #require(lines.first { $0.hasPrefix("libpcap loop") })
         let columns = loop.split(separator: " ").compactMap { Double($0) }
