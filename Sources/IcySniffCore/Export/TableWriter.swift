@@ -582,32 +582,36 @@ extension Substring {
 enum NDJSONEncoder {
     static func write(_ t: Transaction, to w: JSONWriter, options: ExportOptions) {
         let req = t.request, resp = t.response
+        // Read once: each read of a struct property of the transaction or of a message copied
+        // it, retaining what it holds (57 reference-count calls a line before).
+        let connection = t.connection
+        let requestHeaders = req?.headers, responseHeaders = resp?.headers
         w.beginObject()
         w.plainString("ts") { t.startTime.appendISO8601(to: $0, fractionDigits: 6) }
         if !t.captureName.isEmpty { w.string("capture", t.captureName) }
-        w.plainString("connection") { t.connection.appendLabel(to: $0) }
+        w.plainString("connection") { connection.appendLabel(to: $0) }
         w.int("depth", t.depth)
-        w.plainString("client_ip") { t.connection.client.address.appendText(to: $0) }
-        w.int("client_port", t.connection.client.port)
-        w.plainString("server_ip") { t.connection.server.address.appendText(to: $0) }
-        w.int("server_port", t.connection.server.port)
+        w.plainString("client_ip") { connection.client.address.appendText(to: $0) }
+        w.int("client_port", connection.client.port)
+        w.plainString("server_ip") { connection.server.address.appendText(to: $0) }
+        w.int("server_port", connection.server.port)
         w.optionalString("method", req?.method)
         w.string("host", t.host)
         w.optionalString("target", req.map { EntryEncoder.redactURL($0.targetString, options: options) })
         w.optionalString("url", req.map { _ in EntryEncoder.redactURL(t.url, options: options) })
         w.string("protocol", t.protocolName)
         w.optionalString("request_version", req?.versionText)
-        w.headerValue("user_agent", req?.headers, .userAgent)
-        EntryEncoder.writeURLHeader("referrer", req?.headers, .referer, to: w, options: options)
+        w.headerValue("user_agent", requestHeaders, .userAgent)
+        EntryEncoder.writeURLHeader("referrer", requestHeaders, .referer, to: w, options: options)
         w.key("request_body_len"); if let req { w.int(req.decodedBytes) } else { w.null() }
         w.key("status"); if let resp { w.int(resp.status) } else { w.null() }
         w.optionalString("reason", resp?.reason)
         w.optionalString("response_version", resp?.versionText)
-        w.headerValue("content_type", resp?.headers, .contentType)
-        w.headerValue("content_encoding", resp?.headers, .contentEncoding)
+        w.headerValue("content_type", responseHeaders, .contentType)
+        w.headerValue("content_encoding", responseHeaders, .contentEncoding)
         w.key("response_body_len"); if let resp { w.int(resp.decodedBytes) } else { w.null() }
         w.key("response_encoded_len"); if let resp { w.int(resp.bodyBytes) } else { w.null() }
-        EntryEncoder.writeURLHeader("location", resp?.headers, .location, to: w, options: options)
+        EntryEncoder.writeURLHeader("location", responseHeaders, .location, to: w, options: options)
         w.number("time_ms", t.timings.total)
         // Phases that did not happen are null, not HAR's -1, so that AVG() and friends in SQL
         // engines count only the transactions that had them.
@@ -625,8 +629,8 @@ enum NDJSONEncoder {
             w.optionalNumber("cache_fresh_for", c.freshFor)
             w.bool("cache_avoidable", c.avoidable)
         }
-        w.optionalString("tls_version", t.connection.tlsVersion)
-        w.optionalString("sni", t.connection.sni)
+        w.optionalString("tls_version", connection.tlsVersion)
+        w.optionalString("sni", connection.sni)
         if t.timings.ssl < 0 { w.key("ssl_ms"); w.null() } else { w.number("ssl_ms", t.timings.ssl) }
         w.key("stream"); if let stream = t.streamID { w.int(stream) } else { w.null() }
         if t.pushed { w.bool("pushed", true) }
