@@ -30,7 +30,7 @@ enum EntryEncoder {
         w.int("_clientPort", t.connection.client.port)
         w.int("_serverPort", t.connection.server.port)
         w.int("_depth", t.depth)
-        if let r = t.request { w.string("_requestTarget", redactURL(r.targetString, options: options)) }
+        if let r = t.request { w.key("_requestTarget"); writeTarget(of: r, to: w, options: options) }
         if let stream = t.streamID { w.int("_streamId", stream) }
         if t.pushed { w.bool("_pushed", true) }
         let flags = t.allWeirds
@@ -221,7 +221,8 @@ enum EntryEncoder {
         writeRequestCookies(r.headers, to: w, options: options)
         writeHeaders(r.headers, to: w, options: options)
         w.key("queryString"); w.beginArray()
-        for (name, value) in Query.parse(r.targetString) {
+        // No "?" in the bytes, none in the text: a target without a query makes no String.
+        for (name, value) in r.target.contains(0x3F) ? Query.parse(r.targetString) : [] {
             w.beginObject()
             w.string("name", name)
             w.string("value", !options.keepSecrets && options.secretParameters.contains(name.lowercased()) ? redacted(value) : value)
@@ -414,6 +415,18 @@ enum EntryEncoder {
             return w.headerValue(k, headers, id, absent: absent)
         }
         w.string(k, redactURL(value, options: options))
+    }
+
+    /// A request's target as a string value, redacted as `redactURL` redacts it. An ASCII target
+    /// without a query has nothing to redact and is its own text: written from its bytes, no
+    /// String made.
+    static func writeTarget(of m: HTTPMessage, to w: JSONWriter, options: ExportOptions) {
+        let written = m.target.withUnsafeBufferPointer { t -> Bool in
+            guard isASCII(t), options.keepSecrets || !t.contains(0x3F) else { return false }
+            w.string(bytes: t)
+            return true
+        }
+        if !written { w.string(redactURL(m.targetString, options: options)) }
     }
 
     static func redactURL(_ url: String, options: ExportOptions) -> String {

@@ -597,7 +597,7 @@ enum NDJSONEncoder {
         w.int("server_port", connection.server.port)
         w.optionalString("method", req?.method)
         w.string("host", t.host)
-        w.optionalString("target", req.map { EntryEncoder.redactURL($0.targetString, options: options) })
+        w.key("target"); if let req { EntryEncoder.writeTarget(of: req, to: w, options: options) } else { w.null() }
         w.optionalString("url", req.map { _ in EntryEncoder.redactURL(t.url, options: options) })
         w.string("protocol", t.protocolName)
         w.optionalString("request_version", req?.versionText)

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import IcySniffCore
 
@@ -54,5 +55,47 @@ import Testing
         #expect(options.first?.request?.targetString == "*")
         // A target that does not start with a slash gets one.
         #expect(url(target: "a?b") == "http://example.com/a?b")
+    }
+
+    /// NDJSON's `target` and HAR's `_requestTarget` and `queryString` give the target as its text:
+    /// escaped for JSON, non-ASCII bytes as their characters, the query's pairs decoded.
+    @Test func targetsAreWrittenAsTheirText() throws {
+        let transactions = Transcript("""
+        >>>
+        GET /a"b\\c HTTP/1.1
+        Host: example.com
+
+        <<<
+        HTTP/1.1 204 No Content
+
+        >>>
+        GET /caf\u{e9}?q=1&k=v%20w HTTP/1.1
+        Host: example.com
+
+        <<<
+        HTTP/1.1 204 No Content
+
+        """).run()
+        #expect(transactions.count == 2)
+        let out = OutputFile(memory: true)
+        let writer = TableWriter(format: .ndjson, output: out, options: ExportOptions(), width: 400)
+        for t in transactions { writer.consume(t) }
+        writer.finish()
+        let lines = String(decoding: out.takeBytes(), as: UTF8.self).split(separator: "\n")
+        let targets = try lines.map { line -> String? in
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            return object?["target"] as? String
+        }
+        #expect(targets == ["/a\"b\\c", "/caf\u{e9}?q=1&k=v%20w"])
+
+        let har = HARWriter(options: ExportOptions())
+        for t in transactions { har.consume(t) }
+        let harOut = OutputFile(memory: true)
+        har.write(to: harOut)
+        let log = try JSONSerialization.jsonObject(with: Data(harOut.takeBytes())) as? [String: Any]
+        let entries = (log?["log"] as? [String: Any])?["entries"] as? [[String: Any]] ?? []
+        #expect(entries.map { $0["_requestTarget"] as? String } == targets)
+        let queries = entries.map { (($0["request"] as? [String: Any])?["queryString"] as? [[String: String]]) ?? [] }
+        #expect(queries.map { $0.map { [$0["name"] ?? "", $0["value"] ?? ""] } } == [[], [["q", "1"], ["k", "v w"]]])
     }
 }
