@@ -380,7 +380,32 @@ public enum FieldName: UInt8, Sendable, CaseIterable {
         case (22, 0x73): candidate = ("sec-websocket-protocol", .secWebSocketProtocol)
         default: self = .other; return
         }
-        self = equalsIgnoringCase(name, candidate.lower) ? candidate.id : .other
+        self = Self.equalsLowered(name, candidate.lower) ? candidate.id : .other
+    }
+
+    /// Whether `name` is `lower` (lower-case ASCII, as long as `name`) ignoring ASCII case,
+    /// eight bytes at a time: where `lower` has a letter, the name's byte ORed with 0x20 equals it
+    /// only when it is that letter in either case; elsewhere the bytes must be equal. What
+    /// `equalsIgnoringCase` answers, in a third of its instructions for the longer names.
+    @inline(__always) static func equalsLowered(_ name: UnsafeBufferPointer<UInt8>, _ lower: StaticString) -> Bool {
+        let n = name.count
+        guard n >= 8, let base = name.baseAddress else { return equalsIgnoringCase(name, lower) }
+        let a = UnsafeRawPointer(base), b = UnsafeRawPointer(lower.utf8Start)
+        @inline(__always) func wordMatches(at i: Int) -> Bool {
+            let x = a.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            let y = b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            // 0x20 in each byte of y from 0x61 to 0x7A (y is ASCII: no carries between bytes).
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let letters = ((y &+ ones &* 0x1F) & ~(y &+ ones &* 0x05) & (ones &* 0x80)) >> 2
+            return x | letters == y
+        }
+        var i = 0
+        while i + 8 <= n {
+            guard wordMatches(at: i) else { return false }
+            i += 8
+        }
+        // The last bytes: the word that ends with the name (it overlaps the one before).
+        return i == n || wordMatches(at: n - 8)
     }
 }
 

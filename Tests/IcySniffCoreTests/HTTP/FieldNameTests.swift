@@ -24,4 +24,21 @@ import Testing
         #expect(FieldName("X-Forwarded-For") == .other)
         #expect(FieldName("Content-Typé") == .other)
     }
+
+    /// Every byte value at every position of every known name: recognised exactly when the
+    /// byte is the name's in either case (the word-at-a-time comparison against the per-byte one).
+    @Test func everyByteAtEveryPosition() {
+        for id in FieldName.allCases where id != .other {
+            let lower = Array(id.canonical.lowercased().utf8)
+            var bytes = lower
+            for k in bytes.indices {
+                for v in 0...255 {
+                    bytes[k] = UInt8(v)
+                    let got = bytes.withUnsafeBufferPointer { FieldName(buffer: $0) }
+                    #expect((got == id) == (lowerASCII(UInt8(v)) == lower[k]), "\(id.canonical) with byte \(k) = \(v)")
+                }
+                bytes[k] = lower[k]
+            }
+        }
+    }
 }
