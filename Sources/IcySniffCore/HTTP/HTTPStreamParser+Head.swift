@@ -251,8 +251,11 @@ extension HTTPStreamParser {
                     fields.continueLast(with: buffer[trimmed(lineStart, contentEnd)])
                     continue
                 }
-                var colon = lineStart
-                while colon < contentEnd && p[colon] != 0x3A { colon += 1 }
+                // memchr: a byte loop cost about four instructions a byte of every name.
+                var colon = contentEnd
+                if let base = p.baseAddress, let found = memchr(base + lineStart, 0x3A, contentEnd - lineStart) {
+                    colon = UnsafePointer<UInt8>(found.assumingMemoryBound(to: UInt8.self)) - base
+                }
                 guard colon < contentEnd else {
                     notes.append(.badHeaderLine)
                     continue
