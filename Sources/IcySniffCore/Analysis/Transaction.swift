@@ -235,8 +235,8 @@ public final class Transaction {
         // A WebSocket's URL has its own scheme (RFC 6455 §3), as DevTools shows it.
         var urlScheme = webSocket == nil ? scheme : scheme == "https" ? "wss" : "ws"
         var host = self.host
-        // Made in place in the String's own storage, one allocation: through a byte array it
-        // was 2,100 instructions a URL (each transaction's, in every output).
+        // Written once into a buffer on the stack, then into a String of its size: through a
+        // byte array it was 2,100 instructions a URL (each transaction's, in every output).
         return urlScheme.withUTF8 { s in host.withUTF8 { h in
             // Asterisk-form (OPTIONS *): the effective URI has an empty path (RFC 9110 §7.1);
             // the target itself stays in the entry's target field.
@@ -245,7 +245,7 @@ public final class Transaction {
             let slash = !asterisk && t.first != UInt8(ascii: "/")
             // Every byte becomes at most three (%XX).
             let capacity = s.count + 3 + 3 * h.count + (slash ? 1 : 0) + 3 * path.count
-            return String(unsafeUninitializedCapacity: capacity) { out in
+            return URLText.string(capacity: capacity) { out in
                 var n = URLText.copy(s, to: out, at: 0)
                 let separator: StaticString = "://"
                 n = URLText.copy(UnsafeBufferPointer(start: separator.utf8Start, count: 3), to: out, at: n)
@@ -288,9 +288,18 @@ enum URLText {
         return origin + directory + location
     }
 
-    /// `prefix` (allowed text) and `bytes` sanitized, as one String made in place.
+    /// The text `write` puts into a buffer of `capacity` bytes and counts, as a String of exactly
+    /// that size: a URL lives as long as its transaction, and storage sized for the worst case
+    /// (every byte %-encoded) raised a run's peak memory.
+    static func string(capacity: Int, _ write: (UnsafeMutableBufferPointer<UInt8>) -> Int) -> String {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer in
+            String(decoding: UnsafeBufferPointer(rebasing: buffer[..<write(buffer)]), as: UTF8.self)
+        }
+    }
+
+    /// `prefix` (allowed text) and `bytes` sanitized, as one String.
     static func sanitized(_ prefix: StaticString, _ bytes: UnsafeBufferPointer<UInt8>) -> String {
-        String(unsafeUninitializedCapacity: prefix.utf8CodeUnitCount + 3 * bytes.count) { out in
+        string(capacity: prefix.utf8CodeUnitCount + 3 * bytes.count) { out in
             let n = copy(UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount), to: out, at: 0)
             return writeSanitized(bytes, to: out, at: n)
         }
