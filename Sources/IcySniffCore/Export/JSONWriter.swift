@@ -349,12 +349,7 @@ public final class JSONWriter: ByteBuffer {
 
     /// Appends `s` as a JSON string, escaping quotes, backslashes and control characters.
     @inline(__always) func appendQuoted(_ s: String) {
-        // Read where the String keeps its bytes (small ones too); `withUTF8` needs a mutable
-        // copy, retained and released for every string value written (160,000 in the 200 MB
-        // benchmark's NDJSON). A String not stored as UTF-8 is made so first.
-        if s.utf8.withContiguousStorageIfAvailable({ appendQuoted(bytes: $0) }) != nil { return }
-        var str = s
-        str.withUTF8 { appendQuoted(bytes: $0) }
+        withUTF8Bytes(of: s) { appendQuoted(bytes: $0) }
     }
 
     /// A string value from UTF-8 bytes (escaped as needed).
