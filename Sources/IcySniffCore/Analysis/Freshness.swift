@@ -254,13 +254,12 @@ public final class CacheTracker {
             }
             return TextKey(bytes: UnsafeRawBufferPointer(start: key.base, count: key.count))
         }
-        // An ASCII target is used as it is; others through their wire text, so two different
-        // byte strings never meet in one key.
-        if let request = t.request, request.target.withUnsafeBufferPointer({ isASCII($0) }) {
-            return request.target.withUnsafeBufferPointer { build($0) }
+        // The target's text (`withTargetUTF8`), so two different byte strings never meet in one key.
+        guard let request = t.request else {
+            let slash: StaticString = "/"
+            return build(UnsafeBufferPointer(start: slash.utf8Start, count: 1))
         }
-        var target = t.request?.targetString ?? "/"
-        return target.withUTF8 { build($0) }
+        return request.withTargetUTF8 { build($0) }
     }
     private let keyScratch = ByteBuffer(capacity: 256)
 

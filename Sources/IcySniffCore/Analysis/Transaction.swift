@@ -215,23 +215,14 @@ public final class Transaction {
 
     private func computeURL() -> String {
         guard let request else { return "\(scheme)://\(host)/" }
-        // An ASCII target is its own text: read where it lies, no String made of it. Others go
-        // through their wire text, and so does the one test that reads Characters.
-        if let url = request.target.withUnsafeBufferPointer({ t in
-            isASCII(t) ? url(target: t, startsWithSlash: t.first == UInt8(ascii: "/"), request: request) : nil
-        }) {
-            return url
-        }
-        var target = request.targetString
-        let startsWithSlash = target.hasPrefix("/")
-        return target.withUTF8 { url(target: $0, startsWithSlash: startsWithSlash, request: request) }
+        return request.withTargetUTF8 { url(target: $0, request: request) }
     }
 
     /// The URL of a request whose target is `t` (its text's UTF-8).
-    private func url(target t: UnsafeBufferPointer<UInt8>, startsWithSlash: Bool, request: HTTPMessage) -> String {
+    private func url(target t: UnsafeBufferPointer<UInt8>, request: HTTPMessage) -> String {
         if hasPrefixIgnoringCase(t, "http://") || hasPrefixIgnoringCase(t, "https://") { return URLText.sanitized("", t) }
         // CONNECT's authority-form target; an extended CONNECT (RFC 8441) has a path instead.
-        if request.method == "CONNECT" && !startsWithSlash { return URLText.sanitized("https://", t) }
+        if request.method == "CONNECT" && !request.targetStartsWithSlash { return URLText.sanitized("https://", t) }
         // A WebSocket's URL has its own scheme (RFC 6455 §3), as DevTools shows it.
         var urlScheme = webSocket == nil ? scheme : scheme == "https" ? "wss" : "ws"
         var host = self.host

@@ -417,12 +417,11 @@ enum EntryEncoder {
         w.string(k, redactURL(value, options: options))
     }
 
-    /// A request's target as a string value, redacted as `redactURL` redacts it. An ASCII target
-    /// without a query has nothing to redact and is its own text: written from its bytes, no
-    /// String made.
+    /// A request's target as a string value, redacted as `redactURL` redacts it: a target without
+    /// a query (or with secrets kept) is written from its text's bytes (`withTargetUTF8`).
     static func writeTarget(of m: HTTPMessage, to w: JSONWriter, options: ExportOptions) {
-        let written = m.target.withUnsafeBufferPointer { t -> Bool in
-            guard isASCII(t), options.keepSecrets || !t.contains(0x3F) else { return false }
+        let written = m.withTargetUTF8 { t -> Bool in
+            guard options.keepSecrets || !t.contains(0x3F) else { return false }
             w.string(bytes: t)
             return true
         }

@@ -120,6 +120,21 @@ public final class HTTPMessage {
     private var cachedTarget: String? = nil
     private var cachedTargetCount = -1
 
+    /// `body` over the target's text as UTF-8: an ASCII target's own bytes (they are its text:
+    /// no String made), any other's through `targetString`. The one place that decides it for
+    /// the URL, the target fields and the cache key.
+    func withTargetUTF8<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        if target.withUnsafeBufferPointer({ isASCII($0) }) { return target.withUnsafeBufferPointer(body) }
+        return withUTF8Bytes(of: targetString, body)
+    }
+
+    /// Whether the target starts with "/" as text reads it (a "/" followed by a combining mark is
+    /// another character): CONNECT's authority-form against an extended CONNECT's path.
+    var targetStartsWithSlash: Bool {
+        guard target.first == UInt8(ascii: "/") else { return false }
+        return target.count == 1 || target[1] < 0x80 || targetString.hasPrefix("/")
+    }
+
     /// Whether the body was decoded (a Content-Encoding we understand, decoded without error).
     public var wasDecoded: Bool { archivedWasDecoded ?? (decoder != nil && !decodeFailed) }
     /// `wasDecoded` of the message a `TransactionArchive` was made of (it keeps no decoder).

@@ -55,6 +55,25 @@ import Testing
         #expect(options.first?.request?.targetString == "*")
         // A target that does not start with a slash gets one.
         #expect(url(target: "a?b") == "http://example.com/a?b")
+        // CONNECT: authority-form unless the target starts with "/" as text reads it; a "/"
+        // followed by a combining mark is another character.
+        #expect(connectURL(target: "/\u{e9}x") == "http://example.com/%C3%A9x")
+        #expect(connectURL(target: "/\u{301}x") == "https:///%CC%81x")
+        #expect(connectURL(target: "/x") == "http://example.com/x")
+        #expect(connectURL(target: "proxy.test:443") == "https://proxy.test:443")
+    }
+
+    func connectURL(target: String) -> String? {
+        Transcript("""
+        >>>
+        CONNECT \(target) HTTP/1.1
+        Host: example.com
+
+        <<<
+        HTTP/1.1 404 Not Found
+        Content-Length: 0
+
+        """).run().first?.url
     }
 
     /// NDJSON's `target` and HAR's `_requestTarget` and `queryString` give the target as its text:
@@ -75,8 +94,15 @@ import Testing
         <<<
         HTTP/1.1 204 No Content
 
+        >>>
+        GET /caf\u{e9}/menu HTTP/1.1
+        Host: example.com
+
+        <<<
+        HTTP/1.1 204 No Content
+
         """).run()
-        #expect(transactions.count == 2)
+        #expect(transactions.count == 3)
         let out = OutputFile(memory: true)
         let writer = TableWriter(format: .ndjson, output: out, options: ExportOptions(), width: 400)
         for t in transactions { writer.consume(t) }
@@ -86,7 +112,7 @@ import Testing
             let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
             return object?["target"] as? String
         }
-        #expect(targets == ["/a\"b\\c", "/caf\u{e9}?q=1&k=v%20w"])
+        #expect(targets == ["/a\"b\\c", "/caf\u{e9}?q=1&k=v%20w", "/caf\u{e9}/menu"])
 
         let har = HARWriter(options: ExportOptions())
         for t in transactions { har.consume(t) }
@@ -96,6 +122,6 @@ import Testing
         let entries = (log?["log"] as? [String: Any])?["entries"] as? [[String: Any]] ?? []
         #expect(entries.map { $0["_requestTarget"] as? String } == targets)
         let queries = entries.map { (($0["request"] as? [String: Any])?["queryString"] as? [[String: String]]) ?? [] }
-        #expect(queries.map { $0.map { [$0["name"] ?? "", $0["value"] ?? ""] } } == [[], [["q", "1"], ["k", "v w"]]])
+        #expect(queries.map { $0.map { [$0["name"] ?? "", $0["value"] ?? ""] } } == [[], [["q", "1"], ["k", "v w"]], []])
     }
 }
