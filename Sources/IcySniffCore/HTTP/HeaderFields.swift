@@ -162,27 +162,25 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
 
     private func matches(_ i: Int, _ name: String, _ id: FieldName) -> Bool {
         if id != .other { return refs[i].id == id }
+        return withUTF8Bytes(of: name) { otherName(at: i, is: $0) }
+    }
+
+    /// Whether field `i` is a field without a `FieldName` named `q`, ignoring ASCII case.
+    private func otherName(at i: Int, is q: UnsafeBufferPointer<UInt8>) -> Bool {
         let r = refs[i]
-        guard r.id == .other, Int(r.nameCount) == name.utf8.count else { return false }
-        var n = name
-        return n.withUTF8 { q in
-            storage.withUnsafeBufferPointer { s in
-                for k in 0..<q.count where lowerASCII(q[k]) != lowerASCII(s[Int(r.nameStart) + k]) { return false }
-                return true
-            }
+        guard r.id == .other, Int(r.nameCount) == q.count else { return false }
+        return storage.withUnsafeBufferPointer { s in
+            for k in 0..<q.count where lowerASCII(q[k]) != lowerASCII(s[Int(r.nameStart) + k]) { return false }
+            return true
         }
     }
 
-    /// The index of the first field named `lower` (lower-case ASCII, a name without a
-    /// `FieldName`), ignoring case: `first(_ name:)` without making a String.
+    /// The index of the first field named `lower` (a name without a `FieldName`), ignoring
+    /// case: `first(_ name:)` without making a String.
     func index(named lower: StaticString) -> Int? {
-        let n = lower.utf8CodeUnitCount
-        return storage.withUnsafeBufferPointer { s in
-            for i in refs.indices where refs[i].id == .other && Int(refs[i].nameCount) == n {
-                if equalsIgnoringCase(Self.slice(s, refs[i].nameStart, refs[i].nameCount), lower) { return i }
-            }
-            return nil
-        }
+        let q = UnsafeBufferPointer(start: lower.utf8Start, count: lower.utf8CodeUnitCount)
+        for i in refs.indices where otherName(at: i, is: q) { return i }
+        return nil
     }
 
     /// `test` of field `i`'s value: an ASCII value as its bytes (they are its text), any other
