@@ -299,7 +299,7 @@ enum URLText {
     /// `bytes` into `out` from `at` (which has room); answers the end.
     @inline(__always)
     static func copy(_ bytes: UnsafeBufferPointer<UInt8>, to out: UnsafeMutableBufferPointer<UInt8>, at: Int) -> Int {
-        if let b = bytes.baseAddress, let o = out.baseAddress { (o + at).update(from: b, count: bytes.count) }
+        if let b = bytes.baseAddress, let o = out.baseAddress { ByteBuffer.copy(UnsafeRawPointer(b), bytes.count, to: o + at) }
         return at + bytes.count
     }
 

@@ -65,8 +65,7 @@ struct RequestLine {
                 target = Array(targetPart)
                 spaceInTarget = targetPart.contains { isSpace($0) }
                 version = StartLineText.common(versionBytes) ?? String(decoding: versionBytes, as: UTF8.self)
-            } else if versionBytes.count >= 4, (versionBytes[0] | 0x20) == 0x68, (versionBytes[1] | 0x20) == 0x74,
-                      (versionBytes[2] | 0x20) == 0x74, (versionBytes[3] | 0x20) == 0x70 {
+            } else if hasPrefixIgnoringCase(versionBytes, "http") {
                 // "HTTP", "HTTP/1", "HTTP/x.y": a version in the wrong form.
                 target = Array(targetPart)
                 version = String(decoding: versionBytes, as: UTF8.self)
