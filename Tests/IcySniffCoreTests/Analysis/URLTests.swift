@@ -5,18 +5,22 @@ import Testing
 /// The absolute URL of a transaction: scheme, host, target, with bytes outside the URI character
 /// set percent-encoded as a browser would (RFC 3986 §2.1) and everything else kept as sent.
 @Suite struct URLTests {
-    func url(target: String, host: String = "example.com") -> String? {
-        let transactions = Transcript("""
+    /// The transaction of one request, answered with a 404 without a body (for CONNECT no
+    /// tunnel, for every method no body to frame).
+    func transaction(_ method: String = "GET", target: String, host: String = "example.com") -> Transaction? {
+        Transcript("""
         >>>
-        GET \(target) HTTP/1.1
+        \(method) \(target) HTTP/1.1
         Host: \(host)
 
         <<<
-        HTTP/1.1 204 No Content
+        HTTP/1.1 404 Not Found
+        Content-Length: 0
 
-        """).run()
-        return transactions.first?.url
+        """).run().first
     }
+
+    func url(target: String, host: String = "example.com") -> String? { transaction(target: target, host: host)?.url }
 
     @Test func plainTargetsAreKeptAsSent() {
         #expect(url(target: "/a/b.json?x=1&y=%41#frag") == "http://example.com/a/b.json?x=1&y=%41#frag")
@@ -42,17 +46,9 @@ import Testing
 
     @Test func theTargetFormsMakeTheirURLs() {
         // Asterisk-form (RFC 9110 §7.1): the effective URI has an empty path, no slash.
-        let options = Transcript("""
-        >>>
-        OPTIONS * HTTP/1.1
-        Host: example.com
-
-        <<<
-        HTTP/1.1 204 No Content
-
-        """).run()
-        #expect(options.first?.url == "http://example.com")
-        #expect(options.first?.request?.targetString == "*")
+        let options = transaction("OPTIONS", target: "*")
+        #expect(options?.url == "http://example.com")
+        #expect(options?.request?.targetString == "*")
         // A target that does not start with a slash gets one.
         #expect(url(target: "a?b") == "http://example.com/a?b")
         // CONNECT: authority-form unless the target starts with "/" as text reads it; a "/"
@@ -63,18 +59,7 @@ import Testing
         #expect(connectURL(target: "proxy.test:443") == "https://proxy.test:443")
     }
 
-    func connectURL(target: String) -> String? {
-        Transcript("""
-        >>>
-        CONNECT \(target) HTTP/1.1
-        Host: example.com
-
-        <<<
-        HTTP/1.1 404 Not Found
-        Content-Length: 0
-
-        """).run().first?.url
-    }
+    func connectURL(target: String) -> String? { transaction("CONNECT", target: target)?.url }
 
     /// NDJSON's `target` and HAR's `_requestTarget` and `queryString` give the target as its text:
     /// escaped for JSON, non-ASCII bytes as their characters, the query's pairs decoded.
