@@ -29,7 +29,10 @@ public struct HeaderFields: Sendable, RandomAccessCollection, ExpressibleByArray
     /// parser's own buffer, with its spare capacity, stays with the parser.
     init(head: UnsafeBufferPointer<UInt8>) {
         storage = Array(head)
-        refs.reserveCapacity(16)
+        // Room for a field line per 24 bytes of head, 16 at most: a head of a few lines (a
+        // flood of minimal requests, each waiting for its response) no longer holds room for 16
+        // (320 bytes a message); a longer one still grows once at most in the usual case.
+        refs.reserveCapacity(Swift.min(16, Swift.max(2, head.count / 24)))
     }
 
     /// Adds a field whose name and value are ranges of the storage.
