@@ -37,8 +37,8 @@ public struct ConnectionSnapshot: Sendable {
 
     public var label: String { "C\(id)" }
 
-    /// `label`, appended without making a String.
-    func appendLabel(to out: ByteBuffer) {
+    /// The `label` of the connection `id`, appended without making a String.
+    static func appendLabel(of id: UInt64, to out: ByteBuffer) {
         out.append(0x43)
         JSONWriter.appendInteger(Int64(clamping: id), to: out)
     }

@@ -25,7 +25,7 @@ enum EntryEncoder {
         // custom field stays for readers of earlier icy-sniff HARs.
         w.plainString("serverIPAddress") { t.connection.server.address.appendText(to: $0) }
         w.plainString("_serverIPAddress") { t.connection.server.address.appendText(to: $0) }
-        w.plainString("connection") { t.connection.appendLabel(to: $0) }
+        w.plainString("connection") { ConnectionSnapshot.appendLabel(of: t.connection.id, to: $0) }
         w.plainString("_clientIPAddress") { t.connection.client.address.appendText(to: $0) }
         w.int("_clientPort", t.connection.client.port)
         w.int("_serverPort", t.connection.server.port)

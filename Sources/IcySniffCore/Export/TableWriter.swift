@@ -497,7 +497,7 @@ public final class TableWriter {
             json.beginObject()
             json.plainString("ts") { m.time.appendISO8601(to: $0, fractionDigits: 6) }
             if !t.captureName.isEmpty { json.string("capture", t.captureName) }
-            json.plainString("connection") { t.connection.appendLabel(to: $0) }
+            json.plainString("connection") { ConnectionSnapshot.appendLabel(of: t.connection.id, to: $0) }
             json.plainString("client_ip") { t.connection.client.address.appendText(to: $0) }
             json.int("client_port", t.connection.client.port)
             json.plainString("server_ip") { t.connection.server.address.appendText(to: $0) }
@@ -583,18 +583,20 @@ enum NDJSONEncoder {
     static func write(_ t: Transaction, to w: JSONWriter, options: ExportOptions) {
         let req = t.request, resp = t.response
         // Read once: each read of a struct property of the transaction or of a message copied
-        // it, retaining what it holds (57 reference-count calls a line before).
-        let connection = t.connection
+        // it, retaining what it holds (57 reference-count calls a line before). Of the connection,
+        // the plain values only: the snapshot, captured by the closures below, was copied (its
+        // strings retained and released) for each of them.
+        let connectionID = t.connection.id, client = t.connection.client, server = t.connection.server
         let requestHeaders = req?.headers, responseHeaders = resp?.headers
         w.beginObject()
         w.plainString("ts") { t.startTime.appendISO8601(to: $0, fractionDigits: 6) }
         if !t.captureName.isEmpty { w.string("capture", t.captureName) }
-        w.plainString("connection") { connection.appendLabel(to: $0) }
+        w.plainString("connection") { ConnectionSnapshot.appendLabel(of: connectionID, to: $0) }
         w.int("depth", t.depth)
-        w.plainString("client_ip") { connection.client.address.appendText(to: $0) }
-        w.int("client_port", connection.client.port)
-        w.plainString("server_ip") { connection.server.address.appendText(to: $0) }
-        w.int("server_port", connection.server.port)
+        w.plainString("client_ip") { client.address.appendText(to: $0) }
+        w.int("client_port", client.port)
+        w.plainString("server_ip") { server.address.appendText(to: $0) }
+        w.int("server_port", server.port)
         w.optionalString("method", req?.method)
         w.string("host", t.host)
         w.key("target"); if let req { EntryEncoder.writeTarget(of: req, to: w, options: options) } else { w.null() }
@@ -629,8 +631,8 @@ enum NDJSONEncoder {
             w.optionalNumber("cache_fresh_for", c.freshFor)
             w.bool("cache_avoidable", c.avoidable)
         }
-        w.optionalString("tls_version", connection.tlsVersion)
-        w.optionalString("sni", connection.sni)
+        w.optionalString("tls_version", t.connection.tlsVersion)
+        w.optionalString("sni", t.connection.sni)
         if t.timings.ssl < 0 { w.key("ssl_ms"); w.null() } else { w.number("ssl_ms", t.timings.ssl) }
         w.key("stream"); if let stream = t.streamID { w.int(stream) } else { w.null() }
         if t.pushed { w.bool("pushed", true) }
