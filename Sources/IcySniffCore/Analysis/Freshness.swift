@@ -130,14 +130,20 @@ public final class CacheTracker {
     /// Assesses `t` and records it for later requests. Call in order of request start.
     @discardableResult
     public func assess(_ t: Transaction) -> CacheAssessment? {
-        guard let response = t.response, !response.isHTTP09 || response.status != 0 else { return nil }
+        judge(t)
+        return t.cache
+    }
+
+    /// `assess` without handing the assessment back: it goes to `t.cache` only (a copy of it
+    /// returned and dropped cost a copy and a destruction of the whole struct per transaction).
+    func judge(_ t: Transaction) {
+        guard let response = t.response, !response.isHTTP09 || response.status != 0 else { return }
         var a = Self.assessResponse(t)
         let request = t.request
         let requestTime = request?.firstByte ?? response.firstByte
         // Only GETs are looked up and stored (§4: a GET is what a stored response can answer).
         if request?.method == "GET" { lookUpAndStore(t, response: response, requestTime: requestTime, &a) }
         t.cache = a
-        return a
     }
 
     /// §4: an earlier stored, fresh, matching response makes this GET avoidable; a storable,

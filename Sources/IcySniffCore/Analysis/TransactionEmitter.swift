@@ -65,7 +65,7 @@ public final class CacheJudgingSink: TransactionSink {
     }
 
     public func consume(_ transaction: Transaction) {
-        tracker.assess(transaction)
+        tracker.judge(transaction)
         next.consume(transaction)
     }
 
