@@ -10,6 +10,12 @@ public enum LifetimeSource: String, Sendable {
 
 /// How a private cache following RFC 9111 sees one response (the `_cache` contract of
 /// docs/CACHE.md and ../shared/corpus/cache/README.md).
+///
+/// Plain values only, no strings: a transaction's assessment is copied as bytes. The response's
+/// validators (`_cache.etag`, `lastModified`) are its own ETag and Last-Modified fields, read
+/// from it where they are written (`EntryEncoder.writeCacheCustom`). As two Strings here they
+/// were made for every response (NDJSON never writes them) and made each copy and destruction
+/// of the struct go through its value witnesses: ~2,000 instructions a transaction.
 public struct CacheAssessment: Sendable {
     public var storable = false
     public var freshnessLifetime: Double? = nil
@@ -17,8 +23,6 @@ public struct CacheAssessment: Sendable {
     public var age: Double = 0
     public var freshFor: Double? = nil
     public var mustRevalidate = false
-    public var etag: String? = nil
-    public var lastModified: String? = nil
     public var conditional = false
     public var notModified = false
     public var avoidable = false
@@ -296,8 +300,6 @@ public final class CacheTracker {
         a.mustRevalidate = cc.has(.noCache) || cc.has(.mustRevalidate)
         a.noCache = cc.has(.noCache)
         a.noStore = cc.has(.noStore)
-        a.etag = headers.first(.etag)
-        a.lastModified = headers.first(.lastModified)
         a.conditional = request.map { $0.headers.contains(.ifNoneMatch) || $0.headers.contains(.ifModifiedSince) } ?? false
         a.notModified = status == 304
 
@@ -323,7 +325,7 @@ public final class CacheTracker {
             }
             a.lifetimeSource = .expires
         } else if heuristicallyCacheable(status) || cc.has(.isPublic) || cc.has(.isPrivate),
-                  a.lastModified != nil, let modified = headers.httpDate(.lastModified, now: responseTime) {
+                  let modified = headers.httpDate(.lastModified, now: responseTime) {
             // §4.2.2: 10% of the time since Last-Modified.
             lifetime = (max(0, dateValue - Double(modified)) * 0.1)
             a.lifetimeSource = .heuristic

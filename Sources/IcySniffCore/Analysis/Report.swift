@@ -376,7 +376,7 @@ public final class ReportCollector: TransactionSink {
             }
             if resp.status == 200, Report.isStaticAsset(type: type, url: t.url, bytes: resp.decodedBytes) {
                 if (cache.freshnessLifetime ?? 0) <= 0 && !cache.noStore { r.staticWithoutLifetime.append(line) }
-                if cache.etag == nil && cache.lastModified == nil { r.staticWithoutValidator.append(line) }
+                if !resp.headers.contains(.etag) && !resp.headers.contains(.lastModified) { r.staticWithoutValidator.append(line) }
             }
         }
         // A 200 for a URL whose previous 200 had the same validator: unchanged.

@@ -52,7 +52,7 @@ enum EntryEncoder {
             }
             w.endArray()
         }
-        if let c = t.cache { writeCacheCustom(c, to: w) }
+        if let c = t.cache { writeCacheCustom(c, validators: t.response?.headers, to: w) }
         if !flags.isEmpty { w.string("comment", flags.map(\.rawValue).joined(separator: " ")) }
         w.endObject()
     }
@@ -381,14 +381,16 @@ enum EntryEncoder {
             w.key("afterRequest"); w.beginObject()
             w.plainString("expires") { expires.appendISO8601(to: $0, fractionDigits: 3) }
             w.plainString("lastAccess") { c.responseTime.appendISO8601(to: $0, fractionDigits: 3) }
-            w.string("eTag", c.etag ?? "")
+            w.headerValue("eTag", t.response?.headers, .etag, absent: .empty)
             w.int("hitCount", 0)
             w.endObject()
         }
         w.endObject()
     }
 
-    static func writeCacheCustom(_ c: CacheAssessment, to w: JSONWriter) {
+    /// `_cache`: the assessment, and the response's validators (its first ETag and Last-Modified
+    /// fields, `validators`).
+    static func writeCacheCustom(_ c: CacheAssessment, validators: HeaderFields?, to w: JSONWriter) {
         w.key("_cache"); w.beginObject()
         w.string("verdict", c.verdict)
         w.bool("storable", c.storable)
@@ -397,8 +399,8 @@ enum EntryEncoder {
         w.number("age", c.age)
         w.optionalNumber("freshFor", c.freshFor)
         w.bool("mustRevalidate", c.mustRevalidate)
-        w.optionalString("etag", c.etag)
-        w.optionalString("lastModified", c.lastModified)
+        w.headerValue("etag", validators, .etag)
+        w.headerValue("lastModified", validators, .lastModified)
         w.bool("conditional", c.conditional)
         w.bool("notModified", c.notModified)
         w.bool("avoidable", c.avoidable)
