@@ -39,26 +39,41 @@ public struct CacheAssessment: Sendable {
 
     /// A short label for tables: `fresh 8d6h`, `heuristic 2h24m`, `stale`, `no-store`, `304`, `AVOIDABLE`:
     /// the verdict, with how long it stays fresh for the fresh ones.
-    public var label: String {
-        let v = verdict
-        switch v {
-        case "avoidable": return "AVOIDABLE"
-        case "fresh", "heuristic": return "\(v) \(CacheAssessment.shortDuration(freshFor ?? 0))"
-        default: return v
+    public var label: String { withLabelUTF8 { String(decoding: $0, as: UTF8.self) } }
+
+    /// `label`'s bytes, written on the stack: NDJSON writes one a line, where the String (made
+    /// through interpolation, on the heap past 15 bytes: "heuristic 23h59m") cost ~330
+    /// instructions.
+    func withLabelUTF8<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 48) { out in
+            let (text, fresh) = verdictText
+            let shown: StaticString = avoidable ? "AVOIDABLE" : text
+            var n = shown.utf8CodeUnitCount
+            out.baseAddress!.update(from: shown.utf8Start, count: n)
+            if fresh {
+                out[n] = 0x20
+                n += 1
+                n += Self.writeShortDuration(freshFor ?? 0, to: UnsafeMutableBufferPointer(rebasing: out[n...]))
+            }
+            return body(UnsafeBufferPointer(rebasing: out[0..<n]))
         }
     }
 
     /// The kind of verdict, without durations (what a comparison and the HAR's `_cache.verdict`
     /// hold): "avoidable", "304", "no-store", "not-storable", "-", "no-cache", "stale",
-    /// "heuristic" or "fresh". The one place that decides it; `label` adds the durations.
-    public var verdict: String {
-        if avoidable { return "avoidable" }
-        if notModified { return "304" }
-        if !storable { return noStore ? "no-store" : "not-storable" }
-        guard let freshFor else { return "-" }
-        if noCache { return "no-cache" }
-        if freshFor <= 0 { return "stale" }
-        return lifetimeSource == .heuristic ? "heuristic" : "fresh"
+    /// "heuristic" or "fresh". `label` adds the durations.
+    public var verdict: String { verdictText.text.description }
+
+    /// The one place that decides the verdict: its text, and whether it is a fresh one (whose
+    /// label says for how long).
+    var verdictText: (text: StaticString, fresh: Bool) {
+        if avoidable { return ("avoidable", false) }
+        if notModified { return ("304", false) }
+        if !storable { return (noStore ? "no-store" : "not-storable", false) }
+        guard let freshFor else { return ("-", false) }
+        if noCache { return ("no-cache", false) }
+        if freshFor <= 0 { return ("stale", false) }
+        return (lifetimeSource == .heuristic ? "heuristic" : "fresh", true)
     }
 
     /// The verdict's kind of a `label` (as the tables and NDJSON's `cache` field show it): what
@@ -69,15 +84,41 @@ public struct CacheAssessment: Sendable {
     }
 
     static func shortDuration(_ seconds: Double) -> String {
-        guard seconds.isFinite, seconds < 1e15 else { return "∞" }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { out in
+            String(decoding: UnsafeBufferPointer(rebasing: out[0..<writeShortDuration(seconds, to: out)]), as: UTF8.self)
+        }
+    }
+
+    /// `shortDuration`'s text written at the start of `out` (at least 32 bytes: "∞", or two
+    /// units of at most 12 digits each); answers its length. The two largest units that are
+    /// not zero, the second left out when it is zero: "8d6h", "3d", "2h24m", "59s".
+    static func writeShortDuration(_ seconds: Double, to out: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        guard seconds.isFinite, seconds < 1e15 else {
+            for (i, b) in "∞".utf8.enumerated() { out[i] = b }
+            return 3
+        }
         var s = Int64(max(0, seconds).rounded(.down))
         let d = s / 86_400; s %= 86_400
         let h = s / 3600; s %= 3600
         let m = s / 60; s %= 60
-        if d > 0 { return h > 0 ? "\(d)d\(h)h" : "\(d)d" }
-        if h > 0 { return m > 0 ? "\(h)h\(m)m" : "\(h)h" }
-        if m > 0 { return s > 0 ? "\(m)m\(s)s" : "\(m)m" }
-        return "\(s)s"
+        let (first, firstUnit, second, secondUnit): (Int64, UInt8, Int64, UInt8) =
+            d > 0 ? (d, UInt8(ascii: "d"), h, UInt8(ascii: "h"))
+            : h > 0 ? (h, UInt8(ascii: "h"), m, UInt8(ascii: "m"))
+            : m > 0 ? (m, UInt8(ascii: "m"), s, UInt8(ascii: "s"))
+            : (s, UInt8(ascii: "s"), 0, 0)
+        var n = 0
+        func put(_ value: Int64, _ unit: UInt8) {
+            var digits = 1, rest = value
+            while rest >= 10 { rest /= 10; digits += 1 }
+            var v = value
+            for i in stride(from: n + digits - 1, through: n, by: -1) { out[i] = UInt8(truncatingIfNeeded: 48 + v % 10); v /= 10 }
+            n += digits
+            out[n] = unit
+            n += 1
+        }
+        put(first, firstUnit)
+        if second > 0 { put(second, secondUnit) }
+        return n
     }
 }
 

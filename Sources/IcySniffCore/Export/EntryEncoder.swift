@@ -392,7 +392,8 @@ enum EntryEncoder {
     /// fields, `validators`).
     static func writeCacheCustom(_ c: CacheAssessment, validators: HeaderFields?, to w: JSONWriter) {
         w.key("_cache"); w.beginObject()
-        w.string("verdict", c.verdict)
+        let verdict = c.verdictText.text
+        w.key("verdict"); w.string(bytes: UnsafeBufferPointer(start: verdict.utf8Start, count: verdict.utf8CodeUnitCount))
         w.bool("storable", c.storable)
         w.optionalNumber("freshnessLifetime", c.freshnessLifetime)
         w.string("lifetimeSource", c.lifetimeSource.rawValue)

@@ -623,7 +623,7 @@ enum NDJSONEncoder {
         w.number("wait_ms", t.timings.wait)
         w.number("receive_ms", t.timings.receive)
         if let c = t.cache {
-            w.string("cache", c.label)
+            w.key("cache"); c.withLabelUTF8 { w.string(bytes: $0) }
             w.bool("cache_storable", c.storable)
             w.optionalNumber("cache_lifetime", c.freshnessLifetime)
             w.string("cache_lifetime_source", c.lifetimeSource.rawValue)

@@ -227,4 +227,42 @@ import Testing
         #expect(custom[1]?["etag"] is NSNull && custom[1]?["lastModified"] is NSNull)
         #expect(afterRequest[1]?["eTag"] as? String == "")
     }
+
+    /// `shortDuration` and `label` are written as bytes; they say what the interpolated
+    /// definition below says, at every unit boundary and for random values.
+    @Test func durationsAndLabelsSayWhatTheirDefinitionSays() {
+        func reference(_ seconds: Double) -> String {
+            guard seconds.isFinite, seconds < 1e15 else { return "∞" }
+            var s = Int64(max(0, seconds).rounded(.down))
+            let d = s / 86_400; s %= 86_400
+            let h = s / 3600; s %= 3600
+            let m = s / 60; s %= 60
+            if d > 0 { return h > 0 ? "\(d)d\(h)h" : "\(d)d" }
+            if h > 0 { return m > 0 ? "\(h)h\(m)m" : "\(h)h" }
+            if m > 0 { return s > 0 ? "\(m)m\(s)s" : "\(m)m" }
+            return "\(s)s"
+        }
+        var values: [Double] = [0, 0.9, 1, 9, 10, 59, 60, 61, 600, 3599, 3600, 3601, 3660, 86_399, 86_400, 86_401,
+                                90_000, 1e9, 1e15 - 1, 1e15, .infinity, -.infinity, .nan, -5]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2000 { values.append(Double(generator.next() % 10_000_000_000) / Double(1 + generator.next() % 1000)) }
+        for v in values {
+            #expect(CacheAssessment.shortDuration(v) == reference(v), "\(v)")
+            for (source, storable, avoidable) in [(LifetimeSource.maxAge, true, false), (.heuristic, true, false), (.maxAge, true, true)] {
+                var a = CacheAssessment()
+                a.storable = storable
+                a.lifetimeSource = source
+                a.freshFor = v
+                a.avoidable = avoidable
+                let v2 = a.verdict
+                let expected = v2 == "avoidable" ? "AVOIDABLE" : ["fresh", "heuristic"].contains(v2) ? "\(v2) \(reference(v))" : v2
+                #expect(a.label == expected, "\(v) \(source)")
+            }
+        }
+        var stale = CacheAssessment()
+        stale.storable = true
+        stale.freshFor = -1
+        #expect(stale.label == "stale")
+        #expect(CacheAssessment().label == "not-storable")
+    }
 }
