@@ -6,8 +6,11 @@ public struct ConnectionSnapshot: Sendable {
     /// How the connection was set up (its transport's handshake, its TLS handshake).
     public var setup: ConnectionSetup
     public var midstream: Bool
-    /// "TLS 1.3", … and the ClientHello's server_name, for a transaction carried by TLS.
-    public var tlsVersion: String?
+    /// "TLS 1.3", … and the ClientHello's server_name, for a transaction carried by TLS. The
+    /// version is kept as its number (0: none): as a String it was one more reference that
+    /// every copy of the snapshot retained and released.
+    public var tlsVersion: String? { TLSInfo.versionName(tlsVersionNumber) }
+    var tlsVersionNumber: UInt16 = 0
     public var sni: String?
     /// The transaction came over QUIC.
     public var quic = false
@@ -18,11 +21,11 @@ public struct ConnectionSnapshot: Sendable {
         id = c.id
         client = c.movedClient ?? c.client
         server = c.server
-        setup = c.setup(withTLS: scheme == "https")
+        let secure = scheme == "https"
+        setup = c.setup(withTLS: secure)
         midstream = c.clientHalf.midstream || c.serverHalf.midstream
-        let tls = scheme == "https" ? c.tls : nil
-        tlsVersion = tls?.versionName
-        sni = tls?.sni
+        tlsVersionNumber = secure ? c.tls?.version ?? 0 : 0
+        sni = secure ? c.tls?.sni : nil
         quic = c.transport == .quic
     }
 
