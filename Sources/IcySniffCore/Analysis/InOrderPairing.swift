@@ -68,7 +68,7 @@ final class InOrderPairing {
 
     func requestBegan(_ message: HTTPMessage) {
         depth += 1
-        let t = Transaction(connection: ConnectionSnapshot(connection, scheme: scheme), depth: depth, scheme: scheme, tunnel: connection.tunnel)
+        let t = Transaction(connection: ConnectionSnapshot(openingOn: connection), depth: depth, scheme: scheme, tunnel: connection.tunnel)
         t.request = message
         // Pipelined: an earlier request is still waiting for its response.
         if queue[head...].contains(where: { $0.response == nil || !$0.response!.ended }) { t.note(.pipelined) }

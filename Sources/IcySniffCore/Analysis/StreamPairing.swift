@@ -109,7 +109,7 @@ final class StreamPairing {
             depth += 1
             position = depth
         }
-        let t = Transaction(connection: ConnectionSnapshot(connection, scheme: scheme), depth: position, scheme: scheme, tunnel: connection.tunnel)
+        let t = Transaction(connection: ConnectionSnapshot(openingOn: connection), depth: position, scheme: scheme, tunnel: connection.tunnel)
         t.request = request
         t.streamID = numbering == .http3 && pushed ? nil : stream
         t.pushed = pushed
