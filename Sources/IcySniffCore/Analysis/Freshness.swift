@@ -48,8 +48,7 @@ public struct CacheAssessment: Sendable {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 48) { out in
             let (text, fresh) = verdictText
             let shown: StaticString = avoidable ? "AVOIDABLE" : text
-            var n = shown.utf8CodeUnitCount
-            out.baseAddress!.update(from: shown.utf8Start, count: n)
+            var n = URLText.copy(UnsafeBufferPointer(start: shown.utf8Start, count: shown.utf8CodeUnitCount), to: out, at: 0)
             if fresh {
                 out[n] = 0x20
                 n += 1
@@ -90,7 +89,7 @@ public struct CacheAssessment: Sendable {
     }
 
     /// `shortDuration`'s text written at the start of `out` (at least 32 bytes: "∞", or two
-    /// units of at most 12 digits each); answers its length. The two largest units that are
+    /// units of at most 11 digits each, `JSONWriter.writeDigits`); answers its length. The two largest units that are
     /// not zero, the second left out when it is zero: "8d6h", "3d", "2h24m", "59s".
     static func writeShortDuration(_ seconds: Double, to out: UnsafeMutableBufferPointer<UInt8>) -> Int {
         guard seconds.isFinite, seconds < 1e15 else {
@@ -108,11 +107,7 @@ public struct CacheAssessment: Sendable {
             : (s, UInt8(ascii: "s"), 0, 0)
         var n = 0
         func put(_ value: Int64, _ unit: UInt8) {
-            var digits = 1, rest = value
-            while rest >= 10 { rest /= 10; digits += 1 }
-            var v = value
-            for i in stride(from: n + digits - 1, through: n, by: -1) { out[i] = UInt8(truncatingIfNeeded: 48 + v % 10); v /= 10 }
-            n += digits
+            n += JSONWriter.writeDigits(UInt64(value), at: out.baseAddress! + n)
             out[n] = unit
             n += 1
         }

@@ -135,23 +135,25 @@ public final class JSONWriter: ByteBuffer {
         JSONWriter.appendInteger(Int64(clamping: v), to: self)
     }
 
-    /// Decimal digits of `value`, written backwards in place after one capacity check.
+    /// Decimal digits of `value`, written in place after one capacity check.
     @inline(__always) static func appendInteger(_ value: Int64, to out: ByteBuffer) {
         if value >= 0 && value < 10 { out.append(UInt8(48 + value)); return }
-        var magnitude = value.magnitude
-        var digits = 0
-        var m = magnitude
-        repeat { digits += 1; m /= 10 } while m > 0
-        let n = digits + (value < 0 ? 1 : 0)
-        let p = out.reserve(n)
-        var i = n
-        repeat {
-            i -= 1
-            p[i] = UInt8(48 + magnitude % 10)
-            magnitude /= 10
-        } while magnitude > 0
-        if value < 0 { p[0] = 0x2D }
-        out.commit(n)
+        let sign = value < 0 ? 1 : 0
+        let p = out.reserve(20)
+        if sign == 1 { p[0] = 0x2D }
+        out.commit(sign + writeDigits(value.magnitude, at: p + sign))
+    }
+
+    /// The decimal digits of `value` at `p` (room for 20); answers how many. The outputs' one
+    /// digit writer: integers, the whole part of numbers, cache durations.
+    @inline(__always) static func writeDigits(_ value: UInt64, at p: UnsafeMutablePointer<UInt8>) -> Int {
+        var digits = 1
+        var rest = value
+        while rest >= 10 { rest /= 10; digits += 1 }
+        var v = value
+        var i = digits
+        repeat { i -= 1; p[i] = UInt8(truncatingIfNeeded: 48 &+ v % 10); v /= 10 } while v > 0
+        return digits
     }
     public func int<T: BinaryInteger>(_ k: StaticString, _ v: T) { key(k); int(v) }
     public func bool(_ v: Bool) {
@@ -323,19 +325,15 @@ public final class JSONWriter: ByteBuffer {
         let negative = signed < 0
         let magnitude = signed.magnitude
         // HAR's milliseconds (3 decimals) are most numbers: a constant divisor is a multiply.
-        var whole: UInt64, frac: UInt64
+        let whole: UInt64
+        var frac: UInt64
         if decimals == 3 { (whole, frac) = (magnitude / 1000, magnitude % 1000) } else { (whole, frac) = (magnitude / scale, magnitude % scale) }
         // Written in place after one capacity check: the sign, the whole part, then the point
         // and the fraction without its trailing zeros (none when it is zero).
         let p = out.reserve(32)
         var i = 0
         if negative { p[0] = 0x2D; i = 1 }
-        var digits = 1
-        var rest = whole
-        while rest >= 10 { rest /= 10; digits += 1 }
-        var j = i + digits
-        repeat { j -= 1; p[j] = UInt8(truncatingIfNeeded: 48 &+ whole % 10); whole /= 10 } while whole > 0
-        i += digits
+        i += writeDigits(whole, at: p + i)
         if frac != 0 {
             var fractionDigits = decimals
             while frac % 10 == 0 { frac /= 10; fractionDigits -= 1 }
