@@ -34,8 +34,20 @@ struct BoundedLRU<Key: Hashable, Value> {
 
     var count: Int { index.count }
 
-    /// The keys, in no particular order.
-    var keys: Dictionary<Key, Int>.Keys { index.keys }
+    /// The keys, least recently used first: an order the run's traffic decides. The
+    /// dictionary's own order changes from process to process with Swift's hash seed, and a
+    /// report that listed entries in it (the redirect chains whose next request never came)
+    /// listed them in another order at each run.
+    var keys: [Key] {
+        var out: [Key] = []
+        out.reserveCapacity(index.count)
+        var i = oldest
+        while i >= 0 {
+            out.append(slots[i].key)
+            i = slots[i].newer
+        }
+        return out
+    }
 
     /// The value for `key`, which becomes the most recently used.
     mutating func value(for key: Key) -> Value? {

@@ -28,6 +28,25 @@ import Testing
         #expect(lru.set("w", [3]) == nil && lru.count == 2 && lru.evictions == 1)
     }
 
+    /// The keys come out least recently used first, whatever the dictionary's order: sets,
+    /// reads, in-place updates, removals and evictions as they happened.
+    @Test func keysComeOutLeastRecentlyUsedFirst() {
+        var lru = BoundedLRU<Int, Int>(capacity: 64)
+        var order: [Int] = []                            // the reference: oldest first
+        func used(_ k: Int) { order.removeAll { $0 == k }; order.append(k) }
+        for k in stride(from: 0, to: 6_400, by: 97) {   // 66 keys into 64 places: two evicted
+            lru.set(k, k); used(k)
+            if order.count > 64 { order.removeFirst() }
+        }
+        for k in [970, 3_104, 6_305] { _ = lru.value(for: k); used(k) }
+        lru.update(1_940) { $0 = nil }; order.removeAll { $0 == 1_940 }
+        lru.update(4_850) { $0! += 1 }; used(4_850)
+        _ = lru.peek(485)                                // a peek changes nothing
+        lru.modify(2_910) { $0 += 1 }                    // nor does an in-place change
+        #expect(lru.keys == order)
+        #expect(lru.keys.count == lru.count)
+    }
+
     /// Many more keys than room, in a pattern: what stays is always the newest `capacity`.
     @Test func staysBoundedUnderChurn() {
         var lru = BoundedLRU<Int, Int>(capacity: 100)
