@@ -227,20 +227,21 @@ public final class FeedStore: FeedConsumer, @unchecked Sendable {
     /// Records `after` a seq, as a JSON array of `{"seq","kind","page","open","data"}` objects
     /// (docs/WEBVIEW.md), at most `limit` of them and about `maxBytes`.
     func records(after: Int, limit: Int, maxBytes: Int = 1 << 20) -> (json: [UInt8], last: Int, count: Int) {
-        let (chosen, pages): ([Record], [String]) = lock.withLock {
-            let from = max(0, after), to = min(records.count, from + max(0, limit))
-            return (from < to ? Array(records[from..<to]) : [], pageIDs)
+        // `after` past the last record asks for what is not there yet: nothing, numbered from it.
+        let (from, chosen, pages): (Int, [Record], [String]) = lock.withLock {
+            let from = min(max(0, after), records.count), to = from + min(max(0, limit), records.count - from)
+            return (from, from < to ? Array(records[from..<to]) : [], pageIDs)
         }
         var out: [UInt8] = [UInt8(ascii: "[")]
         var n = 0
         for (i, r) in chosen.enumerated() {
             if n > 0 && out.count >= maxBytes { break }
             if n > 0 { out.append(UInt8(ascii: ",")) }
-            appendRecord(r, seq: after + i + 1, pages: pages, to: &out)
+            appendRecord(r, seq: from + i + 1, pages: pages, to: &out)
             n += 1
         }
         out.append(UInt8(ascii: "]"))
-        return (out, after + n, n)
+        return (out, from + n, n)
     }
 
     private func appendRecord(_ r: Record, seq: Int, pages: [String], to out: inout [UInt8]) {

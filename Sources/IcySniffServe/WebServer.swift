@@ -1,4 +1,5 @@
 import IcySniffCore
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -52,10 +53,8 @@ public final class WebServer: @unchecked Sendable {
         }.joined()
     }
 
-    /// Is `host` a loopback address (127.0.0.0/8, ::1, localhost)?
-    public static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
-    }
+    /// Is `host` a loopback address (127.0.0.0/8, ::1, localhost), written as one?
+    public static func isLoopback(_ host: String) -> Bool { RequestGuard.isLoopbackAddress(host) }
 
     /// Binds and starts serving; answers the port bound (the one asked for, or the kernel's
     /// choice for 0).
@@ -65,7 +64,9 @@ public final class WebServer: @unchecked Sendable {
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { [self] channel in
-                channel.eventLoop.makeCompletedFuture {
+                // Past the cap a connection is closed as it is accepted: it holds nothing.
+                guard admit(channel) else { return channel.close() }
+                return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(WebHandler(server: self))
                 }
@@ -73,7 +74,7 @@ public final class WebServer: @unchecked Sendable {
             .childChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 4)
             // A slow browser's stream is written no further than this before it skips.
-            .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 << 10, high: 1 << 20))
+            .childChannelOption(.writeBufferWaterMark, value: .init(low: RequestGuard.Limits.writeLow, high: RequestGuard.Limits.writeHigh))
         let channel: Channel
         do {
             channel = try bootstrap.bind(host: configuration.host, port: configuration.port).wait()
@@ -99,19 +100,70 @@ public final class WebServer: @unchecked Sendable {
         try? pool.syncShutdownGracefully()
     }
 
-    /// The page's address, with the token when one is needed.
+    /// The page's address, with the token when one is needed. On every address (0.0.0.0, ::),
+    /// the address of this machine's first interface that is not the loopback (`reachableHost`),
+    /// else the loopback's.
     public func url(port: Int) -> String {
-        let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
-        let shown = host == "0.0.0.0" || host == "[::]" ? "HOST" : host
+        var host = configuration.host
+        if Self.isWildcard(host) { host = Self.reachableHost(ipv6: host.contains(":")) ?? (host.contains(":") ? "::1" : "127.0.0.1") }
+        let shown = host.contains(":") ? "[\(host)]" : host
         return "http://\(shown):\(port)/" + (configuration.token.map { "?token=\($0)" } ?? "")
     }
+
+    /// Is `host` every address of the machine (0.0.0.0, ::)?
+    public static func isWildcard(_ host: String) -> Bool {
+        host == "0.0.0.0" || host == "::" || host == "[::]"
+    }
+
+    /// The first address of an interface that is up and not the loopback (IPv4, or IPv6 too).
+    static func reachableHost(ipv6: Bool) -> String? {
+        var list: UnsafeMutablePointer<ifaddrs>? = nil
+        guard getifaddrs(&list) == 0, let first = list else { return nil }
+        defer { freeifaddrs(list) }
+        var found: String? = nil, found6: String? = nil
+        for p in sequence(first: first, next: { $0.pointee.ifa_next }) {
+            let i = p.pointee
+            guard let a = i.ifa_addr, i.ifa_flags & UInt32(IFF_UP) != 0, i.ifa_flags & UInt32(IFF_LOOPBACK) == 0 else { continue }
+            var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+            if a.pointee.sa_family == sa_family_t(AF_INET), found == nil {
+                a.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { var x = $0.pointee.sin_addr; _ = inet_ntop(AF_INET, &x, &text, socklen_t(text.count)) }
+                found = String(cString: text)
+            } else if a.pointee.sa_family == sa_family_t(AF_INET6), found6 == nil {
+                a.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { var x = $0.pointee.sin6_addr; _ = inet_ntop(AF_INET6, &x, &text, socklen_t(text.count)) }
+                let t = String(cString: text)
+                if !t.hasPrefix("fe80") { found6 = t }   // a link-local address needs a zone in a URL
+            }
+        }
+        return found ?? (ipv6 ? found6 : nil)
+    }
+
+    // MARK: Connections
+
+    private let openConnections = NIOLockedValueBox(0)
+    let openStreams = NIOLockedValueBox(0)
+
+    /// Takes a new connection, or refuses it past `RequestGuard.Limits.connections`.
+    private func admit(_ channel: Channel) -> Bool {
+        let admitted = openConnections.withLockedValue { n -> Bool in
+            guard n < RequestGuard.Limits.connections else { return false }
+            n += 1
+            return true
+        }
+        if admitted {
+            channel.closeFuture.whenComplete { [openConnections] _ in openConnections.withLockedValue { $0 -= 1 } }
+        }
+        return admitted
+    }
+
+    /// Bytes of request bodies buffered now by all connections (`RequestGuard.Limits.bodiesInFlight`).
+    let bodiesInFlight = NIOLockedValueBox(0)
 
     // MARK: Requests
 
     struct Request {
         var method: HTTPMethod
         var path: String
-        var query: [String: String]
+        var query: RequestGuard.Parameters
         var headers: HTTPHeaders
         var body: [UInt8]
     }
@@ -128,21 +180,22 @@ public final class WebServer: @unchecked Sendable {
         }
     }
 
-    /// What a request may do before it is routed: nil when it may go on.
-    func refusal(_ r: Request) -> Response? {
-        let isStatic = r.path == "/app.js" || r.path == "/app.css" || r.path == "/favicon.ico"
+    /// What a request may do before it is routed (RequestGuard): nil when it may go on.
+    func refusal(method: HTTPMethod, path: String, query: RequestGuard.Parameters, headers: HTTPHeaders, port: Int) -> Response? {
+        let hosts = headers[canonicalForm: "host"]
+        if hosts.count > 1 { return .error(.badRequest, "more than one Host header") }
+        if RequestGuard.isFromAnotherSite(headers, method: method) {
+            return .error(.forbidden, "this view answers its own page only, not another site's")
+        }
+        let isStatic = path == "/app.js" || path == "/app.css" || path == "/favicon.ico"
         if let token = configuration.token {
-            if !isStatic && !Self.constantTimeEqual(r.query["token"] ?? "", token) {
+            let given = (try? query.value("token")) ?? nil
+            if !isStatic && !Self.constantTimeEqual(given ?? "", token) {
                 return .error(.forbidden, "this view needs the token its run printed: open the address with ?token=…")
             }
-        } else {
+        } else if !RequestGuard.isLoopbackHost(hosts.first.map(String.init) ?? "", port: port) {
             // The loopback: the Host header names it (DNS rebinding would name another host).
-            let host = r.headers.first(name: "host") ?? ""
-            let name: Substring
-            if host.hasPrefix("[") { name = host.dropFirst().prefix { $0 != "]" } } else { name = host.prefix { $0 != ":" } }
-            if !Self.isLoopback(String(name)) {
-                return .error(.forbidden, "this view answers requests to the loopback only (Host: \(host))")
-            }
+            return .error(.forbidden, "this view answers requests to the loopback only, at its own port (Host: \(hosts.first ?? ""))")
         }
         return nil
     }
@@ -156,8 +209,10 @@ public final class WebServer: @unchecked Sendable {
     }
 
     /// The answer to a request that is not the event stream; nil for one that needs the pool.
-    func route(_ r: Request) -> Response? {
-        switch (r.method, r.path) {
+    func route(_ r: Request) throws(RequestGuard.BadParameter) -> Response? {
+        // HEAD is GET without the body (`respond` leaves it out).
+        let method: HTTPMethod = r.method == .HEAD ? .GET : r.method
+        switch (method, r.path) {
         case (.GET, "/"), (.GET, "/index.html"):
             return Response(type: "text/html; charset=utf-8", body: PackageResources.index_html)
         case (.GET, "/app.js"):
@@ -173,8 +228,8 @@ public final class WebServer: @unchecked Sendable {
             w += ",\"lost\":\(store.lost)}\n"
             return .json(Array(w.utf8))
         case (.GET, "/api/records"):
-            let after = Int(r.query["after"] ?? "0") ?? 0
-            let limit = min(Int(r.query["limit"] ?? "5000") ?? 5000, 50_000)
+            let after = try r.query.number("after", default: 0, in: Self.seqRange)
+            let limit = try r.query.number("limit", default: 5000, in: 1...50_000, clampAbove: true)
             let got = store.records(after: after, limit: limit, maxBytes: 8 << 20)
             var out = Array("{\"last\":\(got.last),\"total\":\(store.count),\"running\":\(store.isRunning),\"records\":".utf8)
             out += got.json
@@ -184,16 +239,16 @@ public final class WebServer: @unchecked Sendable {
             break
         }
         let parts = r.path.split(separator: "/", omittingEmptySubsequences: true)
-        if r.method == .GET, parts.count == 3, parts[0] == "api", parts[1] == "entries", let seq = Int(parts[2]) {
+        if method == .GET, parts.count == 3, parts[0] == "api", parts[1] == "entries", let seq = Self.seq(parts[2]) {
             guard let entry = store.entry(seq) else { return .error(.notFound, "no transaction \(seq)") }
             return .json(entry)
         }
-        if r.method == .GET, parts.count == 3, parts[0] == "api", parts[1] == "connections",
-           let id = UInt64(parts[2].drop { $0 == "C" }) {
-            guard let record = store.connection(id) else { return .error(.notFound, "no connection \(parts[2])") }
+        if method == .GET, parts.count == 3, parts[0] == "api", parts[1] == "connections",
+           parts[2].first == "C", let id = Self.seq(parts[2].dropFirst()) {
+            guard let record = store.connection(UInt64(id)) else { return .error(.notFound, "no connection \(parts[2])") }
             return .json(record)
         }
-        if r.method == .GET, parts.count == 4, parts[0] == "api", parts[1] == "bodies", let seq = Int(parts[2]),
+        if method == .GET, parts.count == 4, parts[0] == "api", parts[1] == "bodies", let seq = Self.seq(parts[2]),
            parts[3] == "request" || parts[3] == "response" {
             guard let body = store.body(seq, response: parts[3] == "response") else {
                 return .error(.notFound, configuration.bodies ? "no \(parts[3]) body kept for \(seq)" : "bodies are kept with --bodies")
@@ -210,19 +265,36 @@ public final class WebServer: @unchecked Sendable {
     /// The requests answered on the pool (`slowRoute`): they read every record.
     static let pooledPaths: Set<String> = ["/api/search", "/api/export.har", "/api/export.ndjson"]
 
+    /// Sequence numbers and connection ids as the API takes them: up to 15 digits.
+    static let seqRange = 0...999_999_999_999_999
+
+    /// A sequence number in a path: digits only, within `seqRange`; nil otherwise (not found).
+    static func seq(_ text: Substring) -> Int? {
+        guard !text.isEmpty, text.count <= 15, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return Int(text)
+    }
+
+    /// Does `method` on `path` take a request body? Only an export's list of seqs does.
+    static func takesBody(_ method: HTTPMethod, _ path: String) -> Bool {
+        method == .POST && (path == "/api/export.har" || path == "/api/export.ndjson")
+    }
+
     /// Searches and exports (on the pool).
     func slowRoute(_ r: Request) -> Response {
         switch r.path {
         case "/api/search":
-            let seqs = store.search(r.query["q"] ?? "")
+            let q: String
+            do { q = try r.query.value("q") ?? "" } catch { return .error(.badRequest, error.message) }
+            let seqs = store.search(q)
             return .json(Array("{\"seqs\":[\(seqs.map(String.init).joined(separator: ","))]}\n".utf8))
         case "/api/export.har", "/api/export.ndjson":
             // The transactions: a POSTed list of seqs ([1,5,7] or 1,5,7), or all of them.
             var seqs: [Int] = []
             if r.method == .POST {
                 var n: Int? = nil
+                // Numbers past any seq (more than 15 digits) are kept as one that matches nothing.
                 for b in r.body + [0x20] {
-                    if b >= 48 && b <= 57 { n = (n ?? 0) &* 10 &+ Int(b - 48) } else if let v = n { seqs.append(v); n = nil }
+                    if b >= 48 && b <= 57 { n = min((n ?? 0) * 10 + Int(b - 48), Self.seqRange.upperBound + 1) } else if let v = n { seqs.append(v); n = nil }
                 }
             } else {
                 seqs = Array(1...max(1, store.count))
@@ -252,55 +324,131 @@ public final class WebServer: @unchecked Sendable {
 }
 
 /// One browser connection: requests in, responses out; `/api/events` turns it into a stream.
+///
+/// A request is judged on its head (RequestGuard): a refused one is answered at once and the
+/// connection closed without reading its body; a body is kept only for the route that takes one,
+/// within its cap and the server's budget for bodies in flight; a request must arrive whole within
+/// `Limits.requestSeconds`, and an idle connection is closed after as long.
 final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
     private let server: WebServer
-    private var head: HTTPRequestHead? = nil
+    /// The request being read: its head, path and query; nil between requests, and once a
+    /// refused request's answer is on its way (its body is then dropped, the connection closes).
+    private var current: (head: HTTPRequestHead, path: String, query: RequestGuard.Parameters)? = nil
+    private var refused = false
     private var body: [UInt8] = []
-    private static let maxBody = 16 << 20
-    private var tooLarge = false
+    /// The request's deadline, or the idle connection's.
+    private var deadline: Scheduled<Void>? = nil
     /// The event stream, once this connection is one.
     private var stream: EventStream? = nil
 
     init(server: WebServer) { self.server = server }
 
+    func handlerAdded(context: ChannelHandlerContext) { arm(context) }
+
+    /// Closes the connection unless a request completes (or, idle, begins) in time.
+    private func arm(_ context: ChannelHandlerContext) {
+        deadline?.cancel()
+        let channel = context.channel
+        deadline = context.eventLoop.scheduleTask(in: .seconds(RequestGuard.Limits.requestSeconds)) { channel.close(promise: nil) }
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let h):
-            head = h
-            body = []
-            tooLarge = false
+            guard stream == nil, !refused else { return }
+            let uri = h.uri
+            let pathEnd = uri.firstIndex(of: "?") ?? uri.endIndex
+            let query = RequestGuard.Parameters(query: pathEnd < uri.endIndex ? uri[uri.index(after: pathEnd)...] : "")
+            let path = String(uri[..<pathEnd])
+            current = (h, path, query)
+            release()
+            arm(context)
+            if let answer = server.refusal(method: h.method, path: path, query: query, headers: h.headers,
+                                           port: context.channel.localAddress?.port ?? server.configuration.port) {
+                return refuse(answer, head: h, context: context)
+            }
+            if h.method != .GET && h.method != .HEAD && !WebServer.takesBody(h.method, path) {
+                return refuse(.error(.methodNotAllowed, "\(h.method) is not served here"), head: h, context: context)
+            }
+            let length = h.headers.first(name: "content-length").flatMap { Int($0) }
+            if !WebServer.takesBody(h.method, path), (length ?? 0) > 0 || h.headers.contains(name: "transfer-encoding") {
+                return refuse(.error(.payloadTooLarge, "\(path) takes no request body"), head: h, context: context)
+            }
+            if let length, length > RequestGuard.Limits.exportBody {
+                return refuse(.error(.payloadTooLarge, "at most \(RequestGuard.Limits.exportBody >> 20) MiB of seqs"), head: h, context: context)
+            }
         case .body(var buffer):
-            if body.count + buffer.readableBytes > Self.maxBody { tooLarge = true } else if let bytes = buffer.readBytes(length: buffer.readableBytes) { body += bytes }
+            guard let c = current, !refused else { return }
+            let n = buffer.readableBytes
+            if body.count + n > RequestGuard.Limits.exportBody {
+                return refuse(.error(.payloadTooLarge, "at most \(RequestGuard.Limits.exportBody >> 20) MiB of seqs"), head: c.head, context: context)
+            }
+            let within = server.bodiesInFlight.withLockedValue { total -> Bool in
+                guard total + n <= RequestGuard.Limits.bodiesInFlight else { return false }
+                total += n
+                return true
+            }
+            guard within else {
+                return refuse(.error(.serviceUnavailable, "too many uploads at once (\(RequestGuard.Limits.bodiesInFlight >> 20) MiB in flight): try again"),
+                              head: c.head, context: context)
+            }
+            if let bytes = buffer.readBytes(length: n) { body += bytes }
         case .end:
-            guard let h = head else { return }
-            head = nil
-            handle(h, context: context)
+            guard let c = current, !refused else { return }
+            current = nil
+            deadline?.cancel()
+            deadline = nil
+            handle(c.head, path: c.path, query: c.query, context: context)
+            release()
         }
     }
 
-    private func handle(_ h: HTTPRequestHead, context: ChannelHandlerContext) {
-        let uri = h.uri
-        let pathEnd = uri.firstIndex(of: "?") ?? uri.endIndex
-        // The last of a repeated name counts.
-        let query = pathEnd < uri.endIndex
-            ? Dictionary(Query.parseForm(String(uri[uri.index(after: pathEnd)...])), uniquingKeysWith: { _, last in last }) : [:]
-        let request = WebServer.Request(method: h.method, path: String(uri[..<pathEnd]), query: query, headers: h.headers, body: body)
-        if tooLarge { return respond(.error(.payloadTooLarge, "at most 16 MiB"), head: h, context: context) }
-        if let refused = server.refusal(request) { return respond(refused, head: h, context: context) }
-        if h.method != .GET && h.method != .HEAD && !(h.method == .POST && request.path.hasPrefix("/api/export.")) {
-            return respond(.error(.methodNotAllowed, "\(h.method) is not served here"), head: h, context: context)
-        }
-        if request.path == "/api/events" {
-            let after = Int(query["after"] ?? "0") ?? 0
+    /// Gives the body's bytes back to the server's budget.
+    private func release() {
+        guard !body.isEmpty else { return }
+        let n = body.count
+        server.bodiesInFlight.withLockedValue { $0 -= n }
+        body = []
+    }
+
+    /// Answers a request that is not read on, and closes the connection once the answer is out.
+    private func refuse(_ answer: WebServer.Response, head h: HTTPRequestHead, context: ChannelHandlerContext) {
+        refused = true
+        current = nil
+        release()
+        var closing = h
+        closing.headers.replaceOrAdd(name: "connection", value: "close")
+        respond(answer, head: closing, context: context)
+    }
+
+    private func handle(_ h: HTTPRequestHead, path: String, query: RequestGuard.Parameters, context: ChannelHandlerContext) {
+        let request = WebServer.Request(method: h.method, path: path, query: query, headers: h.headers, body: body)
+        if path == "/api/events" {
+            let after: Int
+            do { after = try query.number("after", default: 0, in: WebServer.seqRange) } catch {
+                return respond(.error(.badRequest, error.message), head: h, context: context)
+            }
+            let admitted = server.openStreams.withLockedValue { n -> Bool in
+                guard n < RequestGuard.Limits.eventStreams else { return false }
+                n += 1
+                return true
+            }
+            guard admitted else {
+                return respond(.error(.serviceUnavailable, "\(RequestGuard.Limits.eventStreams) event streams are open already"), head: h, context: context)
+            }
             let s = EventStream(server: server, context: context, after: after)
             stream = s
             s.begin(version: h.version)
             return
         }
-        if let response = server.route(request) { return respond(response, head: h, context: context) }
+        let routed: WebServer.Response?
+        do { routed = try server.route(request) } catch {
+            return respond(.error(.badRequest, error.message), head: h, context: context)
+        }
+        if let response = routed { return respond(response, head: h, context: context) }
         // Searches and exports: on the pool, answered on this connection's loop.
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         let server = self.server
@@ -327,8 +475,9 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
             context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
         }
         let keepAlive = h.isKeepAlive
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { [channel = context.channel] _ in
-            if !keepAlive { channel.close(promise: nil) }
+            if !keepAlive { channel.close(promise: nil) } else { let (handler, context) = bound.value; if handler.current == nil { handler.arm(context) } }
         }
     }
 
@@ -338,7 +487,13 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        stream?.end()
+        deadline?.cancel()
+        deadline = nil
+        release()
+        if let s = stream {
+            s.end()
+            server.openStreams.withLockedValue { $0 -= 1 }
+        }
         stream = nil
         context.fireChannelInactive()
     }
@@ -360,7 +515,7 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
 /// was 1,000 events a second, one per wake-up, and the page, not the server, fell behind.
 final class EventStream {
     private let server: WebServer
-    private let context: ChannelHandlerContext
+    let context: ChannelHandlerContext
     private var cursor: Int
     private var subscription = 0
     private var sentRunning: Bool? = nil
@@ -388,7 +543,8 @@ final class EventStream {
         let loop = context.eventLoop
         subscription = server.store.subscribe { loop.execute { bound.value.wake() } }
         keepAlive = loop.scheduleRepeatedTask(initialDelay: .seconds(15), delay: .seconds(15)) { _ in
-            bound.value.send(": keep-alive\n\n")
+            // Only to a reader that reads: a stream that does not is written no further.
+            if bound.value.context.channel.isWritable { bound.value.send(": keep-alive\n\n") }
         }
         pump()
     }
@@ -433,7 +589,7 @@ final class EventStream {
         }
         var wrote = false
         while channel.isWritable {
-            let got = store.records(after: cursor, limit: 2000, maxBytes: 256 << 10)
+            let got = store.records(after: cursor, limit: 2000, maxBytes: RequestGuard.Limits.eventBytes)
             if got.count == 0 { break }
             var buffer = channel.allocator.buffer(capacity: got.json.count + 32)
             buffer.writeString("event: records\ndata: ")

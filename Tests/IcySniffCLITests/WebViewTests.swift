@@ -80,6 +80,55 @@ import Glibc
         #expect(facts["firstSeq"] as? Int == 1 && facts["lastSeq"] as? Int == 60_002)
     }
 
+    /// Any page the user visits can make the browser send requests to the view (issue 51): every
+    /// route with hostile numbers, rebinding Host names, another site's requests, bodies where
+    /// none belong, 1,000 clients that never read and 100 unfinished uploads, and (with Chromium)
+    /// a page on another origin that asks with <img>, <script>, fetch and EventSource
+    /// (scripts/webview-hostile, about 90 s with the debug binary). Before: `after` past Int.max
+    /// killed the run, `127.0.0.1.nip.io` read the whole API, and the clients took 800 MB.
+    @Test(.timeLimit(.minutes(10)))
+    func theServerLivesThroughHostileRequests() throws {
+        var arguments = ["python3", CLI.packageRoot.appendingPathComponent("scripts/webview-hostile").path,
+                         CLI.binary, CLI.temporaryDirectory().path]
+        if WebViewTests.hasBrowser { arguments.append("--browser") }
+        let r = try CLI.run(arguments, executable: "/usr/bin/env")
+        try #require(r.status == 0, "\(r.text) \(r.stderr)")
+        let line = try #require(r.text.split(separator: "\n").last, "\(r.stderr)")
+        let all = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let params = try #require(all["params"] as? [String: Any])
+        #expect((params["failures"] as? [Any])?.isEmpty == true, "5xx or a dead server: \(params["failures"] ?? "")")
+        #expect((params["requests"] as? Int ?? 0) > 100)
+        #expect(params["huge"] as? Int == 400 && params["negative"] as? Int == 400 && params["repeated"] as? Int == 400)
+        #expect(params["limitHuge"] as? Int == 200, "a limit above 50,000 is cut to it, as documented")
+        let host = try #require(all["host"] as? [String: Int])
+        for name in ["127.0.0.1.nip.io", "127.attacker.example", "[::1].evil", "localhost.attacker.example", "evil.example", "otherPort", "noPort"] {
+            #expect(host[name] == 403, "Host \(name): \(host[name] ?? 0)")
+        }
+        for name in ["127.0.0.1", "localhost", "ipv6"] { #expect(host[name] == 200, "Host \(name): \(host[name] ?? 0)") }
+        #expect(host["twoHosts"] == 400)
+        let site = try #require(all["site"] as? [String: Int])
+        #expect(site["crossSiteNoCors"] == 403 && site["sameSiteCors"] == 403, "\(site)")
+        #expect(site["crossSiteLink"] == 200 && site["ownPage"] == 200, "a link to the page and the page itself: \(site)")
+        let bodies = try #require(all["bodies"] as? [String: Int])
+        #expect(bodies["getWithBody"] == 413 && bodies["postElsewhere"] == 405 && bodies["exportTooLarge"] == 413, "\(bodies)")
+        #expect(bodies["export"] == 200 && (bodies["exportRows"] ?? 0) >= 1, "\(bodies)")
+        let head = try #require(all["head"] as? [String: Int])
+        #expect(head["status"] == 200 && (head["length"] ?? 0) > 1000 && head["body"] == 0, "\(head)")
+        #expect(all["aliveAfterRequests"] as? Bool == true)
+        let memory = try #require(all["memory"] as? [String: Any])
+        let before = memory["beforeKiB"] as? Int ?? 0, during = memory["duringKiB"] as? Int ?? .max
+        #expect(memory["clients"] as? Int == 1100 && memory["aliveAfter"] as? Bool == true, "\(memory)")
+        #expect(during - before < 32 << 10, "1,000 clients that never read and 100 uploads grew the server by \(during - before) KiB")
+        if let browser = all["browser"] as? [String: Any] {
+            #expect(browser["cors"] as? String == "blocked", "another origin read the API: \(browser)")
+            #expect(browser["noCorsBody"] == nil || browser["noCorsBody"] as? String == "", "\(browser)")
+            #expect(browser["event"] == nil, "another origin read the event stream: \(browser)")
+            #expect(browser["imageWidth"] as? Int == 0)
+            #expect(all["aliveAfterBrowser"] as? Bool == true)
+        }
+        #expect(all["exit"] as? Int == 0)
+    }
+
     /// With an NDJSON output beside it, the feed takes the output's row instead of encoding it
     /// again (`FeedSink.sharedRow`): the API's rows must be the file's, row for row, and the
     /// same as `--serve` alone gives.
