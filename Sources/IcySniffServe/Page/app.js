@@ -42,17 +42,25 @@ function api(path) {
 
 function $(id) { return document.getElementById(id); }
 
+/** Text as the page shows it: the characters that reorder or hide text (bidirectional overrides
+ *  and isolates, directional marks, zero-width and other invisible format characters) written out
+ *  as ⟨U+202E⟩, so that a header such as `Host: \u202Eelpmaxe` reads as sent, not reversed. */
+const INVISIBLE = /[\u061C\u115F\u1160\u180E\u200B-\u200F\u202A-\u202E\u2060-\u2069\u206A-\u206F\u3164\uFEFF\uFFA0]/g;
+function shown(text) {
+  return String(text).replace(INVISIBLE, c => "\u27E8U+" + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + "\u27E9");
+}
+
 /** An element with attributes (never markup) and children (strings become text nodes). */
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
   if (attrs) for (const [k, v] of Object.entries(attrs)) {
     if (v === undefined || v === null || v === false) continue;
     if (k === "class") e.className = v;
-    else if (k === "text") e.textContent = v;
+    else if (k === "text") e.textContent = shown(v);
     else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
-    else e.setAttribute(k, v === true ? "" : String(v));
+    else e.setAttribute(k, v === true ? "" : k === "title" ? shown(v) : String(v));
   }
-  for (const c of children) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : String(c));
+  for (const c of children) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : shown(c));
   return e;
 }
 
@@ -426,8 +434,8 @@ function fillRow(e, row) {
     const [text, title, extra] = values[i];
     const cell = cells[i];
     cell.className = COLUMNS[i] + (extra ? " " + extra : "");
-    cell.textContent = text;
-    if (title) cell.title = title; else cell.removeAttribute("title");
+    cell.textContent = shown(text);
+    if (title) cell.title = shown(title); else cell.removeAttribute("title");
   }
   e._row = row;
   e._version = rowVersion(row);
@@ -450,11 +458,11 @@ function select(row) {
   const body = $("d-body");
   body.replaceChildren();
   if (row.kind === "c") {
-    $("d-title").textContent = `${row.id} ${row.sni || row.server} (encrypted)`;
+    $("d-title").textContent = shown(`${row.id} ${row.sni || row.server} (encrypted)`);
     showConnection(body, row.data);
     return;
   }
-  $("d-title").textContent = `${row.method} ${row.url}`;
+  $("d-title").textContent = shown(`${row.method} ${row.url}`);
   const entry = state.offline ? Promise.resolve(state.offline.entries[row.seq - 1])
     : fetch(api("/api/entries/" + row.seq)).then(r => r.json());
   entry.then(e => { if (state.selected === row) showEntry(body, row, e); })
@@ -794,7 +802,7 @@ let info = {};
 function updateStatus() {
   const s = $("status");
   if (state.offline) {
-    $("source").textContent = state.offline.name;
+    $("source").textContent = shown(state.offline.name);
     s.textContent = "opened HAR";
     s.className = "status";
     return;
@@ -823,7 +831,7 @@ async function start() {
   state.live = info.live;
   state.bodies = info.bodies;
   state.running = info.running;
-  $("source").textContent = info.input;
+  $("source").textContent = shown(info.input);
   // What is there already, in pages; then the stream from the last one on.
   for (;;) {
     const page = await (await fetch(api(`/api/records?after=${state.after}&limit=5000`))).json();
