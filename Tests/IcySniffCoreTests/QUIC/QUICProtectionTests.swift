@@ -129,31 +129,3 @@ import Testing
         #expect(decodePacketNumber(largest: 0x101, truncated: 0xff, bits: 8) == 0xff)
     }
 }
-
-/// `OffsetReassembler`: ranges out of order, repeated and overlapping come out once, in order;
-/// holes are declared only when asked.
-@Suite struct OffsetReassemblerTests {
-    @Test(arguments: [[0, 1, 2, 3], [3, 2, 1, 0], [2, 0, 3, 1], [1, 3, 0, 2, 1, 3]])
-    func anyOrder(_ order: [Int]) {
-        let data = Array(0..<40).map(UInt8.init)
-        var r = OffsetReassembler()
-        var out: [UInt8] = []
-        for i in order {
-            // Ranges of 10 bytes overlapping their neighbours by 2.
-            let start = max(0, i * 10 - 2), end = min(40, i * 10 + 10)
-            Array(data[start..<end]).withUnsafeBytes { r.insert($0, at: UInt64(start), deliver: { out += $0 }, lost: { _ in Issue.record("lost") }) }
-        }
-        #expect(out == data)
-        #expect(!r.hasPending && r.delivered == 40)
-    }
-
-    @Test func holesAtTheEnd() {
-        var r = OffsetReassembler()
-        var out: [UInt8] = []
-        var lost: UInt64 = 0
-        [UInt8](repeating: 7, count: 5).withUnsafeBytes { r.insert($0, at: 10, deliver: { out += $0 }, lost: { lost += $0 }) }
-        #expect(out.isEmpty)
-        r.skipHoles(deliver: { out += $0 }, lost: { lost += $0 })
-        #expect(out.count == 5 && lost == 10 && r.delivered == 15)
-    }
-}
