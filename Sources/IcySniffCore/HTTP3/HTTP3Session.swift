@@ -313,7 +313,7 @@ final class HTTP3Session {
                 if let dropped { request.note(dropped) }
                 request.takeFieldSection(fields, version: "HTTP/3", encodedSize: section.count, first: ts, at: ts, options: self.options)
             } else {
-                self.undecodable(request, first: ts, at: ts)
+                self.undecodable(request, first: ts, at: ts, because: dropped)
             }
             request.endAsFramed(at: ts, options: self.options)
             if let t = self.pairing.transaction(on: key) {
@@ -356,7 +356,7 @@ final class HTTP3Session {
         if let current = s.message {
             // A second field section from the same side: trailers (§4.1).
             guard !current.ended else { return note(.http3MalformedFrame) }
-            if let fields { current.trailers = fields } else { note(.http3HeadersUndecodable) }
+            if let fields { current.trailers = fields } else { note(.http3HeadersUndecodable); if let dropped { note(dropped) } }
             current.lastByte = max(current.lastByte, ts)
             return
         }
@@ -365,7 +365,7 @@ final class HTTP3Session {
             if let dropped { m.note(dropped) }
             m.takeFieldSection(fields, version: "HTTP/3", encodedSize: encodedSize, first: first, at: ts, options: options)
         } else {
-            undecodable(m, first: first, at: ts)
+            undecodable(m, first: first, at: ts, because: dropped)
         }
         if pairing.wasClosed(key) { return }
         if direction == .fromClient {
@@ -387,13 +387,18 @@ final class HTTP3Session {
         if case .push = s.kind { pairing.transaction(on: key)?.streamID = stream }
     }
 
-    private func undecodable(_ m: HTTPMessage, first: Timestamp, at ts: Timestamp) {
+    /// A message whose field section did not decode; `reason`, when the decoder named one.
+    private func undecodable(_ m: HTTPMessage, first: Timestamp, at ts: Timestamp, because reason: Weird? = nil) {
         m.version = "HTTP/3"
         m.firstByte = first
         m.headersEnd = ts
         m.lastByte = ts
         m.note(.http3HeadersUndecodable)
         note(.http3HeadersUndecodable)
+        if let reason {
+            m.note(reason)
+            note(reason)
+        }
     }
 
     /// The stream's FIN from `direction`: its message is whole.
