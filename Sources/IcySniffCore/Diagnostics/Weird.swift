@@ -118,6 +118,8 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
     case websocketFramingLost = "websocket_framing_lost"
     case websocketNotInflated = "websocket_not_inflated"
     case websocketMessagesCapped = "websocket_messages_capped"
+    case websocketClientFrameUnmasked = "websocket_client_frame_unmasked"
+    case websocketServerFrameMasked = "websocket_server_frame_masked"
 
     // QUIC and HTTP/3 (connection scope, then transaction scope).
     case quicKeysNotFound = "quic_keys_not_found"
@@ -264,6 +266,8 @@ public enum Weird: String, CaseIterable, Sendable, Comparable {
         case .websocketMalformedFrame: return "a WebSocket frame breaks RFC 6455 §5 (a reserved opcode or RSV bit, a control frame fragmented or over 125 bytes, a continuation with no message, a new message inside another); read by its length where it can be"
         case .websocketFramingLost: return "a capture gap (or an impossible length) cut a WebSocket frame header: the frames after it in that direction cannot be delimited; the message being received is reported incomplete"
         case .websocketNotInflated: return "a permessage-deflate message could not be inflated (its DEFLATE context was lost to a gap or an earlier failure, or the data is not DEFLATE); its size is the compressed size"
+        case .websocketClientFrameUnmasked: return "a client sent a WebSocket frame without a mask (RFC 6455 §5.1: a server must close the connection); the frame is read as it came"
+        case .websocketServerFrameMasked: return "a server sent a masked WebSocket frame (RFC 6455 §5.1 forbids it: a client must close the connection); the frame is unmasked and read"
         case .websocketMessagesCapped: return "the socket carried more messages than are listed (10,000 per socket, and 32 MiB of kept messages over all sockets): the rest are counted, not listed"
         case .http2DataWithoutHeaders: return "DATA arrived on an HTTP/2 stream before its HEADERS (or on a stream that was never opened); counted on the stream when there is one"
         case .pipelined: return "the request was sent before the previous response arrived"

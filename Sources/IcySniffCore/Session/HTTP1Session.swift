@@ -226,7 +226,7 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
             }
             if message.status == 101, Self.upgrades(message, to: "websocket"), let t = pairing.upgradeTransaction {
                 // RFC 6455: both directions are WebSocket frames from here.
-                webSocket = WebSocketSession(transaction: t, response: message, options: options.webSocket, budget: options.webSocketBudget)
+                webSocket = WebSocketSession(transaction: t, response: message, connection: connection, options: options.webSocket, budget: options.webSocketBudget)
             }
             // The response parser tunnels on its own (its framing says so); the client's side
             // follows from here.

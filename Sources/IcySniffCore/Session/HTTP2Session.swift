@@ -369,7 +369,7 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
             // WebSocket's is its frames.
             t.note(.tunnel)
             if t.request?.headers.first(":protocol")?.lowercased() == "websocket" {
-                webSockets[stream] = WebSocketSession(transaction: t, response: response, options: options.webSocket, budget: options.webSocketBudget)
+                webSockets[stream] = WebSocketSession(transaction: t, response: response, connection: connection, options: options.webSocket, budget: options.webSocketBudget)
             }
         }
         if block.endStream { end(response, on: stream, at: ts) }

@@ -17,8 +17,12 @@ final class WebSocketSession {
     /// Data kept over all messages of the socket.
     fileprivate var keptBytes = 0
 
-    init(transaction: Transaction, response: HTTPMessage, options: WebSocketOptions, budget: BodyBudget?) {
+    /// The connection that carries the socket: its anomalies are counted there too (the summary).
+    private unowned let connection: Connection
+
+    init(transaction: Transaction, response: HTTPMessage, connection: Connection, options: WebSocketOptions, budget: BodyBudget?) {
         self.transaction = transaction
+        self.connection = connection
         self.options = options
         log.budget = budget
         log.extensions = response.headers.first("sec-websocket-extensions")
@@ -49,7 +53,11 @@ final class WebSocketSession {
         readers[fromClient ? 0 : 1].finish(at: ts)
     }
 
-    fileprivate func note(_ weird: Weird) { transaction.note(weird) }
+    /// An anomaly of the socket: on its transaction (once) and counted on its connection.
+    fileprivate func note(_ weird: Weird) {
+        transaction.note(weird)
+        connection.note(weird)
+    }
 
     /// Data of a message to keep: how much more it may take (per message, per socket).
     fileprivate func allowance(messageHas n: Int) -> Int {
@@ -194,6 +202,9 @@ final class WebSocketReader {
         }
         mask = b1 & 0x80 != 0 ? (head[p], head[p + 1], head[p + 2], head[p + 3]) : nil
         maskIndex = 0
+        // A client masks every frame, a server none (§5.1); the frame is read either way.
+        if fromClient && mask == nil { session.note(.websocketClientFrameUnmasked) }
+        if !fromClient && mask != nil { session.note(.websocketServerFrameMasked) }
         head.removeAll(keepingCapacity: true)
         skipping = false
         if b0 & 0x30 != 0 { session.note(.websocketMalformedFrame) }   // RSV2/RSV3: no extension defines them

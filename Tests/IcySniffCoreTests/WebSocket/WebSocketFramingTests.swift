@@ -171,6 +171,25 @@ final class MessageDeflater {
         #expect(Self.describe(t) == ["> 1 2 ok", "< 1 11  [not_inflated]"])
     }
 
+    /// RFC 6455 §5.1: a client masks every frame, a server none. Either broken is named, counted
+    /// on the connection (the summary line counts there), and the frame still read.
+    @Test func framesMaskedTheWrongWayAreNamedAndRead() throws {
+        var blocks = WS.handshake(extensions: nil)
+        blocks.append((.client, WS.frame(1, Array("bare".utf8)) + WS.frame(1, Array("fine".utf8), mask: WS.key)))
+        blocks.append((.server, WS.frame(1, Array("hidden".utf8), mask: WS.key)))
+        let sink = Transcript(blocks: blocks).collect(options: Self.keeping)
+        let t = try #require(sink.transactions.first)
+        #expect(t.allWeirds.contains(.websocketClientFrameUnmasked) && t.allWeirds.contains(.websocketServerFrameMasked))
+        #expect(Self.describe(t) == ["> 1 4 bare", "> 1 4 fine", "< 1 6 hidden"])
+        let counted = Dictionary(uniqueKeysWithValues: try #require(sink.connections.first).weirds)
+        #expect(counted[.websocketClientFrameUnmasked] == 1 && counted[.websocketServerFrameMasked] == 1, "\(counted)")
+        // Masked the right way: nothing named.
+        var good = WS.handshake(extensions: nil)
+        good.append((.client, WS.frame(1, Array("fine".utf8), mask: WS.key)))
+        good.append((.server, WS.frame(1, Array("fine".utf8))))
+        #expect(try #require(Transcript(blocks: good).run(options: Self.keeping).first).allWeirds.filter { $0.rawValue.hasPrefix("websocket") } == [])
+    }
+
     @Test func messagesPastTheCapAreCountedNotListed() throws {
         var options = Self.keeping
         options.webSocket.maxMessages = 2
