@@ -64,7 +64,7 @@ enum EntryEncoder {
         w.key("headers"); w.beginArray()
         for i in headers.indices {
             if let left, headers.id(at: i) == left { continue }
-            let secret = !options.keepSecrets && (headers.id(at: i).isSecret || carriesBearerToken(headers, at: i))
+            let secret = !options.keepSecrets && (headers.id(at: i).isSecret || carriesBearerToken(headers, at: i) || carriesCredential(headers, at: i))
             let url = !options.keepSecrets && !secret && carriesURL(headers, at: i)
             // The usual field: plain ASCII, not a secret — one run of bytes.
             if !secret && !url, headers.withNameAndValueBytes(at: i, { w.nameValueObject($0, $1) }) { continue }
@@ -128,6 +128,11 @@ enum EntryEncoder {
         return headers.withNameAndValueBytes(at: i) { name, value in value.contains(0x3F) && isURLField(id, name: name) }
     }
 
+    /// A field of its own for an API key or token (`FieldName.credentialNames`).
+    static func carriesCredential(_ headers: HeaderFields, at i: Int) -> Bool {
+        headers.id(at: i) == .other && headers.withNameBytes(at: i) { FieldName.isCredential(name: $0) }
+    }
+
     /// A Sec-WebSocket-Protocol field with a bearer token among its subprotocols.
     static func carriesBearerToken(_ headers: HeaderFields, at i: Int) -> Bool {
         guard headers.id(at: i) == .secWebSocketProtocol else { return false }
@@ -155,8 +160,9 @@ enum EntryEncoder {
         if id == .secWebSocketProtocol { return redactSubprotocols(h.value) }
         // Fields that carry a URL (HTTP/2's and HTTP/3's :path, Referer, Location,
         // Content-Location): their secret query parameters, as the entry's URL.
+        var name = h.name
+        if id == .other && name.withUTF8({ FieldName.isCredential(name: $0) }) { return redacted(h.value) }
         if !id.isSecret {
-            var name = h.name
             return name.withUTF8 { isURLField(id, name: $0) } ? redactURL(h.value, options: options) : h.value
         }
         switch id {
@@ -170,8 +176,11 @@ enum EntryEncoder {
             let c = Cookies.parseSetCookie(h.value)
             return "\(c.name)=\(redacted(c.value))\(h.value[semi...])"
         default:
-            let scheme = h.value.split(separator: " ", maxSplits: 1).first.map(String.init) ?? ""
-            return "\(scheme) [redacted \(h.value.utf8.count) bytes]"
+            // Authorization: the scheme stays (`Bearer`, `Basic`), the credentials after it are
+            // counted; a value without a scheme is counted whole.
+            let parts = h.value.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, !parts[0].isEmpty else { return redacted(h.value) }
+            return "\(parts[0]) \(redacted(parts[1]))"
         }
     }
 

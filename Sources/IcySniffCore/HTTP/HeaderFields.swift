@@ -301,6 +301,26 @@ public enum FieldName: UInt8, Sendable, CaseIterable {
         self == .cookie || self == .setCookie || self == .authorization || self == .proxyAuthorization
     }
 
+    /// The names of the API keys and tokens services take in fields of their own (`x-api-key`,
+    /// GitLab's `private-token`, AWS's `x-amz-security-token`, …), lower case: their values are
+    /// credentials, redacted like Authorization's (README.md, Secrets, lists them).
+    public static let credentialNames: Set<String> = [
+        "x-api-key", "api-key", "apikey", "x-apikey", "x-api-token", "api-token", "x-auth-token", "auth-token",
+        "x-access-token", "access-token", "x-refresh-token", "x-session-token", "x-authorization",
+        "private-token", "job-token", "x-amz-security-token", "x-goog-api-key", "ocp-apim-subscription-key",
+        "x-functions-key", "x-csrf-token", "x-xsrf-token", "x-vault-token", "x-consul-token", "x-nomad-token",
+        "x-rapidapi-key", "x-shopify-access-token",
+    ]
+
+    /// Whether a field of another name (`.other`) carries a credential (`credentialNames`):
+    /// ruled out by its length or last letter before any comparison.
+    public static func isCredential(name: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard name.count >= 6 && name.count <= 24, let last = name.last else { return false }
+        let l = lowerASCII(last)
+        guard l == 0x79 || l == 0x6E else { return false }   // …key, …token, …authorization
+        return credentialNames.contains(String(decoding: name, as: UTF8.self).lowercased())
+    }
+
     /// The name as usually written.
     public var canonical: String {
         switch self {

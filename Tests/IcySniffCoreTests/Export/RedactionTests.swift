@@ -8,7 +8,8 @@ import Testing
 /// `target`), heads (-V), the report (text and JSON); with `--keep-secrets`, everywhere
 /// (issue 30). The secret query parameter names are `ExportOptions.secretParameters`.
 @Suite struct RedactionTests {
-    static let secrets = ["hunter2pw", "keyv4lue", "s3cr3tcookie", "t0ps3cr3t", "reft0ken", "setc00kie", "s1gvalue", "wst0ken"]
+    static let secrets = ["hunter2pw", "keyv4lue", "s3cr3tcookie", "t0ps3cr3t", "reft0ken", "setc00kie", "s1gvalue", "wst0ken",
+                          "ap1k3yvalue", "pr1vt0ken", "amzs3ssion"]
 
     /// The same secrets over HTTP/2 (h2c): `:path`, cookie, authorization, referer; set-cookie
     /// and location in the response.
@@ -18,7 +19,8 @@ import Testing
         client += H2.frame(.headers, flags: H2.endHeaders | H2.endStream, stream: 1, c.encode([
             (":method", "GET"), (":scheme", "http"), (":authority", "h.example"), (":path", "/index.html?password=hunter2pw&key=keyv4lue&q=ok"),
             ("cookie", "sid=s3cr3tcookie"), ("authorization", "Bearer t0ps3cr3t"), ("referer", "http://h.example/start?token=reft0ken"),
-            ("sec-websocket-protocol", "v1, base64url.bearer.authorization.k8s.io.wst0ken")]))
+            ("sec-websocket-protocol", "v1, base64url.bearer.authorization.k8s.io.wst0ken"),
+            ("x-api-key", "ap1k3yvalue"), ("private-token", "pr1vt0ken"), ("x-amz-security-token", "amzs3ssion")]))
         let server = H2.settings() + H2.settings(ack: true) + H2.frame(.headers, flags: H2.endHeaders | H2.endStream, stream: 1, s.encode([
             (":status", "302"), ("set-cookie", "sess=setc00kie; Path=/"), ("location", "/next?sig=s1gvalue&page=2")]))
         return Transcript(blocks: [(.client, client), (.server, server)]).run()
@@ -33,6 +35,9 @@ import Testing
         Authorization: Bearer t0ps3cr3t
         Referer: http://h.example/start?token=reft0ken
         Sec-WebSocket-Protocol: v1, authorization.bearer.eyJ0eXAiOi.wst0ken.sig
+        X-Api-Key: ap1k3yvalue
+        PRIVATE-TOKEN: pr1vt0ken
+        X-Amz-Security-Token: amzs3ssion
 
         <<<
         HTTP/1.1 302 Found
@@ -80,6 +85,11 @@ import Testing
         let har = outs[0].1
         #expect(har.contains("q=ok") && har.contains("page=2") && har.contains("theme=dark") || har.contains("\"theme\""))
         #expect(har.contains("redacted 9 bytes"), "the password's length")
+        // Authorization keeps its scheme and counts the token alone; an API key's field is counted whole.
+        for (name, text) in outs where name == "har" || name == "heads" {
+            #expect(text.contains("Bearer [redacted 9 bytes]"), "\(name)")
+            #expect(text.contains("[redacted 11 bytes]") && text.contains("X-Api-Key"), "\(name): the key's length, the name kept")
+        }
     }
 
     @Test func noSecretInAnyOutputOverHTTP2() {
