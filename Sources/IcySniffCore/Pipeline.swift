@@ -74,6 +74,9 @@ public final class Pipeline {
         let table = self.table
         quic = QUICTracker(keyLog: keyLog, emitter: emitter, options: options.http, decryption: decryption, nextID: { table.takeID() })
         quic.giveBackID = { table.giveBack($0) }
+        // Half as many QUIC connections as TCP ones: each holds its Initial keys' cipher contexts
+        // (about 6 KiB a connection against TCP's 1-5), and a browser multiplexes one per origin.
+        quic.maxConnections = max(16, options.reassembly.maxConnections / 2)
         table.onFinished = { [unowned self] connection in
             // After what its TLS session still has to do with records being decrypted.
             if let decryption { decryption.later { self.connectionFinished(connection) } } else { connectionFinished(connection) }

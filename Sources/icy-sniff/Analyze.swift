@@ -202,7 +202,7 @@ struct InputOptions: ParsableArguments {
     @Option(name: [.customShort("B"), .customLong("buffer-size")], help: ArgumentHelp("Live capture: the kernel's capture buffer in KiB, as tcpdump -B (default: \(PcapSource.defaultBufferKiB), see docs/BENCHMARK.md).", valueName: "KiB"))
     var bufferKiB: Int?
 
-    @Option(name: .customLong("max-connections"), help: ArgumentHelp("TCP connections followed at once (default: \(ReassemblyLimits().maxConnections)): past it the longest idle quarter is ended early, flagged connection_evicted, so that a flood of connections cannot exhaust memory (about 5 KiB each with a request waiting). Raise it for a busy link.", valueName: "n"))
+    @Option(name: .customLong("max-connections"), help: ArgumentHelp("TCP connections followed at once, and half as many QUIC connections (default: \(ReassemblyLimits().maxConnections)): past it the longest idle quarter is ended early, flagged connection_evicted, so that a flood of connections cannot exhaust memory (about 5 KiB each with a request waiting). Raise it for a busy link.", valueName: "n"))
     var maxConnections: Int?
 
     @Option(name: .customLong("stats"), help: ArgumentHelp("Print a line of figures on standard error every this many seconds: packets, kernel and interface drops since the last line, open connections, transactions per second, memory.", valueName: "seconds"))

@@ -77,16 +77,35 @@ final class QUICConnectionSession {
     private var held: [(bytes: [UInt8], at: Timestamp, direction: Direction)] = []
     private var heldBytes = 0
     static let maxHeldBytes = 1 << 20
-    /// Where packets are decrypted to (one at a time).
     /// Where a packet is unprotected and decrypted, one at a time: its frames are read from here
     /// (nothing re-enters packet handling while they are: held packets are replayed after the
-    /// datagram, `replayPending`). Allocated once, freed with the session.
-    private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536 + 64, alignment: 16)
+    /// datagram, `replayPending`). The tracker's `PacketWorkspace`, sized to the largest packet
+    /// so far.
+    private var scratch: UnsafeMutableRawBufferPointer { workspace.buffer }
+    private let workspace: PacketWorkspace
+    static let maxPacket = 65536 + 64
+
+    /// Where the packets of a tracker's connections are unprotected and opened, one packet at a
+    /// time: all of it happens on the thread that reads packets (the decryption thread gets its
+    /// own copies), and a packet's frames are read before the next packet of any connection is
+    /// opened, so the connections share it. 64 KiB per connection were touched a page or two
+    /// each: 4-8 KiB of every one-packet connection of a flood.
+    final class PacketWorkspace {
+        private(set) var buffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+        deinit { buffer.deallocate() }
+
+        /// Room for a packet of `n` bytes.
+        func reserve(_ n: Int) {
+            guard buffer.count < n else { return }
+            buffer.deallocate()
+            buffer = .allocate(byteCount: min(QUICConnectionSession.maxPacket, max(2048, 1 << (Int.bitWidth - (n - 1).leadingZeroBitCount))), alignment: 16)
+        }
+    }
     /// The ServerHello came: the packets held for its suite are handled once the current
     /// datagram is done.
     private var replayPending = false
 
-    deinit { scratch.deallocate() }
+
 
     /// One direction of an open stream (a class: the table holds it, and each frame changes it
     /// where it lies).
@@ -122,8 +141,10 @@ final class QUICConnectionSession {
     }
 
     init(id: UInt64, client: Endpoint, server: Endpoint, dcid: [UInt8], scid: [UInt8], version: UInt32, at ts: Timestamp,
-         keyLog: KeyLog?, emitter: TransactionEmitter, options: HTTPParserOptions, decryption: DecryptionQueue? = nil) {
+         keyLog: KeyLog?, emitter: TransactionEmitter, options: HTTPParserOptions, decryption: DecryptionQueue? = nil,
+         workspace: PacketWorkspace = PacketWorkspace()) {
         self.decryption = decryption
+        self.workspace = workspace
         connection = Connection(id: id, first: client, second: server, timestamp: ts)
         connection.clientSide = 0
         connection.transport = .quic
@@ -372,12 +393,18 @@ final class QUICConnectionSession {
 
     // MARK: Keys
 
+    /// The Initial keys of one direction, derived when a packet of that direction first needs
+    /// them (a client Initial that no server answers costs one direction's contexts, not two).
     private func initialKeys(version: QUICVersion, dcid: [UInt8], direction: Direction) -> QUICPacketKeys? {
-        if let e = initialKeys.first(where: { $0.version == version.number && $0.dcid == dcid }) { return e.keys[direction.index] }
-        let keys = [QUICPacketKeys.initial(dcid: dcid, version: version, server: false),
-                    QUICPacketKeys.initial(dcid: dcid, version: version, server: true)]
-        initialKeys.append((version.number, dcid, keys))
-        return keys[direction.index]
+        let i: Int
+        if let found = initialKeys.firstIndex(where: { $0.version == version.number && $0.dcid == dcid }) { i = found } else {
+            initialKeys.append((version.number, dcid, [nil, nil]))
+            i = initialKeys.count - 1
+        }
+        if let keys = initialKeys[i].keys[direction.index] { return keys }
+        let keys = QUICPacketKeys.initial(dcid: dcid, version: version, server: direction == .fromServer)
+        initialKeys[i].keys[direction.index] = keys
+        return keys
     }
 
     /// Initial packets: tried with the keys of each DCID the client has used, newest first.
@@ -449,7 +476,8 @@ final class QUICConnectionSession {
     /// The unprotected header (in `scratch`), the full packet number, and the key-phase bit.
     private func unprotect(_ whole: UnsafeRawBufferPointer, pnOffset: Int, keys: QUICPacketKeys, space: QUICSpace,
                            from direction: Direction, longHeader: Bool) -> (Int, UInt64, Bool)? {
-        guard whole.count >= pnOffset + 4 + 16, whole.count <= scratch.count else { return nil }
+        guard whole.count >= pnOffset + 4 + 16, whole.count <= Self.maxPacket else { return nil }
+        workspace.reserve(whole.count)
         let sample = UnsafeRawBufferPointer(rebasing: whole[(pnOffset + 4)..<(pnOffset + 20)])
         guard let mask = keys.mask(sample) else { return nil }
         let first = whole[0] ^ (mask.0 & (longHeader ? 0x0f : 0x1f))

@@ -53,7 +53,11 @@ final class QUICTracker {
     var onFinished: (Connection) -> Void = { _ in }
     /// Connections reported so far (confirmed QUIC).
     private(set) var connectionsSeen: UInt64 = 0
-    static let maxConnections = 1 << 16
+    /// Connections followed at once (half of `--max-connections`, set by the pipeline): past it,
+    /// the longest idle quarter is ended, flagged `connection_evicted`, as TCP's table does.
+    /// Before, the 65,537th connection and all after it were neither followed nor named, and
+    /// 100,000 of them took 858 MiB.
+    var maxConnections = ReassemblyLimits().maxConnections / 2
 
     struct AddressPair: Hashable {
         var a: Endpoint
@@ -62,6 +66,9 @@ final class QUICTracker {
             if x < y { a = x; b = y } else { a = y; b = x }
         }
     }
+
+    /// Where every connection's packets are unprotected and opened, in turn.
+    private let workspace = QUICConnectionSession.PacketWorkspace()
 
     /// Where the connections' 1-RTT packets are opened (reading a file: the second core).
     private let decryption: DecryptionQueue?
@@ -158,12 +165,14 @@ final class QUICTracker {
             deliver(d, to: s)
             return true
         }
-        guard isInitial, p.count >= 1200 || known != nil, p[0] & 0x40 != 0 || known == nil, open.count < Self.maxConnections else {
+        guard isInitial, p.count >= 1200 || known != nil, p[0] & 0x40 != 0 || known == nil else {
             if known != nil { keepOrphan(d) }
             return false
         }
+        if open.count >= maxConnections { evictIdle(now: d.timestamp, keep: maxConnections * 3 / 4) }
         let s = QUICConnectionSession(id: nextID(), client: d.source, server: d.destination, dcid: dcid, scid: scid, version: version,
-                                      at: d.timestamp, keyLog: keyLog, emitter: emitter, options: options, decryption: decryption)
+                                      at: d.timestamp, keyLog: keyLog, emitter: emitter, options: options, decryption: decryption,
+                                      workspace: workspace)
         open[ObjectIdentifier(s)] = s
         register(dcid, for: s)
         register(scid, for: s)
@@ -255,6 +264,16 @@ final class QUICTracker {
         if !s.newCIDs.isEmpty {
             for cid in s.newCIDs { register(cid, for: s) }
             s.newCIDs = []
+        }
+    }
+
+    /// Ends the longest idle connections, flagged `connection_evicted`, until `keep` are open
+    /// (one sort per round: rounds come once every quarter of the cap).
+    private func evictIdle(now: Timestamp, keep: Int) {
+        let sorted = open.values.sorted { ($0.lastSeen, $0.connection.id) < ($1.lastSeen, $1.connection.id) }
+        for s in sorted.prefix(max(0, open.count - keep)) {
+            s.connection.note(.connectionEvicted)
+            end(s, at: s.lastSeen)
         }
     }
 

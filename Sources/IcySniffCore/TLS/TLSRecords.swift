@@ -136,7 +136,9 @@ struct TLSHandshakeBuffer {
             message(pending[start], pending[(start + 4)..<(start + 4 + len)])
             start += 4 + len
         }
-        if start > 0 { pending.removeFirst(start) }
+        // Whole messages read: nothing kept (a ClientHello's buffer no longer stays with every
+        // connection that sent only one).
+        if start == pending.count { pending = [] } else if start > 0 { pending.removeFirst(start) }
         if pending.count > Self.limit { overflowed = true; pending = [] }
     }
 }

@@ -6,13 +6,18 @@ import Testing
 /// the shapes real captures rarely show: a ClientHello over several Initial packets in any
 /// order, coalesced packets with junk after them.
 struct QUICClientWire {
-    let dcid: [UInt8] = [0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88]
+    let dcid: [UInt8]
     let scid: [UInt8] = [0xaa, 0xbb, 0xcc, 0xdd]
-    let client = Endpoint(address: IPAddress(ipv4: 0x0A00_0002), port: 50000)
+    let client: Endpoint
     let server = Endpoint(address: IPAddress(ipv4: 0x0A00_0001), port: 8443)
     let keys: QUICPacketKeys
 
-    init() { keys = QUICPacketKeys.initial(dcid: dcid, version: QUICVersion(QUICVersion.v1)!, server: false)! }
+    /// Client `n`'s wire: its own port and connection ID.
+    init(_ n: Int = 0) {
+        dcid = [0x11, 0x22, 0x33, 0x44, UInt8(truncatingIfNeeded: n >> 16), UInt8(truncatingIfNeeded: n >> 8), UInt8(truncatingIfNeeded: n), 0x88]
+        client = Endpoint(address: IPAddress(ipv4: 0x0A00_0002), port: UInt16(50000 + n % 10000))
+        keys = QUICPacketKeys.initial(dcid: dcid, version: QUICVersion(QUICVersion.v1)!, server: false)!
+    }
 
     /// A TLS 1.3 ClientHello offering `sni` and ALPN h3 (handshake message header included).
     static func clientHello(sni: String) -> [UInt8] {
@@ -100,6 +105,28 @@ struct QUICClientWire {
         let c = try #require(sink.connections.first)
         #expect(c.tls?.sni == "coalesced.example")
         #expect(c.quic?.packetsDecrypted == 2)
+    }
+
+    /// More QUIC connections than are followed at once (half of `--max-connections`): the longest
+    /// idle quarter is ended early, flagged `connection_evicted`, and every one is still listed
+    /// with what it showed (past 65,536 they were neither followed nor named, and 100,000 took
+    /// 858 MiB).
+    @Test func aFloodOfConnectionsIsEvictedAndNamed() throws {
+        let sink = CollectingSink()
+        var options = PipelineOptions()
+        options.reassembly.maxConnections = 32
+        let pipeline = Pipeline(sink: sink, options: options)
+        for n in 0..<100 {
+            let wire = QUICClientWire(n)
+            wire.send(wire.initial(QUICClientWire.crypto(QUICClientWire.clientHello(sni: "c\(n).example")[...], at: 0), pn: 0), to: pipeline, at: Int64(n))
+        }
+        pipeline.finish()
+        #expect(sink.connections.count == 100 && pipeline.stats.quicConnections == 100)
+        #expect(Set(sink.connections.compactMap { $0.tls?.sni }) == Set((0..<100).map { "c\($0).example" }))
+        let evicted = sink.connections.filter { c in c.weirds.contains { $0.0 == .connectionEvicted } }
+        // 16 followed at once: each round ends the 4 longest idle (the oldest here).
+        #expect(evicted.count == 84 && pipeline.stats.weirds[.connectionEvicted] == 84, "\(evicted.count)")
+        #expect(Set(evicted.compactMap { $0.tls?.sni }) == Set((0..<84).map { "c\($0).example" }))
     }
 
     /// A large UDP datagram that only looks like a long header is not a QUIC connection.
