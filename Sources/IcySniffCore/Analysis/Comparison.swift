@@ -26,7 +26,7 @@ public struct ComparisonRow: Sendable {
     /// redacted as in every output (a browser's HAR has them), the host is the URL's.
     public init(method: String, url: String, status: Int, bytes: Int, verdict: String, timeMilliseconds: Double, options: ExportOptions) {
         self.method = method
-        self.url = EntryEncoder.redactURL(url, options: options)
+        self.url = EntryEncoder.redactURL(url, options: options, readable: true)
         self.host = Self.host(of: url)
         self.status = status
         self.bytes = bytes

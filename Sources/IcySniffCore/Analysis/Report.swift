@@ -336,7 +336,7 @@ public final class ReportCollector: TransactionSink {
         let host = Report.hostKey(t.host)
         if hostNames.count < 100_000 { hostNames.insert(TextKey(host)) }
         protocols[t.protocolName, default: 0] += 1
-        let line = Report.Line(time: t.startTime, method: t.request?.method ?? "", url: EntryEncoder.redactURL(t.url, options: options),
+        let line = Report.Line(time: t.startTime, method: t.request?.method ?? "", url: EntryEncoder.redactURL(t.url, options: options, readable: true),
                                host: host,
                                status: t.response?.status ?? 0,
                                bytes: t.response?.bodyBytes ?? 0, note: "")

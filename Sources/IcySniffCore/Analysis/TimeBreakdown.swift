@@ -151,10 +151,10 @@ final class TimeBreakdownCollector {
         let wire = (t.request?.wireBytes ?? 0) + (t.response?.wireBytes ?? 0)
         if index == pages.count {
             let page = grouper.pages[index]
-            pages.append(.init(title: EntryEncoder.redactURL(page.title, options: options), document: page.comment == nil, requests: 0,
+            pages.append(.init(title: EntryEncoder.redactURL(page.title, options: options, readable: true), document: page.comment == nil, requests: 0,
                                wireBytes: 0, first: start, last: end))
         }
-        pages[index].title = EntryEncoder.redactURL(grouper.pages[index].title, options: options)
+        pages[index].title = EntryEncoder.redactURL(grouper.pages[index].title, options: options, readable: true)
         pages[index].requests += t.request != nil ? 1 : 0
         pages[index].wireBytes += wire
         if start < pages[index].first { pages[index].first = start }
@@ -187,7 +187,7 @@ final class TimeBreakdownCollector {
                         last: Report.Line? = nil) {
         b.redirectChainCount += 1
         guard b.redirectChains.count < Report.examplesKept else { return }
-        b.redirectChains.append(.init(steps: chain.steps + (last.map { [$0] } ?? []), finalURL: EntryEncoder.redactURL(finalURL, options: options),
+        b.redirectChains.append(.init(steps: chain.steps + (last.map { [$0] } ?? []), finalURL: EntryEncoder.redactURL(finalURL, options: options, readable: true),
                                       complete: complete,
                                       milliseconds: end.milliseconds(since: chain.start)))
     }
@@ -200,7 +200,7 @@ final class TimeBreakdownCollector {
             let target = c.target
             out.redirectChainCount += 1
             if out.redirectChains.count < Report.examplesKept, let last = c.steps.last {
-                out.redirectChains.append(.init(steps: c.steps, finalURL: EntryEncoder.redactURL(target, options: options), complete: false,
+                out.redirectChains.append(.init(steps: c.steps, finalURL: EntryEncoder.redactURL(target, options: options, readable: true), complete: false,
                                                  milliseconds: last.time.milliseconds(since: c.start)))
             }
         }

@@ -154,7 +154,7 @@ enum EntryEncoder {
         }.joined(separator: ",")
     }
 
-    static func redact(header h: HTTPHeader, options: ExportOptions) -> String {
+    static func redact(header h: HTTPHeader, options: ExportOptions, readable: Bool = false) -> String {
         let id = FieldName(h.name)
         guard !options.keepSecrets else { return h.value }
         if id == .secWebSocketProtocol { return redactSubprotocols(h.value) }
@@ -163,7 +163,7 @@ enum EntryEncoder {
         var name = h.name
         if id == .other && name.withUTF8({ FieldName.isCredential(name: $0) }) { return redacted(h.value) }
         if !id.isSecret {
-            return name.withUTF8 { isURLField(id, name: $0) } ? redactURL(h.value, options: options) : h.value
+            return name.withUTF8 { isURLField(id, name: $0) } ? redactURL(h.value, options: options, readable: readable) : h.value
         }
         switch id {
         case .cookie:
@@ -440,7 +440,12 @@ enum EntryEncoder {
         if !written { w.string(redactURL(m.targetString, options: options)) }
     }
 
-    static func redactURL(_ url: String, options: ExportOptions) -> String {
+    /// `url` with the values of its secret query parameters redacted. In the HAR and NDJSON the
+    /// marker is percent-encoded (`token=%5Bredacted%2014%20bytes%5D`: the URL stays a URL that
+    /// replayers accept); `readable` writes it as people read it (`token=[redacted 14 bytes]`),
+    /// for the table, TSV, CSV, `-V`, `report` and `diff`. A value that is a marker already (a
+    /// HAR icy-sniff wrote, read back by `diff`) is kept as it is, not counted again.
+    static func redactURL(_ url: String, options: ExportOptions, readable: Bool = false) -> String {
         guard !options.keepSecrets else { return url }
         guard let q = url.firstIndex(ofByte: 0x3F) else { return url }
         let query = url[url.index(after: q)...]
@@ -449,7 +454,11 @@ enum EntryEncoder {
             let kv = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             if kv.count == 2, options.secretParameters.contains(Query.percentDecode(String(kv[0])).lowercased()) {
                 changed = true
-                return "\(kv[0])=%5Bredacted%20\(Query.percentDecode(String(kv[1])).utf8.count)%20bytes%5D"
+                let value = Query.percentDecode(String(kv[1]))
+                let marker = value.hasPrefix("[redacted ") && value.hasSuffix(" bytes]") ? value : redacted(value)
+                return "\(kv[0])=" + (readable ? marker : marker.unicodeScalars.map { c in
+                    c == "[" ? "%5B" : c == "]" ? "%5D" : c == " " ? "%20" : String(c)
+                }.joined())
             }
             return String(part)
         }

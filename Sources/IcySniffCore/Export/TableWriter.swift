@@ -147,10 +147,10 @@ public final class TableWriter {
         case .server: return t.connection.server.description
         case .method: return req?.method ?? missing
         case .host: return t.host
-        case .path: return req.map { EntryEncoder.redactURL($0.targetString, options: options) } ?? missing
+        case .path: return req.map { EntryEncoder.redactURL($0.targetString, options: options, readable: true) } ?? missing
         case .url:
             guard req != nil else { return missing }
-            let url = EntryEncoder.redactURL(t.url, options: options)
+            let url = EntryEncoder.redactURL(t.url, options: options, readable: true)
             // In a table the scheme says nothing (icy-sniff sees plain HTTP only): host + path.
             if format == .table, url.hasPrefix("http://") { return String(url.dropFirst(7)) }
             return url
@@ -415,9 +415,16 @@ public final class TableWriter {
         // A URL keeps its end — the file a row is about, where rows of one page differ — and of
         // its start a third of the width: the host with its slash when that fits
         // ("upload.wikimedia.org/…/Wikipedia-logo.png"), else the host's first letters.
-        let head = keepEnd ? max(1, (width - 1) / 3) : width - 1
+        // A scheme ("https://") is not counted in that third, and the host's slash is the first
+        // one after it (an https URL kept "https:/" and lost its host).
+        let afterScheme = !keepEnd ? 0 : (0..<min(12, max(0, scalars.count - 2))).first {
+            scalars[$0] == ":" && scalars[$0 + 1] == "/" && scalars[$0 + 2] == "/"
+        }.map { $0 + 3 } ?? 0
+        let head = keepEnd ? min(width - 1, afterScheme + max(1, (width - 1) / 3)) : width - 1
         var out = take(head, fromEnd: false)
-        if keepEnd, let slash = scalars.firstIndex(of: "/"), slash + 1 <= out.count, slash > 0 { out = Array(scalars[...slash]) }
+        if keepEnd, let slash = scalars[afterScheme...].firstIndex(of: "/"), slash + 1 <= out.count, slash > afterScheme {
+            out = Array(scalars[...slash])
+        }
         out.append("…")
         if keepEnd { out += take(width - Self.cells(String(String.UnicodeScalarView(out))), fromEnd: true) }
         return String(String.UnicodeScalarView(out))
@@ -437,13 +444,13 @@ public final class TableWriter {
         text += "\n"
         func head(_ m: HTTPMessage, startLine: String) {
             text += Self.printable(startLine) + "\n"
-            for h in m.headers { text += Self.printable("\(h.name): \(EntryEncoder.redact(header: h, options: options))") + "\n" }
+            for h in m.headers { text += Self.printable("\(h.name): \(EntryEncoder.redact(header: h, options: options, readable: true))") + "\n" }
             if m.bodyBytes > 0 || m.decodedBytes > 0 {
                 text += "[body: \(m.bodyBytes) bytes" + (m.decodedBytes != m.bodyBytes ? ", \(m.decodedBytes) decoded" : "") + "]\n"
             }
         }
         if let r = t.request {
-            head(r, startLine: "\(r.method) \(EntryEncoder.redactURL(r.targetString, options: options)) \(r.versionText)")
+            head(r, startLine: "\(r.method) \(EntryEncoder.redactURL(r.targetString, options: options, readable: true)) \(r.versionText)")
         } else {
             text += "(request not captured)\n"
         }

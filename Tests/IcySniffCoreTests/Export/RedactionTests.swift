@@ -92,6 +92,28 @@ import Testing
         }
     }
 
+    /// The marker reads as text where people read (table, TSV, CSV, -V, report) and stays
+    /// percent-encoded where the URL must stay a URL (HAR, NDJSON).
+    @Test func markersAreReadableWherePeopleReadThem() {
+        for (name, text) in Self.everyOutput(keepSecrets: false) {
+            let readable = ["table", "tsv", "csv", "heads", "report text", "report json"].contains(name)
+            #expect(text.contains("password=[redacted 9 bytes]") == readable, "\(name)")
+            if !readable { #expect(text.contains("password=%5Bredacted%209%20bytes%5D"), "\(name)") }
+        }
+        // A marker already there (a HAR read back by diff) is kept, not counted again.
+        #expect(EntryEncoder.redactURL("http://a.test/x?token=%5Bredacted%2014%20bytes%5D", options: ExportOptions(), readable: true)
+                == "http://a.test/x?token=[redacted 14 bytes]")
+    }
+
+    /// An 80-column table keeps a URL's host and its end; of an https URL it kept "https:/".
+    @Test func aNarrowURLKeepsItsHost() {
+        let url = "https://upload.wikimedia.org/wikipedia/commons/thumb/a/a9/Example.jpg/120px-Example.jpg"
+        let cell = TableWriter.fit(url, 80, keepEnd: true)
+        #expect(cell.hasPrefix("https://upload.wikimedia.org/…") && cell.hasSuffix("120px-Example.jpg"), "\(cell)")
+        #expect(TableWriter.fit(url, 40, keepEnd: true).hasPrefix("https://upload.wiki"), "the host's first letters, after the scheme")
+        #expect(TableWriter.fit("upload.wikimedia.org/wikipedia/commons/thumb/a/a9/Example.jpg/120px-Example-of-a-long-name.jpg", 70, keepEnd: true).hasPrefix("upload.wikimedia.org/…"))
+    }
+
     @Test func noSecretInAnyOutputOverHTTP2() {
         let outs = Self.everyOutput(keepSecrets: false, http2: true)
         #expect(outs[0].1.contains("HTTP/2.0"), "the conversation was read as HTTP/2")
