@@ -62,9 +62,8 @@ struct Analyze: ParsableCommand {
 
     func validate() throws {
         if output.listAnomalies || input.listInterfaces { return }
-        if input.read.isEmpty && input.interface == nil {
-            throw ValidationError("give a capture with -r FILE (or '-' for standard input), or an interface with -i IFACE")
-        }
+        // No input is said in `run`: swift-argument-parser names an unknown option only after
+        // `validate` passes, and `icy-sniff --bogus` said "give a capture" instead.
         if !input.read.isEmpty && input.interface != nil {
             throw ValidationError("-r and -i cannot be used together")
         }
@@ -142,6 +141,9 @@ struct Analyze: ParsableCommand {
                 throw ExitCode(2)
             }
             return
+        }
+        if input.read.isEmpty && input.interface == nil {
+            throw ValidationError("give a capture with -r FILE (or '-' for standard input), or an interface with -i IFACE")
         }
         var frontend = Frontend(input: input, output: output, filter: try filters.makeFilter())
         frontend.keyLog = try Diagnostics.loadKeyLog(input.keylog, growing: input.interface != nil)

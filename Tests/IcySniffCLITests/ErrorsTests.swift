@@ -85,6 +85,19 @@ import Testing
         let r = try CLI.run([])
         #expect(r.status == 64)
         #expect(r.stderr.contains("give a capture with -r FILE"))
+        // An unknown option is named, with or without -r (without, "give a capture" was said).
+        for arguments in [["--bogus"], ["-r", CLI.capture("wikipedia.pcap"), "--bogus"]] {
+            let u = try CLI.run(arguments)
+            #expect(u.status == 64 && u.stderr.contains("Unknown option '--bogus'"), "\(arguments): \(u.stderr)")
+        }
+    }
+
+    /// A HAR or NDJSON given to -r: the line says which commands read them.
+    @Test func aHARGivenToReadSaysWhatReadsIt() throws {
+        let har = CLI.temporaryDirectory().appendingPathComponent("page.har")
+        try Data(#"{"log":{"version":"1.2","entries":[]}}"#.utf8).write(to: har)
+        let r = try CLI.run(["-r", har.path])
+        #expect(r.status == 2 && r.stderr.contains("is not a pcap or pcapng capture") && r.stderr.contains("icy-sniff diff"), "\(r.stderr)")
     }
 
     /// --out-dir on a full or read-only file system (a 16 KiB tmpfs): the output could not be

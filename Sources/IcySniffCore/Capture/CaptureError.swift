@@ -15,7 +15,12 @@ public enum CaptureError: Error, Equatable, Sendable {
         switch self {
         case let .cannotOpen(path, reason): return "cannot open '\(path)': \(reason)"
         case let .emptyFile(path): return "'\(path)' is empty, not a capture"
-        case let .notACapture(path, detail): return "'\(path)' is not a pcap or pcapng capture (\(detail))"
+        case let .notACapture(path, detail):
+            let lower = path.lowercased()
+            let output = [".har", ".ndjson", ".jsonl", ".json"].contains { lower.hasSuffix($0) }
+            // A HAR or NDJSON file is read by the commands that take icy-sniff's outputs.
+            return "'\(path)' is not a pcap or pcapng capture (\(detail))"
+                + (output ? "; HAR and NDJSON files are read by 'icy-sniff diff A B' and by the web view (--serve, then Open HAR)" : "")
         case let .unsupportedLinkType(path, dlt, name):
             return "'\(path)': link type \(name) (\(dlt)) is not supported (supported: Ethernet, Linux cooked v1/v2, raw IP, BSD loopback, NFLOG, PPP, PPPoE, Cisco HDLC, 802.11 with radiotap/PPI/Prism/AVS)"
         case let .badFilter(filter, reason): return "invalid capture filter '\(filter)': \(reason)"
