@@ -101,7 +101,8 @@ struct Frontend {
         var live: LiveCapture? = nil
         if let interface = input.interface {
             switch LiveCapture.open(interface: interface, input: input) {
-            case .success(let capture):
+            case .success(var capture):
+                capture.quiet = output.quiet
                 live = capture
                 // As tcpdump says it, so that a user sees at once what is being captured.
                 if !output.quiet {

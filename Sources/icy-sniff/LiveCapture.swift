@@ -111,6 +111,9 @@ struct LiveCapture {
     var interface: String
     var input: InputOptions
     let source: PcapSource
+    /// `-q`: the kernel's counters are said only when it dropped packets (a loss is never
+    /// silent).
+    var quiet = false
 
     /// Opens the interface (as root), then drops privileges (`-Z`); output files are opened after.
     static func open(interface: String, input: InputOptions) -> Result<LiveCapture, Frontend.Failure> {
@@ -150,7 +153,7 @@ struct LiveCapture {
                 source.idleReads != idle || Heartbeat.monotonicSeconds() >= until
             }
         }
-        if let stats = source.statistics() {
+        if let stats = source.statistics(), !quiet || stats.dropped > 0 || stats.interfaceDropped > 0 {
             let peak = Heartbeat.format(Double(Heartbeat.peakResidentBytes()) / 1_048_576)
             Diagnostics.info("icy-sniff: \(stats.received) packets received by filter, \(stats.dropped) dropped by kernel, \(stats.interfaceDropped) dropped by interface; peak \(peak) MiB resident")
         }
