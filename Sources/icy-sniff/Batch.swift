@@ -38,7 +38,13 @@ struct CaptureList {
                 }
                 var captures: [String] = []
                 for relative in entries {
-                    if CaptureFile.kind(of: FileSystem.join(input, relative)) != nil { captures.append(relative) } else { list.skippedNonCaptures += 1 }
+                    // A file named as a capture is one that failed, not another file: it is
+                    // opened, said, and counted failed (exit 2, as when given alone).
+                    if CaptureFile.kind(of: FileSystem.join(input, relative)) != nil || namedAsCapture(relative) {
+                        captures.append(relative)
+                    } else {
+                        list.skippedNonCaptures += 1
+                    }
                 }
                 for relative in captures.sorted() {
                     found.append(.init(path: FileSystem.join(input, relative), stem: stem(relative), fromDirectory: true))
@@ -62,6 +68,15 @@ struct CaptureList {
             if n > 1 { list.sets[i].name = "\(stem)-\(n)" }
         }
         return list
+    }
+
+    /// Whether a file's name says it is a capture (`x.pcap`, `x.pcapng.gz`, `x.cap`; tcpdump's
+    /// rotated `x.pcap1`), compressed or not.
+    static func namedAsCapture(_ name: String) -> Bool {
+        var s = Substring(name.lowercased())
+        for suffix in [".gz", ".zst", ".xz", ".bz2", ".lz4"] where s.hasSuffix(suffix) { s = s.dropLast(suffix.count); break }
+        let bare = s.reversed().drop { $0.isNumber }
+        return [".pcap", ".pcapng", ".cap", ".dmp"].contains { String(bare.reversed()).hasSuffix($0) }
     }
 
     /// "a/b.pcap.gz" → "a/b".

@@ -24,10 +24,12 @@ import Testing
         let out = archive.deletingLastPathComponent().appendingPathComponent("out")
         let r = try CLI.run(["-r", archive.path, "--out-dir", out.path, "-j", "2"])
         #expect(r.status == 0, "\(r.stderr)")
+        // empty.pcap is named as a capture: said damaged (it was skipped with notes.txt, unsaid).
+        #expect(r.stderr.contains("empty.pcap' is damaged: empty file"), "\(r.stderr)")
         let made = FileManager.default.enumerator(atPath: out.path)!.allObjects.compactMap { $0 as? String }.filter { $0.hasSuffix(".har") }.sorted()
         #expect(made == ["get.har", "image.har", "phone/day2/nginx.har", "phone/wikipedia.har", "truncated.har"])
-        #expect(r.stderr.contains("5 captures (0 failed, 1 damaged"))
-        #expect(r.stderr.contains("2 other files skipped"))
+        #expect(r.stderr.contains("6 captures (0 failed, 2 damaged"))
+        #expect(r.stderr.contains("1 other files skipped"))
         #expect(r.stderr.contains("truncated.pcap' is damaged"))
         // Every output is a complete HAR; the damaged capture's says so in its comment.
         for name in made {
@@ -46,6 +48,19 @@ import Testing
         #expect(again.stderr.contains("5 up to date"))
         let forced = try CLI.run(["-r", archive.path, "--out-dir", out.path, "--force", "--quiet"])
         #expect(forced.status == 0)
+    }
+
+    /// A file named as a capture that is none fails as it does alone (exit 2, said); it was
+    /// skipped with the folder's other files, exit 0.
+    @Test func aFileNamedAsACaptureThatIsNoneFails() throws {
+        let dir = CLI.temporaryDirectory()
+        try FileManager.default.copyItem(atPath: CLI.capture("wikipedia.pcap"), toPath: dir.appendingPathComponent("good.pcap").path)
+        try Data("not a capture at all".utf8).write(to: dir.appendingPathComponent("junk.pcap"))
+        try Data("notes".utf8).write(to: dir.appendingPathComponent("notes.txt"))
+        let r = try CLI.run(["-r", dir.path, "--format", "tsv"])
+        #expect(r.status == 2 && r.stderr.contains("junk.pcap' is not a pcap or pcapng capture"), "\(r.stderr)")
+        #expect(r.stderr.contains("2 captures (1 failed, 0 damaged, 1 other files skipped)"), "\(r.stderr)")
+        #expect(r.text.split(separator: "\n").count == 16, "the good capture's 15 rows")
     }
 
     @Test func mergedNDJSONHasACaptureColumnAndFailuresSetTheExitCode() throws {
