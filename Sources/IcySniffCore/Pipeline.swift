@@ -83,6 +83,7 @@ public final class Pipeline {
         }
         // The tracker already waits for the connection's packets on the decryption thread.
         quic.onFinished = { [unowned self] connection in connectionFinished(connection) }
+        quic.onUnmatched = { [unowned self] weird in counts.count(weird) }
     }
 
     private unowned let sink: TransactionSink

@@ -18,6 +18,36 @@ import Testing
         #expect(r.stderr.contains("1 QUIC connection; 1 encrypted (--keylog FILE decrypts them"), "\(r.stderr)")
     }
 
+    /// A client's first Initial lost, or one bit of it flipped: its connection cannot be
+    /// followed, and that is said (an unreadable Initial, the datagrams no connection took);
+    /// before, the connection and its six transactions vanished without a word. The other
+    /// connection of the capture is read as before.
+    @Test func aLostOrDamagedFirstInitialIsSaid() throws {
+        let sample = CLI.capture("h3-sample.pcap"), keys = CLI.capture("h3-sample.keys")
+        let data = try Data(contentsOf: URL(fileURLWithPath: sample))
+        var packets: [Data] = []
+        var at = 24
+        while at + 16 <= data.count {
+            let length = Int(data[at + 8]) | Int(data[at + 9]) << 8 | Int(data[at + 10]) << 16 | Int(data[at + 11]) << 24
+            packets.append(data[at..<(at + 16 + length)])
+            at += 16 + length
+        }
+        let dir = CLI.temporaryDirectory()
+        let lost = dir.appendingPathComponent("lost.pcap"), flipped = dir.appendingPathComponent("flipped.pcap")
+        try (data.prefix(24) + packets.dropFirst().reduce(Data(), +)).write(to: lost)
+        var first = Data(packets[0])
+        first[first.startIndex + first.count - 30] ^= 0x10
+        try (data.prefix(24) + first + packets.dropFirst().reduce(Data(), +)).write(to: flipped)
+        let whole = try CLI.run(["-r", sample, "--keylog", keys, "--format", "tsv"])
+        #expect(whole.stderr.contains("8 HTTP transactions, 2 QUIC connections") && !whole.stderr.contains("quic_"), "\(whole.stderr)")
+        for (file, initial) in [(lost, false), (flipped, true)] {
+            let r = try CLI.run(["-r", file.path, "--keylog", keys, "--format", "tsv"])
+            #expect(r.status == 0 && r.stderr.contains("2 HTTP transactions, 1 QUIC connection (1 decrypted)"), "\(r.stderr)")
+            #expect(r.stderr.contains("quic_datagram_unmatched×"), "\(file.lastPathComponent): \(r.stderr)")
+            #expect(r.stderr.contains("quic_initial_unreadable×1") == initial, "\(file.lastPathComponent): \(r.stderr)")
+        }
+    }
+
     @Test func keyedHARHasHTTP3Entries() throws {
         let r = try CLI.run(["-r", capture, "--keylog", keys, "--har", "--quiet"])
         #expect(r.status == 0, "\(r.stderr)")

@@ -815,7 +815,12 @@ final class QUICConnectionSession {
     /// handed on with their holes declared lost, then the HTTP/3 session ends, then the
     /// connection's facts are published for its outputs.
     func finish(at ts: Timestamp) {
-        if !held.isEmpty { connection.note(.quicKeysNotFound); held = [] }
+        // Without the ClientHello's random the key log cannot be searched: that is said, not
+        // blamed on the key log.
+        let keysWanted = keyLog.map { $0.count > 0 || $0.growing } ?? false
+        if clientRandom.isEmpty && confirmed && (keysWanted || !held.isEmpty) { connection.note(.quicClientHelloUnreadable) }
+        else if !held.isEmpty { connection.note(.quicKeysNotFound) }
+        held = []
         if let keyLog, keyLog.count > 0 || keyLog.growing, !clientRandom.isEmpty {
             // The key log has no secrets for this connection, or not those of its traffic.
             if secrets == nil { lookUpSecrets() }

@@ -123,7 +123,9 @@ final class QUICTracker {
         if session == nil { session = byAddress[AddressPair(d.source, d.destination)] }
         guard let session else {
             // Perhaps a packet that overtook its connection's first Initial: kept a moment.
-            if first & 0x40 != 0 { keepOrphan(d) }
+            if first & 0x40 != 0 { keepOrphan(d, kind: .shortHeader) }
+            // Its fixed bit greased (RFC 9287), on a pair whose long headers matched nothing.
+            else if unreadablePairs.contains(AddressPair(d.source, d.destination)) { onUnmatched(.quicDatagramUnmatched) }
             return false
         }
         deliver(d, to: session)
@@ -166,7 +168,7 @@ final class QUICTracker {
             return true
         }
         guard isInitial, p.count >= 1200 || known != nil, p[0] & 0x40 != 0 || known == nil else {
-            if known != nil { keepOrphan(d) }
+            if known != nil { keepOrphan(d, kind: .longHeader) }
             return false
         }
         if open.count >= maxConnections { evictIdle(now: d.timestamp, keep: maxConnections * 3 / 4) }
@@ -184,7 +186,7 @@ final class QUICTracker {
             // Kept a moment, in case the connection it belongs to turns up.
             discard(s)
             giveBackID(s.connection.id)
-            keepOrphan(d)
+            keepOrphan(d, kind: .initial)
             return false
         }
         replayOrphans(for: s)
@@ -194,19 +196,54 @@ final class QUICTracker {
     /// Datagrams that matched no connection yet (a server's Initial or Handshake, or a 1-RTT packet,
     /// that overtook the client's first Initial), at most `maxOrphans` (and bytes). They are not
     /// counted as QUIC unless a connection takes them.
-    private var orphans: [(bytes: [UInt8], source: Endpoint, destination: Endpoint, at: Timestamp)] = []
+    private var orphans: [Orphan] = []
+    private typealias Orphan = (bytes: [UInt8], source: Endpoint, destination: Endpoint, at: Timestamp, kind: OrphanKind)
     private var orphanBytes = 0
+
+    /// What an orphan looked like: an Initial that did not decrypt with the keys its own DCID
+    /// gives (a client's first Initial, damaged or not QUIC; or a server's that overtook the
+    /// client's), another long header, or a short header.
+    enum OrphanKind { case initial, longHeader, shortHeader }
+
+    /// An orphan no connection took is counted when it is dropped (`onUnmatched`): as
+    /// `quic_initial_unreadable` (an Initial), else `quic_datagram_unmatched`; a short header
+    /// only on an address pair an unmatched long header used, or on port 443, since any UDP
+    /// datagram may have its second bit set. Before, a damaged or lost first Initial made its
+    /// connection and all its transactions vanish without a word.
+    var onUnmatched: (Weird) -> Void = { _ in }
+    private var unreadablePairs: Set<AddressPair> = []
+
+    private func dropped(_ o: Orphan) {
+        switch o.kind {
+        case .initial: onUnmatched(.quicInitialUnreadable)
+        case .longHeader: onUnmatched(.quicDatagramUnmatched)
+        case .shortHeader:
+            if o.source.port == 443 || o.destination.port == 443 || unreadablePairs.contains(AddressPair(o.source, o.destination)) {
+                onUnmatched(.quicDatagramUnmatched)
+            }
+        }
+    }
     static let maxOrphans = 64
     static let maxOrphanBytes = 128 << 10
     /// How long an orphan waits for its connection (capture time).
     static let orphanLifetime: Int64 = 2_000_000_000
 
-    private func keepOrphan(_ d: UDPDatagram) {
-        if orphans.count == Self.maxOrphans || orphanBytes + d.payload.count > Self.maxOrphanBytes {
-            guard !orphans.isEmpty else { return }
-            orphanBytes -= orphans.removeFirst().bytes.count
+    private func keepOrphan(_ d: UDPDatagram, kind: OrphanKind) {
+        // Those past their lifetime first, then the oldest while the cap says so.
+        while let o = orphans.first, d.timestamp.nanoseconds - o.at.nanoseconds > Self.orphanLifetime {
+            orphanBytes -= o.bytes.count
+            dropped(orphans.removeFirst())
         }
-        orphans.append((Array(d.payload), d.source, d.destination, d.timestamp))
+        while !orphans.isEmpty, orphans.count >= Self.maxOrphans || orphanBytes + d.payload.count > Self.maxOrphanBytes {
+            orphanBytes -= orphans[0].bytes.count
+            dropped(orphans.removeFirst())
+        }
+        if kind != .shortHeader {
+            // The pair's short headers are QUIC too (`dropped`): a bounded set, started again when full.
+            if unreadablePairs.count >= Self.maxOrphans * 16 { unreadablePairs = [] }
+            unreadablePairs.insert(AddressPair(d.source, d.destination))
+        }
+        orphans.append((Array(d.payload), d.source, d.destination, d.timestamp, kind))
         orphanBytes += d.payload.count
     }
 
@@ -215,10 +252,11 @@ final class QUICTracker {
         guard !orphans.isEmpty else { return }
         let pair = AddressPair(s.clientEndpoint, s.serverEndpoint)
         let now = s.lastSeen
-        var kept: [(bytes: [UInt8], source: Endpoint, destination: Endpoint, at: Timestamp)] = []
-        var mine: [(bytes: [UInt8], source: Endpoint, destination: Endpoint, at: Timestamp)] = []
-        for o in orphans where now.nanoseconds - o.at.nanoseconds <= Self.orphanLifetime {
-            if AddressPair(o.source, o.destination) == pair { mine.append(o) } else { kept.append(o) }
+        var kept: [Orphan] = []
+        var mine: [Orphan] = []
+        for o in orphans {
+            if now.nanoseconds - o.at.nanoseconds > Self.orphanLifetime { dropped(o) }
+            else if AddressPair(o.source, o.destination) == pair { mine.append(o) } else { kept.append(o) }
         }
         orphans = kept
         orphanBytes = kept.reduce(0) { $0 + $1.bytes.count }
@@ -286,6 +324,10 @@ final class QUICTracker {
 
     /// Ends every open connection (the end of the capture, or of a piece of it).
     func finishAll(at ts: Timestamp) {
+        // What no connection took by the end of the capture (or of a piece of it).
+        for o in orphans { dropped(o) }
+        orphans = []
+        orphanBytes = 0
         for s in open.values.sorted(by: { $0.connection.id < $1.connection.id }) { end(s, at: ts) }
     }
 

@@ -88,6 +88,25 @@ struct QUICClientWire {
         #expect(pipeline.stats.quicConnections == 1)
     }
 
+    /// The ClientHello's first Initial never captured: the connection is listed from what its
+    /// other Initial shows, and a key log cannot be searched without the random, which is said
+    /// (`quic_client_hello_unreadable`), not blamed on the key log (`quic_keys_not_found`).
+    @Test func aClientHelloWithoutItsStartIsSaidUnreadable() throws {
+        let wire = QUICClientWire()
+        let hello = QUICClientWire.clientHello(sni: "split.example")
+        let half = hello.count / 2
+        let sink = CollectingSink()
+        var options = PipelineOptions()
+        options.keyLog = KeyLog(text: "CLIENT_HANDSHAKE_TRAFFIC_SECRET " + String(repeating: "42", count: 32) + " " + String(repeating: "01", count: 32) + "\n")
+        let pipeline = Pipeline(sink: sink, options: options)
+        wire.send(wire.initial(QUICClientWire.crypto(hello[half...], at: half), pn: 1), to: pipeline, at: 0)
+        pipeline.finish()
+        let c = try #require(sink.connections.first)
+        let weirds = Set(c.weirds.map(\.0))
+        #expect(weirds.contains(.quicClientHelloUnreadable) && !weirds.contains(.quicKeysNotFound), "\(weirds)")
+        #expect(c.tls?.sni == nil && c.quic?.packetsDecrypted == 1)
+    }
+
     /// Two packets coalesced in one datagram (RFC 9000 §12.2), junk after them: both read, the
     /// junk ignored.
     @Test func coalescedWithJunk() throws {
