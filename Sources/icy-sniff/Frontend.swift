@@ -147,6 +147,8 @@ struct Frontend {
 
         let format: OutputFormat = output.namedFormat ?? output.formatFromPath ?? (out?.isTerminal == true ? .table : .tsv)
         var factory = sinkFactory(format: format)
+        let tally = filter.isEmpty || output.connections ? nil : FilterTally()
+        factory.filterTally = tally
         // Live: every row reaches the terminal or the pipe as soon as its response completes.
         factory.flushEachRow = input.interface != nil
         factory.rotation = rotation
@@ -246,7 +248,7 @@ struct Frontend {
             return Exit.outputFailed
         }
         if !output.quiet {
-            Summary.print(pipeline.stats, keyLog: keyLog)
+            Summary.print(pipeline.stats, keyLog: keyLog, shown: tally?.kept)
         }
         // Reading files stopped by a signal: exit 130 (a live capture ends that way normally).
         if Signals.stop && live == nil { code = max(code, .interrupted) }
@@ -271,7 +273,9 @@ enum Summary {
     /// and what it held is said (how many connections it has secrets for, from how many lines,
     /// how many lines were not key log lines), so a key log of other connections is told from
     /// one that is not a key log at all.
-    static func print(_ stats: RunStats, keyLog: KeyLog? = nil) {
+    /// `shown`: the transactions a filter kept, when one was given ("5 of 22 HTTP transactions
+    /// shown": the rows above are not all there were).
+    static func print(_ stats: RunStats, keyLog: KeyLog? = nil, shown: UInt64? = nil) {
         let advice: String
         /// "1 TCP connection", "2 TCP connections".
         func count<N: BinaryInteger>(_ n: N, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
@@ -289,7 +293,7 @@ enum Summary {
             advice = "--keylog FILE decrypts them; their handshakes are in --connections and the HAR's _connections"
         }
         var line = "icy-sniff: \(count(stats.packets, "packet")), \(count(stats.connections, "TCP connection")), "
-            + count(stats.transactions, "HTTP transaction")
+            + (shown.map { "\($0) of " + count(stats.transactions, "HTTP transaction") + " shown (the filter kept them)" } ?? count(stats.transactions, "HTTP transaction"))
         for (noun, total, decrypted) in [("TLS connection", stats.tlsConnections, stats.tlsDecrypted),
                                          ("QUIC connection", stats.quicConnections, stats.quicDecrypted)] where total > 0 {
             line += ", " + count(total, noun)

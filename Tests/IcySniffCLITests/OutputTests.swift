@@ -141,6 +141,13 @@ import Testing
         #expect(rows.text.split(separator: "\n").dropFirst().allSatisfy { $0.hasPrefix("141.142.220.") })
         let bad = try CLI.run(["-r", capture, "--client", "phone"])
         #expect(bad.status == 64 && bad.stderr.contains("invalid client 'phone'"))
+        // The summary says what the filter kept of how many (it said "15 HTTP transactions"
+        // under fewer rows).
+        let demo = CLI.capture("nginx-cache-demo.pcap.gz")
+        let kept = try CLI.run(["-r", demo, "--format", "tsv", "--fields", "url", "--status", "4xx"])
+        #expect(kept.text.split(separator: "\n").count == 3 && kept.stderr.contains(" 2 of 12 HTTP transactions shown"), "\(kept.stderr)")
+        let unfiltered = try CLI.run(["-r", demo, "--format", "tsv"])
+        #expect(!unfiltered.stderr.contains("shown") && unfiltered.stderr.contains(" 12 HTTP transactions"))
     }
 
     /// A new output file gets 0666 less the umask, as any program's file would: under `umask 077`

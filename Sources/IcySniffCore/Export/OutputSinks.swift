@@ -65,6 +65,8 @@ public struct SinkFactory {
     public var options = ExportOptions()
     public var fields: [Field] = Field.defaultColumns
     public var filter = TransactionFilter()
+    /// Counts what the filter saw and kept (the summary line), when given.
+    public var filterTally: FilterTally? = nil
     /// `--connections`: list connections instead of transactions.
     public var connections = false
     /// Live captures: every row reaches the output as soon as it is written.
@@ -135,7 +137,7 @@ public struct SinkFactory {
         // --connections: only the devices the filter names (the other filters are about
         // transactions).
         if connections { return (filter.clients.isEmpty ? last : FilteringSink(filter: filter, next: last), end) }
-        let filtered: TransactionSink = filter.isEmpty ? last : FilteringSink(filter: filter, next: last)
+        let filtered: TransactionSink = filter.isEmpty ? last : FilteringSink(filter: filter, next: last, tally: filterTally)
         return (CacheJudgingSink(next: filtered), end)
     }
 }
