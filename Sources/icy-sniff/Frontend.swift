@@ -285,7 +285,9 @@ enum Summary {
             if keyLog.count == 0 {
                 held = "the key log holds no secrets" + (bad > 0 ? ": \(count(bad, "line")) of it \(bad == 1 ? "is" : "are") not key log lines" : "")
             } else {
-                held = "the key log's secrets are for \(count(keyLog.count, "other connection")), from \(count(keyLog.secretLines, "line"))"
+                // Other connections' secrets, or not all of these connections' (a handshake's
+                // secrets without the traffic secrets): either way not what opens their data.
+                held = "the key log lacks their traffic secrets: it holds secrets of \(count(keyLog.count, "connection")), from \(count(keyLog.secretLines, "line"))"
                 if bad > 0 { held += ", and \(count(bad, "line")) \(bad == 1 ? "is" : "are") not key log lines" }
             }
             advice = held + "; their handshakes are in --connections and the HAR's _connections"

@@ -48,6 +48,22 @@ import Testing
         }
     }
 
+    /// One definition of "decrypted": its application data opened. With the handshake's secrets
+    /// alone a connection was "decrypted" in the summary and `quic_keys_not_found` on the same
+    /// line; it is encrypted, and the line says the key log lacks its traffic secrets.
+    @Test func handshakeSecretsAloneLeaveAConnectionEncrypted() throws {
+        let keys = try String(contentsOfFile: CLI.capture("h3-sample.keys"), encoding: .utf8)
+        let handshakeOnly = CLI.temporaryDirectory().appendingPathComponent("hs.keys")
+        try keys.split(separator: "\n").filter { $0.contains("HANDSHAKE") }.joined(separator: "\n").write(to: handshakeOnly, atomically: true, encoding: .utf8)
+        let r = try CLI.run(["-r", CLI.capture("h3-sample.pcap"), "--keylog", handshakeOnly.path, "--format", "tsv"])
+        #expect(r.stderr.contains("2 QUIC connections; 2 encrypted (the key log lacks their traffic secrets") && r.stderr.contains("quic_keys_not_found×2"),
+                "\(r.stderr)")
+        #expect(!r.stderr.contains("decrypted"), "\(r.stderr)")
+        let c = try CLI.run(["-r", CLI.capture("h3-sample.pcap"), "--keylog", handshakeOnly.path, "--connections", "--format", "ndjson", "--quiet"])
+        let rows = c.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(rows.count == 2 && rows.allSatisfy { (($0["quic"] as? [String: Any])?["decrypted"] as? Bool) == false }, "\(c.text)")
+    }
+
     @Test func keyedHARHasHTTP3Entries() throws {
         let r = try CLI.run(["-r", capture, "--keylog", keys, "--har", "--quiet"])
         #expect(r.status == 0, "\(r.stderr)")

@@ -125,7 +125,7 @@ import Testing
                 && !r.stderr.contains("--keylog FILE decrypts"), "\(r.stderr)")
         // A key log of other connections says so, with what it holds (issue 31, item 11).
         let other = try CLI.run(["-r", capture, "--keylog", CLI.capture("h3-sample.keys")])
-        #expect(other.stderr.contains("3 encrypted (the key log's secrets are for 2 other connections, from 10 lines;"), "\(other.stderr)")
+        #expect(other.stderr.contains("3 encrypted (the key log lacks their traffic secrets: it holds secrets of 2 connections, from 10 lines;"), "\(other.stderr)")
     }
 
     /// One byte of an encrypted record changed in the capture: that direction stops being

@@ -46,10 +46,12 @@ extension RunStats {
     /// One connection in the TLS and QUIC counts: a QUIC connection as QUIC (its handshake is
     /// TLS 1.3 too), a TCP one with a TLS handshake as TLS; each decrypted or not. A ClientHello
     /// the server answered in plain HTTP carried nothing encrypted: not counted.
+    /// An open QUIC connection (`--stats`) has no `quic` facts yet: it is QUIC by its transport,
+    /// decrypted by its TLS facts, which its session keeps current.
     mutating func countEncryption(of connection: Connection) {
-        if let q = connection.quic {
+        if connection.transport == .quic {
             quicConnections += 1
-            if q.decrypted { quicDecrypted += 1 }
+            if connection.quic?.decrypted ?? connection.tls?.decrypted ?? false { quicDecrypted += 1 }
         } else if let tls = connection.tls, connection.weirds[.tlsAnsweredInPlainHTTP] == nil {
             tlsConnections += 1
             if tls.decrypted { tlsDecrypted += 1 }

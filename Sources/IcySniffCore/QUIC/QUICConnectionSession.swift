@@ -507,7 +507,7 @@ final class QUICConnectionSession {
         }
         let s = space.rawValue
         largestPN[direction.index * 3 + s] = max(largestPN[direction.index * 3 + s] ?? 0, pn)
-        packetOpened(keyed: space != .initial)
+        packetOpened(keyed: space != .initial, application: space == .application)
         return UnsafeRawBufferPointer(rebasing: scratch[header..<(header + n)])
     }
 
@@ -600,15 +600,18 @@ final class QUICConnectionSession {
         if let phase = keyUpdate, let k = appKeys[direction.index], k.phase != phase, let next = k.next {
             k.update(to: next, phase: phase, firstPacket: packetNumber)
         }
-        packetOpened(keyed: true)
+        packetOpened(keyed: true, application: true)
         frames(plaintext, epoch: 2, at: ts, from: direction)
     }
 
     /// A packet authenticated, here or on the decryption thread; `keyed`: with a key log's
-    /// secrets (not the Initial keys anyone has), so the connection is decrypted.
-    private func packetOpened(keyed: Bool) {
+    /// secrets (not the Initial keys anyone has). The connection is decrypted once a packet of
+    /// its application data (0-RTT, 1-RTT) is, as a TLS connection is once an application record
+    /// is: one definition for the summary, `--stats`, the report and the outputs (with the
+    /// handshake's secrets alone it was "decrypted" and `quic_keys_not_found` at once).
+    private func packetOpened(keyed: Bool, application: Bool) {
         info.packetsDecrypted += 1
-        if keyed && !info.decrypted { info.decrypted = true; tls.decrypted = true }
+        if keyed && application && !info.decrypted { info.decrypted = true; tls.decrypted = true }
     }
 
     /// A 1-RTT packet: the key phase bit picks the current, next or previous keys (RFC 9001 §6).
