@@ -137,7 +137,7 @@ import Testing
             + H2.frame(.headers, flags: H2.endHeaders, stream: 1, s.encode([(":status", "200")]))
             + H2.frame(.headers, flags: H2.endHeaders, stream: 3, s.encode([(":status", "200")]))
         let client2 = H2.frame(.data, flags: H2.endStream, stream: 1, Array(repeating: 0x16, count: 300))
-            + H2.frame(.data, flags: H2.endStream, stream: 3, [0x81, 0x02, 0x68, 0x69])
+            + H2.frame(.data, flags: H2.endStream, stream: 3, [0x81, 0x82, 1, 2, 3, 4, 0x68 ^ 1, 0x69 ^ 2])   // "hi", masked
         let server2 = H2.frame(.data, flags: H2.endStream, stream: 1, Array(repeating: 0x17, count: 900))
             + H2.frame(.data, flags: H2.endStream, stream: 3, [0x81, 0x00])
         let transactions = Transcript(blocks: [(.client, client), (.server, server), (.client, client2), (.server, server2)]).run()
