@@ -66,12 +66,23 @@ extension PacketDecoder {
     }
 
     /// PPPoE's session stage (RFC 2516): version/type 0x11, code 0, session id, length, then a
-    /// PPP protocol field.
+    /// PPP protocol field, which some access concentrators compress to one byte (RFC 1661 §6.5:
+    /// `21` for IPv4 instead of `00 21`).
     mutating func decodePPPoESession(_ b: UnsafeRawBufferPointer, at start: Int, _ wire: WireContext, depth: Int) -> DecodeOutcome {
         guard depth < Self.maxEncapsulationDepth else { return .malformed(.encapsulationTooDeep) }
-        guard b.count >= start + 8 else { return .malformed(.truncatedTunnelHeader) }
+        guard b.count >= start + 7 else { return .malformed(.truncatedTunnelHeader) }
         guard b.u8(start) == 0x11, b.u8(start + 1) == 0 else { return .skippedNamed(.unknownTunnelPayload) }
-        return decodePPPProtocol(b.be16(start + 6), b, at: start + 8, wire, depth: depth + 1)
+        guard let (proto, offset) = Self.pppProtocolField(b, at: start + 6) else { return .malformed(.truncatedTunnelHeader) }
+        return decodePPPProtocol(proto, b, at: offset, wire, depth: depth + 1)
+    }
+
+    /// A PPP protocol field at `offset`: one byte when compressed (its low bit set: RFC 1661
+    /// §6.5), else two; with the offset after it. Nil when cut short.
+    static func pppProtocolField(_ b: UnsafeRawBufferPointer, at offset: Int) -> (UInt16, Int)? {
+        guard b.count > offset else { return nil }
+        if b.u8(offset) & 1 == 1 { return (UInt16(b.u8(offset)), offset + 1) }
+        guard b.count >= offset + 2 else { return nil }
+        return (b.be16(offset), offset + 2)
     }
 
     /// A PPP frame (RFC 1661), with or without the HDLC-like address and control bytes (RFC 1662:
@@ -86,17 +97,8 @@ extension PacketDecoder {
             return decodeEtherType(b.be16(offset + 2), b, at: offset + 4, wire, depth: depth)
         }
         if first == 0xFF && b.u8(offset + 1) == 0x03 { offset += 2 }
-        guard b.count > offset else { return .malformed(.truncatedLinkHeader) }
-        let proto: UInt16
-        if b.u8(offset) & 1 == 1 {
-            proto = UInt16(b.u8(offset))
-            offset += 1
-        } else {
-            guard b.count >= offset + 2 else { return .malformed(.truncatedLinkHeader) }
-            proto = b.be16(offset)
-            offset += 2
-        }
-        return decodePPPProtocol(proto, b, at: offset, wire, depth: depth)
+        guard let (proto, after) = Self.pppProtocolField(b, at: offset) else { return .malformed(.truncatedLinkHeader) }
+        return decodePPPProtocol(proto, b, at: after, wire, depth: depth)
     }
 
     /// A PPP protocol number: IP, IPv6 and MPLS are decoded; the link's control protocols (LCP,

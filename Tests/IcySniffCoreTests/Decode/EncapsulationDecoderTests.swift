@@ -74,6 +74,19 @@ import Testing
         #expect(Self.decode([0x0F, 0x00, 0x08, 0x00] + Self.ipv4TCP(), link: 50) == Self.segment)
     }
 
+    /// PPPoE session frames (EtherType 0x8864) with the PPP protocol field in two bytes, and
+    /// compressed to one as some access concentrators send it (it was read as 0x2145: not IP).
+    @Test func pppoeWithAndWithoutProtocolFieldCompression() {
+        let tcp = Self.ipv4TCP()
+        func pppoe(_ field: [UInt8]) -> [UInt8] {
+            let length = field.count + tcp.count
+            return Self.ethernetHeader + [0x88, 0x64, 0x11, 0x00, 0x12, 0x34, UInt8(length >> 8), UInt8(length & 0xFF)] + field + tcp
+        }
+        #expect(Self.decode(pppoe([0x00, 0x21])) == Self.segment)
+        #expect(Self.decode(pppoe([0x21])) == Self.segment)
+        #expect(Self.decode(Self.ethernetHeader + [0x88, 0x64, 0x11, 0x00, 0x12, 0x34, 0, 0]) == .malformed(.truncatedTunnelHeader))
+    }
+
     @Test func nestingIsBounded() {
         func nested(_ depth: Int) -> [UInt8] {
             var p = Self.ipv4TCP()
