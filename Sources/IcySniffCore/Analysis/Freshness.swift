@@ -300,7 +300,8 @@ public final class CacheTracker {
             }
             return TextKey(bytes: UnsafeRawBufferPointer(start: key.base, count: key.count))
         }
-        // The target's text (`withTargetUTF8`), so two different byte strings never meet in one key.
+        // The target's text (`withTargetUTF8`), so two different byte strings never meet in one key
+        // (a target that is not UTF-8 meets only its own percent-encoded spelling: the same URL).
         guard let request = t.request else {
             let slash: StaticString = "/"
             return build(UnsafeBufferPointer(start: slash.utf8Start, count: 1))

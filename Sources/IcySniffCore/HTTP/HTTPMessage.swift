@@ -123,8 +123,20 @@ public final class HTTPMessage {
     /// `body` over the target's text as UTF-8: an ASCII target's own bytes (they are its text:
     /// no String made), any other's through `targetString`. The one place that decides it for
     /// the URL, the target fields and the cache key.
+    /// A target that is not UTF-8 (a client that sent Latin-1 or raw bytes) has its bytes above
+    /// ASCII percent-encoded as sent (`%D9`): read as Latin-1 and encoded again they became
+    /// other bytes (`%C3%99`), a URL the client never asked for.
     func withTargetUTF8<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         if target.withUnsafeBufferPointer({ isASCII($0) }) { return target.withUnsafeBufferPointer(body) }
+        if target.withUnsafeBufferPointer({ String(validating: $0, as: UTF8.self) }) == nil {
+            var escaped: [UInt8] = []
+            escaped.reserveCapacity(target.count * 3)
+            let hex = Array("0123456789ABCDEF".utf8)
+            for b in target {
+                if b < 0x80 { escaped.append(b) } else { escaped += [0x25, hex[Int(b >> 4)], hex[Int(b & 15)]] }
+            }
+            return escaped.withUnsafeBufferPointer(body)
+        }
         return withUTF8Bytes(of: targetString, body)
     }
 

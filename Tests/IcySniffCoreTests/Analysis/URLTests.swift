@@ -35,6 +35,14 @@ import Testing
         #expect(url(target: "/end ") == "http://example.com/end")
     }
 
+    /// A target that is not UTF-8 (Latin-1 "é" is the byte E9): its URL percent-encodes the
+    /// bytes as sent (%E9), not their Latin-1 reading encoded again as UTF-8 (%C3%A9).
+    @Test func aTargetThatIsNotUTF8KeepsItsBytes() throws {
+        let request = Array("GET /caf".utf8) + [0xE9, 0xD9] + Array("?q=\u{7f} HTTP/1.1\r\nHost: example.com\r\n\r\n".utf8)
+        let t = try #require(Transcript(blocks: [(.client, request), (.server, Array("HTTP/1.1 204 No Content\r\n\r\n".utf8))]).run().first)
+        #expect(t.url == "http://example.com/caf%E9%D9?q=%7F")
+    }
+
     @Test func everyByteIsKeptOrEncodedAsRFC3986Says() {
         // Unreserved (§2.3), reserved (§2.2) and "%" (escapes already made) are kept; every
         // other byte, controls and non-ASCII included, is encoded.
