@@ -207,6 +207,12 @@ public enum CaptureSets {
             }
         }
         if out.hasSuffix("#") { out.removeLast() }
+        // icy-sniff's own -C rotation (and its name taken: the next number) puts the counter
+        // before the extension, the first file without it: `x.pcap`, `x.1.pcap`, `x.2.pcap`.
+        let chars = Array(out)
+        if let i = (0..<max(0, chars.count - 2)).last(where: { chars[$0] == "." && chars[$0 + 1] == "#" && chars[$0 + 2] == "." }) {
+            out = String(chars[..<i]) + String(chars[(i + 2)...])
+        }
         return out
     }
 
