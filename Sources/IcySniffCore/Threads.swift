@@ -4,8 +4,8 @@ import Glibc
 
 /// Starts a thread that runs `body`, which it holds (and all `body` captures) until `body`
 /// returns; nil when no thread can be started. The pipeline's helper threads (export,
-/// decryption) start here.
-func startThread(_ body: @escaping () -> Void) -> pthread_t? {
+/// decryption), and `diff`'s feed of a FIFO, start here.
+public func startThread(_ body: @escaping () -> Void) -> pthread_t? {
     let context = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
     var t = pthread_t()
     let rc = pthread_create(&t, nil, { context in

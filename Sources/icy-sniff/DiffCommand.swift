@@ -81,11 +81,15 @@ struct DiffCommand: ParsableCommand {
     static func read(_ path: String, name: String, client: ClientNetwork?, keyLog: KeyLog?,
                      options: ExportOptions) -> Result<ComparisonSide, Problem> {
         let side = ComparisonSide(name: name)
-        if FileSystem.kind(of: path) != .directory, let first = firstByte(path), first == UInt8(ascii: "{") {
-            guard let bytes = readAll(path) else { return .failure(Problem(text: "\(path): cannot be read")) }
-            return readJSON(bytes, path: path, into: side, client: client, options: options)
+        var capturePath = path
+        if FileSystem.kind(of: path) != .directory {
+            guard let input = DiffInput(path: path) else {
+                return .failure(Problem(text: "\(path): cannot be read: \(String(cString: strerror(errno)))"))
+            }
+            if input.peek() == UInt8(ascii: "{") { return readJSON(input, path: path, into: side, client: client, options: options) }
+            capturePath = input.captureFeed(path: path)
         }
-        let expanded = CaptureList.expand([path], join: true, joinListed: false)
+        let expanded = CaptureList.expand([capturePath], join: true, joinListed: false)
         if let problem = expanded.problems.first { return .failure(Problem(text: problem)) }
         guard !expanded.sets.isEmpty else { return .failure(Problem(text: "\(path): no captures found")) }
         var pipelineOptions = PipelineOptions()
@@ -108,27 +112,6 @@ struct DiffCommand: ParsableCommand {
             run.finish()
         }
         return .success(side)
-    }
-
-    static func firstByte(_ path: String) -> UInt8? {
-        guard let f = fopen(path, "rb") else { return nil }
-        defer { fclose(f) }
-        var c = fgetc(f)
-        while c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 { c = fgetc(f) }
-        return c == EOF ? nil : UInt8(c)
-    }
-
-    static func readAll(_ path: String) -> [UInt8]? {
-        guard let f = fopen(path, "rb") else { return nil }
-        defer { fclose(f) }
-        var out: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let n = fread(&buffer, 1, buffer.count, f)
-            if n > 0 { out.append(contentsOf: buffer[0..<n]) }
-            if n < buffer.count { break }
-        }
-        return ferror(f) == 0 ? out : nil
     }
 
     // A HAR's entries and an NDJSON row, as far as the comparison reads them.
@@ -164,28 +147,47 @@ struct DiffCommand: ParsableCommand {
         return client.contains(parsed.address)
     }
 
-    static func readJSON(_ bytes: [UInt8], path: String, into side: ComparisonSide, client: ClientNetwork?,
+    /// A HAR entry at a time, or an NDJSON line at a time (`DiffInput`): a HAR by its first
+    /// key, `log`. A line that is no transaction row, or longer than a row can be, fails the side
+    /// with its number; so does a HAR entry that is not one (one past the cap is counted, said).
+    static func readJSON(_ input: DiffInput, path: String, into side: ComparisonSide, client: ClientNetwork?,
                          options: ExportOptions) -> Result<ComparisonSide, Problem> {
         let decoder = JSONDecoder()
-        if let har = try? decoder.decode(HAR.self, from: Data(bytes)) {
-            for e in har.log.entries where isFrom(e._clientIPAddress, client) {
+        if input.firstKey() == "log" {
+            var bad = 0, tooLarge = 0
+            let found = input.forEachEntry { bytes in
+                guard let bytes else { tooLarge += 1; return }
+                guard let e = try? decoder.decode(HAR.Entry.self, from: Data(bytes)) else { bad += 1; return }
+                guard isFrom(e._clientIPAddress, client) else { return }
                 side.add(ComparisonRow(method: e.request.method, url: e.request.url, status: e.response.status,
                                        bytes: max(0, e.response.bodySize ?? 0), verdict: e._cache?.verdict ?? "",
                                        timeMilliseconds: e.time ?? 0, options: options))
             }
+            if input.failed { return .failure(Problem(text: "\(path): cannot be read to its end")) }
+            guard found, bad == 0 else {
+                return .failure(Problem(text: found ? "\(path): \(bad) of its entries are not HAR entries" : "\(path): a JSON object without log.entries is not a HAR"))
+            }
+            if tooLarge > 0 { Diagnostics.warning("\(path): \(tooLarge) entries larger than \(DiffInput.maxEntry >> 20) MiB were not compared") }
             return .success(side)
         }
         var lineNumber = 0
-        for line in bytes.split(separator: 0x0A) where !line.allSatisfy({ $0 == 0x20 || $0 == 0x0D }) {
+        while true {
             lineNumber += 1
-            guard let row = try? decoder.decode(Row.self, from: Data(line)), let url = row.url else {
-                return .failure(Problem(text: "\(path): line \(lineNumber) is not a transaction of icy-sniff's NDJSON (nor is the file a HAR)"))
+            switch input.line(max: DiffInput.maxRow) {
+            case .end:
+                return input.failed ? .failure(Problem(text: "\(path): cannot be read to its end")) : .success(side)
+            case .tooLong:
+                return .failure(Problem(text: "\(path): line \(lineNumber) is longer than \(DiffInput.maxRow >> 20) MiB: not a transaction of icy-sniff's NDJSON"))
+            case .line(let l):
+                if l.allSatisfy({ $0 == 0x20 || $0 == 0x0D || $0 == 0x09 }) { continue }
+                guard let row = try? decoder.decode(Row.self, from: Data(l)), let url = row.url else {
+                    return .failure(Problem(text: "\(path): line \(lineNumber) is not a transaction of icy-sniff's NDJSON (nor is the file a HAR)"))
+                }
+                guard isFrom(row.client_ip, client) else { continue }
+                side.add(ComparisonRow(method: row.method ?? "", url: url, status: row.status ?? 0, bytes: row.response_encoded_len ?? 0,
+                                       verdict: row.cache.map(CacheAssessment.verdict(ofLabel:)) ?? "", timeMilliseconds: row.time_ms ?? 0,
+                                       options: options))
             }
-            guard isFrom(row.client_ip, client) else { continue }
-            side.add(ComparisonRow(method: row.method ?? "", url: url, status: row.status ?? 0, bytes: row.response_encoded_len ?? 0,
-                                   verdict: row.cache.map(CacheAssessment.verdict(ofLabel:)) ?? "", timeMilliseconds: row.time_ms ?? 0,
-                                   options: options))
         }
-        return .success(side)
     }
 }

@@ -65,6 +65,33 @@ import Testing
         #expect(bad.status == 2 && bad.stderr.contains("line 1"), "\(bad.stderr)")
     }
 
+    /// Sides read as they stream: FIFOs (each opened once: a capture through a FIFO hung, the
+    /// FIFO opened twice), a HAR and an NDJSON through them, a line too long for a row said with
+    /// its number (a 50 MB line was taken for a transaction), a HAR entry past its cap counted.
+    @Test(.timeLimit(.minutes(5)))
+    func sidesStreamThroughFIFOsAndLinesHaveACap() throws {
+        let dir = CLI.temporaryDirectory()
+        let har = dir.appendingPathComponent("before.har").path, nd = dir.appendingPathComponent("after.ndjson").path
+        #expect(try CLI.run(["-r", Self.before, "--har", "-o", har, "--quiet"]).status == 0)
+        #expect(try CLI.run(["-r", Self.after, "--format", "ndjson", "-o", nd, "--quiet"]).status == 0)
+        let expected = try Self.json(Self.before, Self.after)
+        for (a, b) in [(Self.before, Self.after), (har, nd)] {
+            let r = try CLI.run(["-c", "\"$0\" diff <(cat \"$1\") <(cat \"$2\") --format json", CLI.binary, a, b], executable: "/bin/bash")
+            #expect(r.status == 0, "\(r.stderr)")
+            let d = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any], "\(r.stderr)")
+            for key in ["added", "removed", "countChanged", "cacheChanged", "sizeChanged"] {
+                #expect(Self.urls(d, key) == Self.urls(expected, key), "\(a) through a FIFO: \(key)")
+            }
+        }
+        let long = dir.appendingPathComponent("long.ndjson")
+        var text = try String(contentsOfFile: nd, encoding: .utf8)
+        text += "{\"url\":\"http://a.test/\(String(repeating: "x", count: 2 << 20))\"}\n"
+        try text.write(to: long, atomically: true, encoding: .utf8)
+        let r = try CLI.run(["diff", Self.before, long.path])
+        let rows = text.split(separator: "\n").count
+        #expect(r.status == 2 && r.stderr.contains("line \(rows) is longer than 1 MiB"), "\(r.stderr)")
+    }
+
     /// Two phones in one hotspot capture (two-phones.pcap: the two loads with their clients set
     /// to 10.0.0.5 and 10.0.0.7): compared device against device, they differ as the loads do;
     /// each phone's cache is its own (the second phone's first style sheet is not avoidable).
