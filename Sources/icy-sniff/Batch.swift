@@ -79,6 +79,17 @@ struct CaptureList {
         return [".pcap", ".pcapng", ".cap", ".dmp"].contains { String(bare.reversed()).hasSuffix($0) }
     }
 
+    /// The key log beside a capture, `NAME.keys` for `NAME.pcap` (`.pcapng`, compressed or
+    /// not), when there is one and --keylog does not name it already.
+    static func keyLogBeside(_ capture: String) -> String? {
+        guard capture != "-", FileSystem.kind(of: capture) == .file else { return nil }
+        var base = Substring(capture)
+        for suffix in [".gz", ".zst", ".xz", ".bz2", ".lz4"] where base.lowercased().hasSuffix(suffix) { base = base.dropLast(suffix.count); break }
+        for suffix in [".pcapng", ".pcap", ".cap"] where base.lowercased().hasSuffix(suffix) { base = base.dropLast(suffix.count); break }
+        let keys = base + ".keys"
+        return FileSystem.kind(of: String(keys)) == .file ? String(keys) : nil
+    }
+
     /// "a/b.pcap.gz" → "a/b".
     static func stem(_ name: String) -> String {
         var s = name
@@ -293,6 +304,12 @@ struct BatchRunner {
         // One core per capture: the jobs use the others.
         var runOptions = AnalysisRun.Options()
         runOptions.pipeline = frontend.pipelineOptions
+        if let beside = CaptureList.keyLogBeside(set.paths.first ?? "") {
+            // NAME.keys beside NAME.pcap (as captures/ lays out its samples), with --keylog's.
+            do { runOptions.pipeline.keyLog = try KeyLog(paths: frontend.input.keylog + [beside]) } catch {
+                result.notes.append("\(beside): \(error.message); the capture is read without it")
+            }
+        }
         runOptions.captureFilter = frontend.input.filter
         runOptions.fileReader = frontend.input.fileReader
         runOptions.maxPackets = frontend.input.count
@@ -308,7 +325,7 @@ struct BatchRunner {
             }
             progress.update(index, position: done + source.inputPosition)
         }
-        result.notes = outcomes.compactMap(\.continuity)
+        result.notes += outcomes.compactMap(\.continuity)
         // The set's worst outcome is its status (a failed piece fails it, as a damaged one damages it).
         for outcome in outcomes {
             switch outcome.status {

@@ -50,6 +50,21 @@ import Testing
         #expect(forced.status == 0)
     }
 
+    /// A batch uses NAME.keys beside NAME.pcap, as captures/ lays out its samples: the HTTP/3
+    /// sample's 8 transactions are decrypted in the folder as with --keylog alone (it ignored
+    /// the key log and listed the connections only).
+    @Test func aKeyLogBesideItsCaptureIsUsed() throws {
+        let dir = CLI.temporaryDirectory()
+        for name in ["h3-sample.pcap", "h3-sample.keys", "wikipedia.pcap"] {
+            try FileManager.default.copyItem(atPath: CLI.capture(name), toPath: dir.appendingPathComponent(name).path)
+        }
+        let r = try CLI.run(["-r", dir.path, "--format", "tsv", "--fields", "capture,protocol,status"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let h3 = r.text.split(separator: "\n").filter { $0.contains("h3-sample.pcap") && $0.contains("\th3\t") }
+        #expect(h3.count == 8, "\(r.text)")
+        #expect(r.stderr.contains("2 captures (0 failed, 0 damaged, 1 other files skipped)"), "\(r.stderr)")
+    }
+
     /// A file named as a capture that is none fails as it does alone (exit 2, said); it was
     /// skipped with the folder's other files, exit 0.
     @Test func aFileNamedAsACaptureThatIsNoneFails() throws {
