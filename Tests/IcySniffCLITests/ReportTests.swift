@@ -43,6 +43,16 @@ import Testing
     /// narrows, URLs are cut in the middle, prose wraps with its indent; in a pipe, whole lines
     /// (a URL stays whole for grep). QUIC connections are not "HTTP/1.x hosts with parallel
     /// connections" (issue 30).
+    /// The wasted bytes are the sum of the avoidable requests listed (their wire bytes: the
+    /// bodies were listed, 90 B and 0 B of 630).
+    @Test func theAvoidableBytesAreTheSumOfTheListed() throws {
+        let r = try CLI.run(["report", "-r", CLI.capture("nginx-cache-demo.pcap.gz"), "--format", "json"])
+        let reports = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [[String: Any]], "\(r.stderr)")
+        let report = try #require(reports.first)
+        let avoidable = try #require(report["avoidable"] as? [[String: Any]])
+        #expect(avoidable.count == 2 && avoidable.compactMap { $0["bytes"] as? Int }.reduce(0, +) == report["avoidableBytes"] as? Int, "\(avoidable)")
+    }
+
     @Test func reportFitsEightyColumns() throws {
         let captures = ["wikipedia.pcap", "nginx-cache-demo.pcap.gz", "h3-sample.pcap", "tunnel-sample.pcap", "tls-sample.pcap", "h2c-sample.pcap"]
         var args = ["report"]

@@ -364,6 +364,9 @@ public final class ReportCollector: TransactionSink {
         if let cache {
             if cache.avoidable {
                 var l = line
+                // What was wasted is what crossed the network: the listed bytes add up to the
+                // total (the body's bytes were listed against the wire's total: 90 B and 0 B of 630).
+                l.bytes = resp.wireBytes
                 l.note = cache.notModified ? "revalidated while fresh" : "re-fetched while fresh"
                 r.avoidable.append(l)
                 r.avoidableBytes += resp.wireBytes
@@ -393,7 +396,11 @@ public final class ReportCollector: TransactionSink {
             }
             lastOK.set(TextKey(key), (etag, lm))
         }
-        if Report.isText(type), resp.headers.first(.contentEncoding) == nil, resp.bodyBytes >= 1024 {
+        // Only where the client offered a coding the server could have used: a client that
+        // offers none gets its text as it asked.
+        let offered = (t.request?.headers.first("accept-encoding") ?? "").lowercased()
+        let couldCompress = ["gzip", "br", "zstd", "deflate"].contains { offered.contains($0) }
+        if Report.isText(type), couldCompress, resp.headers.first(.contentEncoding) == nil, resp.bodyBytes >= 1024 {
             r.uncompressedText.append(line)
             r.uncompressedTextBytes += resp.bodyBytes
         }

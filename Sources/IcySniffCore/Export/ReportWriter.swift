@@ -191,14 +191,14 @@ public enum ReportWriter {
             if t.redirectChainCount > maxLines { line("  … \(t.redirectChainCount - min(maxLines, t.redirectChains.count)) more") }
             line()
         }
-        list("Avoidable requests (a stored response was still fresh)", r.avoidable, extra: r.avoidable.isEmpty ? "" : ", \(bytes(r.avoidableBytes)) wasted")
+        list("Avoidable requests (a stored response was still fresh)", r.avoidable, extra: r.avoidable.isEmpty ? "" : ", \(bytes(r.avoidableBytes)) wasted on the wire")
         list("Revalidations answered 304", r.notModified, extra: t.revalidations == 0 ? ""
              : ", \(num(t.revalidationMilliseconds, 0)) ms of request time and \(bytes(t.revalidationWireBytes)) of headers (each a round trip a longer freshness lifetime would save)")
         list("Re-downloaded unchanged (200 with the same validator)", r.unchangedRedownloads)
         list("Fresh by heuristic only (no max-age or Expires)", r.heuristicOnly)
         list("Static assets without a freshness lifetime", r.staticWithoutLifetime)
         list("Static assets without a validator (ETag, Last-Modified)", r.staticWithoutValidator)
-        list("Text responses sent uncompressed (≥ 1 kB)", r.uncompressedText, extra: r.uncompressedText.isEmpty ? "" : ", \(bytes(r.uncompressedTextBytes))")
+        list("Text responses sent uncompressed to a client that offered a coding (≥ 1 kB)", r.uncompressedText, extra: r.uncompressedText.isEmpty ? "" : ", \(bytes(r.uncompressedTextBytes))")
         if !r.injectionSuspected.isEmpty {
             list("Contradicted by a later copy of the same bytes (injection suspected: a forged response racing the real one, or a broken middlebox)",
                  r.injectionSuspected)

@@ -4,6 +4,21 @@ import Testing
 /// The report's tables stay bounded whatever names the clients send: hosts past
 /// `Report.hostsCounted` are counted together, a host name is kept to 255 bytes.
 @Suite struct ReportBoundsTests {
+    /// "Sent uncompressed" is said of a text response only when its request offered a coding
+    /// the server could have used (it was said of every large text response).
+    @Test func uncompressedTextOnlyWhereACodingWasOffered() {
+        let body = String(repeating: "<p>text</p>", count: 200)
+        let collector = ReportCollector()
+        for offered in ["", "Accept-Encoding: identity\r\n", "Accept-Encoding: gzip, br\r\n"] {
+            for t in Transcript(blocks: [(.client, Array("GET /page HTTP/1.1\r\nHost: a.test\r\n\(offered)\r\n".utf8)),
+                                         (.server, Array("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8))]).run() {
+                collector.consume(t)
+            }
+        }
+        let r = collector.report(capture: "codings")
+        #expect(r.uncompressedText.count == 1 && r.uncompressedTextBytes == UInt64(body.utf8.count))
+    }
+
     @Test func hostNamesAreCutAt255Bytes() {
         #expect(Report.hostKey("Example.COM") == "example.com")
         let long = String(repeating: "a", count: 9000) + ".example"
