@@ -118,8 +118,10 @@ struct Analyze: ParsableCommand {
         }
         _ = try filters.makeFilter()
         if let fields = output.fields {
-            for name in Field.parseList(fields) where Field(rawValue: name) == nil {
-                throw ValidationError("unknown field '\(name)'; fields: \(Field.allCases.map(\.rawValue).joined(separator: ","))")
+            // --connections has columns of its own (docs/OUTPUT.md).
+            let known = output.connections ? ConnectionListWriter.columns : Field.allCases.map(\.rawValue)
+            for name in Field.parseList(fields) where !known.contains(name) {
+                throw ValidationError("unknown field '\(name)'\(output.connections ? " of --connections" : ""); fields: \(known.joined(separator: ","))")
             }
         }
     }

@@ -262,6 +262,7 @@ struct Frontend {
         var factory = SinkFactory(format: format)
         factory.options = exportOptions
         factory.fields = fields
+        if output.connections { factory.connectionFields = output.fields.map(Field.parseList) }
         factory.filter = filter
         factory.connections = output.connections
         return factory

@@ -128,6 +128,19 @@ import Testing
         #expect(try avoidable([]) == [true])
     }
 
+    /// `--fields` picks `--connections`'s columns in TSV and CSV (it knew the transactions'
+    /// only: "unknown field 'id'"); a name of neither list is one line, exit 64.
+    @Test func fieldsPickConnectionColumns() throws {
+        let r = try CLI.run(["-r", CLI.capture("tls-sample.pcap"), "--connections", "--format", "tsv", "--fields", "sni,id,bytes_from_server", "--quiet"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let rows = r.text.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false) }
+        #expect(rows.first == ["sni", "id", "bytes_from_server"] && rows.count > 1 && rows.dropFirst().allSatisfy { $0.count == 3 && $0[1].hasPrefix("C") }, "\(r.text)")
+        let csv = try CLI.run(["-r", CLI.capture("tls-sample.pcap"), "--connections", "--format", "csv", "--fields", "id", "--quiet"])
+        #expect(csv.text.split(separator: "\n").first == "id")
+        let bad = try CLI.run(["-r", CLI.capture("tls-sample.pcap"), "--connections", "--fields", "url"])
+        #expect(bad.status == 64 && bad.stderr.contains("unknown field 'url' of --connections"), "\(bad.stderr)")
+    }
+
     /// `--client`: one device's transactions and connections; a client that is no address is
     /// the user's error, said in one line.
     @Test func clientFilterKeepsOneDevice() throws {

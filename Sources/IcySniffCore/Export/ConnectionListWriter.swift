@@ -21,8 +21,10 @@ public final class ConnectionListWriter: OutputSink {
     private var wroteLines = false
     private let layout: [(column: TableColumn, width: Int)]
 
-    static let columns = ["id", "transport", "start", "client", "server", "handshake_ms", "bytes_from_client", "bytes_from_server", "packets", "gaps", "missed_bytes", "history", "anomalies",
-                          "tls_version", "sni", "alpn", "cipher", "tls_handshake_ms", "resumed", "seen"]
+    public static let columns = ["id", "transport", "start", "client", "server", "handshake_ms", "bytes_from_client", "bytes_from_server", "packets", "gaps", "missed_bytes", "history", "anomalies",
+                                 "tls_version", "sni", "alpn", "cipher", "tls_handshake_ms", "resumed", "seen"]
+    /// `--fields` for TSV and CSV: the columns written, in this order (positions in `columns`).
+    public var fields: [Int]? = nil
 
     /// The terminal table's columns.
     enum TableColumn: String, CaseIterable {
@@ -91,7 +93,7 @@ public final class ConnectionListWriter: OutputSink {
         case .table:
             output.write(tableLine(layout.map { ($0.column, $0.column.rawValue) }) + "\n")
         case .tsv, .csv, .heads:
-            output.write(Self.columns.joined(separator: format == .csv ? "," : "\t") + "\n")
+            output.write((fields?.map { Self.columns[$0] } ?? Self.columns).joined(separator: format == .csv ? "," : "\t") + "\n")
         }
     }
 
@@ -136,6 +138,7 @@ public final class ConnectionListWriter: OutputSink {
             row.append(text(s.weirds.map { $0.0.rawValue }.joined(separator: ",")))
             row += [version, s.tls?.sni.map(text) ?? "", s.tls?.alpn.map(text) ?? "", s.tls?.cipherName.map(text) ?? ""]
             row += [s.tls?.handshakeMilliseconds.map { String(format3: $0) } ?? "", resumed, text(s.seenText ?? "")]
+            if let fields { row = fields.map { row[$0] } }
             return row.joined(separator: format == .csv ? "," : "\t") + "\n"
         }
     }

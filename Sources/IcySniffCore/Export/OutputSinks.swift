@@ -67,6 +67,8 @@ public struct SinkFactory {
     public var filter = TransactionFilter()
     /// Counts what the filter saw and kept (the summary line), when given.
     public var filterTally: FilterTally? = nil
+    /// `--connections --fields`: the connection columns to write (TSV, CSV), by name.
+    public var connectionFields: [String]? = nil
     /// `--connections`: list connections instead of transactions.
     public var connections = false
     /// Live captures: every row reaches the output as soon as it is written.
@@ -108,6 +110,7 @@ public struct SinkFactory {
     private func makeWriter(_ output: OutputFile) -> OutputSink {
         if connections {
             let writer = ConnectionListWriter(output: output, format: format)
+            writer.fields = connectionFields?.compactMap { ConnectionListWriter.columns.firstIndex(of: $0) }
             writer.streaming = flushEachRow
             return writer
         }
