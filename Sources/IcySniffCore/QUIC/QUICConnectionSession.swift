@@ -35,7 +35,13 @@ final class QUICConnectionSession {
     var lastSeen: Timestamp { connection.lastSeen }
     /// Connection IDs the tracker should route to this connection (drained by it).
     var newCIDs: [[UInt8]] = [] {
-        didSet { for cid in newCIDs { knownCIDs.insert(CIDKey(cid)) } }
+        didSet {
+            for cid in newCIDs where knownCIDs.insert(CIDKey(cid)).inserted {
+                knownOrder.append(CIDKey(cid))
+                // The oldest go past the cap (the tracker forgets them too, and names it).
+                if knownOrder.count > QUICTracker.maxCIDsPerConnection { knownCIDs.remove(knownOrder.removeFirst()) }
+            }
+        }
     }
     /// The client's Initial DCIDs, newest first: the Initial keys derive from the current one
     /// (after a Retry, the Retry's SCID).
@@ -332,8 +338,10 @@ final class QUICConnectionSession {
         return knownCIDs.contains(dcid)
     }
 
-    /// Every CID either side announced (the tracker routes by them too).
+    /// Every CID either side announced (the tracker routes by them too), the newest
+    /// `QUICTracker.maxCIDsPerConnection`, in the order they came.
     private var knownCIDs = Set<CIDKey>()
+    private var knownOrder: [CIDKey] = []
 
     /// Where the next packet starts in a datagram that holds several short-header packets: a
     /// capture on the sending host sees UDP GSO's super-datagrams (equal segments, one after the

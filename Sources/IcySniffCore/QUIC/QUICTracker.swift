@@ -269,11 +269,7 @@ final class QUICTracker {
     private func discard(_ s: QUICConnectionSession) {
         open[ObjectIdentifier(s)] = nil
         let mine = registered.removeValue(forKey: ObjectIdentifier(s)) ?? ([], [])
-        for cid in mine.cids where byCID[cid] === s {
-            byCID[cid] = nil
-            cidLengths[cid.length, default: 1] -= 1
-            if cidLengths[cid.length] == 0 { cidLengths[cid.length] = nil }
-        }
+        for cid in mine.cids { unroute(cid, from: s) }
         if recentShort.contains(where: { $0.session === s }) {
             recentShort.removeAll { $0.session === s }
             recentNext = recentShort.count
@@ -286,13 +282,37 @@ final class QUICTracker {
         registered[ObjectIdentifier(s), default: ([], [])].pairs.append(pair)
     }
 
+    /// Connection IDs followed per connection: a peer uses a few at once (its
+    /// active_connection_id_limit, RFC 9000 §5.1.1) and retires the rest; past this the oldest
+    /// are forgotten, named `quic_connection_ids_capped` (200,000 NEW_CONNECTION_ID frames took
+    /// 81 MiB).
+    static let maxCIDsPerConnection = 1024
+
     /// Routes datagrams with this DCID to `s` (a zero-length CID routes nothing: by address).
     private func register(_ cid: [UInt8], for s: QUICConnectionSession) {
         let key = CIDKey(cid)
         guard !cid.isEmpty, byCID[key] !== s else { return }
         if byCID[key] == nil { cidLengths[cid.count, default: 0] += 1 }
         byCID[key] = s
-        registered[ObjectIdentifier(s), default: ([], [])].cids.append(key)
+        let id = ObjectIdentifier(s)
+        registered[id, default: ([], [])].cids.append(key)
+        if registered[id]!.cids.count > Self.maxCIDsPerConnection {
+            let old = registered[id]!.cids.removeFirst()
+            unroute(old, from: s)
+            if s.connection.weirds[.quicConnectionIDsCapped] == nil { s.connection.note(.quicConnectionIDsCapped) }
+        }
+    }
+
+    /// Stops routing `cid` to `s` (when it still does).
+    private func unroute(_ cid: CIDKey, from s: QUICConnectionSession) {
+        guard byCID[cid] === s else { return }
+        byCID[cid] = nil
+        cidLengths[cid.length, default: 1] -= 1
+        if cidLengths[cid.length] == 0 { cidLengths[cid.length] = nil }
+        if let i = recentShort.firstIndex(where: { $0.key == cid }) {
+            recentShort.remove(at: i)
+            recentNext = recentShort.count
+        }
     }
 
     private func deliver(_ d: UDPDatagram, to s: QUICConnectionSession) {
