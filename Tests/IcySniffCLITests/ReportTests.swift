@@ -51,6 +51,11 @@ import Testing
         let report = try #require(reports.first)
         let avoidable = try #require(report["avoidable"] as? [[String: Any]])
         #expect(avoidable.count == 2 && avoidable.compactMap { $0["bytes"] as? Int }.reduce(0, +) == report["avoidableBytes"] as? Int, "\(avoidable)")
+        // curl's requests belong to no browser page: said so, not drawn as one page.
+        let text = try CLI.run(["report", "-r", CLI.capture("nginx-cache-demo.pcap.gz")]).text
+        #expect(text.contains("Requests outside any browser page: 12,") && !text.contains("Pages as the HAR groups them"), "\(text)")
+        let wiki = try CLI.run(["report", "-r", CLI.capture("wikipedia.pcap")]).text
+        #expect(wiki.contains("Pages as the HAR groups them: 1") && !wiki.contains("outside any browser page"), "\(wiki)")
     }
 
     @Test func reportFitsEightyColumns() throws {

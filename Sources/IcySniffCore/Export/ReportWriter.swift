@@ -148,16 +148,23 @@ public enum ReportWriter {
         if let span = t.spanMilliseconds, let first = t.first, let last = t.last {
             line("Where the time goes (all in ms; server = TTFB minus the connection's round trip, the network's share):")
             line("  span \(num(span, 0)) ms from the first request \(first.iso8601(fractionDigits: 3)) to the last response byte \(last.iso8601(fractionDigits: 3))")
-            if t.pageCount > 0 {
-                line("Pages as the HAR groups them: \(t.pageCount)\(t.pageCount > t.longestPages.count ? ", the \(t.longestPages.count) longest" : "")"
+            // Requests outside any browser page (an app's, curl's) are no page: they are said in a
+            // line of their own, not drawn with a span across hosts and minutes as if they were one.
+            let documents = t.longestPages.filter(\.document)
+            let outside = t.longestPages.filter { !$0.document }
+            let documentCount = t.pageCount - outside.count
+            if documentCount > 0 {
+                line("Pages as the HAR groups them: \(documentCount)\(documentCount > documents.count ? ", the \(documents.count) longest" : "")"
                      + " (span = first request to last response byte)")
                 line("     span  requests       wire  page")
-                for p in t.longestPages {
+                for p in documents {
                     let size = bytes(p.wireBytes)
-                    let what = p.document ? "" : "  (requests outside any browser page)"
                     let when = narrow ? "" : "  \(p.first.iso8601(fractionDigits: 3))"
-                    line("  \(num(p.spanMilliseconds))  \(column(String(p.requests), 8))  \(column(size, 9))  \(cut(p.title))\(when)\(what)")
+                    line("  \(num(p.spanMilliseconds))  \(column(String(p.requests), 8))  \(column(size, 9))  \(cut(p.title))\(when)")
                 }
+            }
+            for p in outside {
+                line("Requests outside any browser page: \(p.requests), \(bytes(p.wireBytes)) on the wire (no page: not drawn as one)")
             }
             if narrow {
                 // 80 columns: the connect and receive phases give way (the JSON has them all).
