@@ -1,5 +1,5 @@
 /// Errors a user or the environment causes when opening or reading a capture. Each has one line of
-/// text for the user and an exit code (documented in `icy-sniff --help` and docs/CLI.md).
+/// text for the user and an exit code (documented in `icy-sniff --help` and its manual page, `man icy-sniff`: EXIT CODES).
 public enum CaptureError: Error, Equatable, Sendable {
     case cannotOpen(path: String, reason: String)
     case emptyFile(path: String)

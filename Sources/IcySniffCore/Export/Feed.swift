@@ -4,7 +4,7 @@
 /// Input: the `TransactionSink` calls of the pipeline (after the cache judgement and the filter,
 /// so the page shows what the files show). Output: `FeedItem`s, in order, to a `FeedConsumer`.
 /// The encodings are the outputs' own, so the page and the files never disagree: a transaction's
-/// NDJSON row (docs/NDJSON.md) for the list, and its `TransactionArchive`, from which
+/// NDJSON row (docs/OUTPUT.md, NDJSON) for the list, and its `TransactionArchive`, from which
 /// `FeedEntries` makes its HAR entry when one is asked for (the detail pane, the HAR export, a
 /// search): an entry costs ~27,000 instructions to encode, its archive a fraction, and most are
 /// never looked at. A page as HAR's `log.pages` item (the HAR writer's page grouping,

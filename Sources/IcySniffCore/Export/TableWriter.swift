@@ -9,7 +9,7 @@ public enum TableFormat: Sendable {
     case webSocketMessages
 }
 
-/// A column of the tabular outputs (`--fields`); names are stable and documented in docs/CLI.md.
+/// A column of the tabular outputs (`--fields`); names are stable and documented in docs/OUTPUT.md (Tables).
 public enum Field: String, CaseIterable, Sendable {
     case time, capture, connection, depth, client, server, method, host, path, url, version, proto = "protocol", status, reason,
          contentType = "type", requestSize = "req_size", size, encodedSize = "encoded_size",
@@ -585,7 +585,7 @@ extension Substring {
     }
 }
 
-/// One transaction as a flat JSON object (docs/NDJSON.md lists the fields).
+/// One transaction as a flat JSON object (docs/OUTPUT.md, NDJSON, lists the fields).
 enum NDJSONEncoder {
     static func write(_ t: Transaction, to w: JSONWriter, options: ExportOptions) {
         let req = t.request, resp = t.response
