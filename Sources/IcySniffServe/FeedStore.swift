@@ -227,7 +227,8 @@ public final class FeedStore: FeedConsumer, @unchecked Sendable {
     /// Records `after` a seq, as a JSON array of `{"seq","kind","page","open","data"}` objects
     /// (docs/WEBVIEW.md), at most `limit` of them and about `maxBytes`.
     func records(after: Int, limit: Int, maxBytes: Int = 1 << 20) -> (json: [UInt8], last: Int, count: Int) {
-        // `after` past the last record asks for what is not there yet: nothing, numbered from it.
+        // `after` past the last record asks for what is not there yet: nothing, and `last` is
+        // the last record's seq; before the first (negative), from the first.
         let (from, chosen, pages): (Int, [Record], [String]) = lock.withLock {
             let from = min(max(0, after), records.count), to = from + min(max(0, limit), records.count - from)
             return (from, from < to ? Array(records[from..<to]) : [], pageIDs)

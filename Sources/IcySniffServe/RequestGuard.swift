@@ -1,4 +1,5 @@
 import IcySniffCore
+import NIOConcurrencyHelpers
 import NIOHTTP1
 #if canImport(Glibc)
 import Glibc
@@ -30,6 +31,26 @@ enum RequestGuard {
         /// The socket buffer of one response above which the server stops writing to it (an
         /// event stream then skips records, as docs/WEBVIEW.md says), and the size of one event.
         static let writeHigh = 256 << 10, writeLow = 64 << 10, eventBytes = 64 << 10
+    }
+
+    /// A count the server's connections share under a limit: the connections open, the event
+    /// streams, the bytes of request bodies being received. One lock for each; taken on the
+    /// event loop, given back when a connection or a request is done with it.
+    final class Allowance: Sendable {
+        private let used = NIOLockedValueBox(0)
+        let limit: Int
+        init(_ limit: Int) { self.limit = limit }
+
+        /// Takes `n` more when they fit under the limit; false (nothing taken) when not.
+        func take(_ n: Int = 1) -> Bool {
+            used.withLockedValue { used in
+                guard used + n <= limit else { return false }
+                used += n
+                return true
+            }
+        }
+
+        func give(_ n: Int = 1) { used.withLockedValue { $0 -= n } }
     }
 
     // MARK: The Host header (DNS rebinding)
@@ -117,12 +138,9 @@ enum RequestGuard {
         /// the range, `clampAbove` says whether it is cut to the range's top (a limit) or refused.
         func number(_ name: String, default fallback: Int, in range: ClosedRange<Int>, clampAbove: Bool = false) throws(BadParameter) -> Int {
             guard let text = try value(name) else { return fallback }
-            guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+            guard let n = RequestGuard.wholeNumber(Substring(text)) else {
                 throw BadParameter(message: "\(name) must be a whole number, not \"\(text.prefix(40))\"")
             }
-            // 15 digits fit any Int with room to add to it; more is beyond any record count.
-            let digits = text.drop { $0 == "0" }
-            let n = digits.count > 15 ? Int.max : Int(digits.isEmpty ? "0" : String(digits))!
             if n < range.lowerBound { throw BadParameter(message: "\(name) is at least \(range.lowerBound)") }
             if n > range.upperBound {
                 if clampAbove { return range.upperBound }
@@ -130,6 +148,15 @@ enum RequestGuard {
             }
             return n
         }
+    }
+
+    /// `text` as a whole number: ASCII digits only, at least one; past 15 significant digits
+    /// `Int.max` (15 fit any Int with room to add to it; more is beyond any record count). Nil
+    /// for anything else (a sign, a space, an exponent, an escape).
+    static func wholeNumber(_ text: Substring) -> Int? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        let digits = text.drop { $0 == "0" }
+        return digits.count > 15 ? Int.max : Int(digits.isEmpty ? "0" : digits)!
     }
 
     struct BadParameter: Error {

@@ -139,24 +139,17 @@ public final class WebServer: @unchecked Sendable {
 
     // MARK: Connections
 
-    private let openConnections = NIOLockedValueBox(0)
-    let openStreams = NIOLockedValueBox(0)
+    private let openConnections = RequestGuard.Allowance(RequestGuard.Limits.connections)
+    let openStreams = RequestGuard.Allowance(RequestGuard.Limits.eventStreams)
+    /// Bytes of request bodies buffered now by all connections.
+    let bodiesInFlight = RequestGuard.Allowance(RequestGuard.Limits.bodiesInFlight)
 
     /// Takes a new connection, or refuses it past `RequestGuard.Limits.connections`.
     private func admit(_ channel: Channel) -> Bool {
-        let admitted = openConnections.withLockedValue { n -> Bool in
-            guard n < RequestGuard.Limits.connections else { return false }
-            n += 1
-            return true
-        }
-        if admitted {
-            channel.closeFuture.whenComplete { [openConnections] _ in openConnections.withLockedValue { $0 -= 1 } }
-        }
-        return admitted
+        guard openConnections.take() else { return false }
+        channel.closeFuture.whenComplete { [openConnections] _ in openConnections.give() }
+        return true
     }
-
-    /// Bytes of request bodies buffered now by all connections (`RequestGuard.Limits.bodiesInFlight`).
-    let bodiesInFlight = NIOLockedValueBox(0)
 
     // MARK: Requests
 
@@ -270,8 +263,8 @@ public final class WebServer: @unchecked Sendable {
 
     /// A sequence number in a path: digits only, within `seqRange`; nil otherwise (not found).
     static func seq(_ text: Substring) -> Int? {
-        guard !text.isEmpty, text.count <= 15, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
-        return Int(text)
+        guard text.count <= 15 else { return nil }
+        return RequestGuard.wholeNumber(text)
     }
 
     /// Does `method` on `path` take a request body? Only an export's list of seqs does.
@@ -386,12 +379,7 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
             if body.count + n > RequestGuard.Limits.exportBody {
                 return refuse(.error(.payloadTooLarge, "at most \(RequestGuard.Limits.exportBody >> 20) MiB of seqs"), head: c.head, context: context)
             }
-            let within = server.bodiesInFlight.withLockedValue { total -> Bool in
-                guard total + n <= RequestGuard.Limits.bodiesInFlight else { return false }
-                total += n
-                return true
-            }
-            guard within else {
+            guard server.bodiesInFlight.take(n) else {
                 return refuse(.error(.serviceUnavailable, "too many uploads at once (\(RequestGuard.Limits.bodiesInFlight >> 20) MiB in flight): try again"),
                               head: c.head, context: context)
             }
@@ -410,7 +398,7 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
     private func release() {
         guard !body.isEmpty else { return }
         let n = body.count
-        server.bodiesInFlight.withLockedValue { $0 -= n }
+        server.bodiesInFlight.give(n)
         body = []
     }
 
@@ -431,12 +419,7 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
             do { after = try query.number("after", default: 0, in: WebServer.seqRange) } catch {
                 return respond(.error(.badRequest, error.message), head: h, context: context)
             }
-            let admitted = server.openStreams.withLockedValue { n -> Bool in
-                guard n < RequestGuard.Limits.eventStreams else { return false }
-                n += 1
-                return true
-            }
-            guard admitted else {
+            guard server.openStreams.take() else {
                 return respond(.error(.serviceUnavailable, "\(RequestGuard.Limits.eventStreams) event streams are open already"), head: h, context: context)
             }
             let s = EventStream(server: server, context: context, after: after)
@@ -492,7 +475,7 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
         release()
         if let s = stream {
             s.end()
-            server.openStreams.withLockedValue { $0 -= 1 }
+            server.openStreams.give()
         }
         stream = nil
         context.fireChannelInactive()
@@ -515,7 +498,7 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
 /// was 1,000 events a second, one per wake-up, and the page, not the server, fell behind.
 final class EventStream {
     private let server: WebServer
-    let context: ChannelHandlerContext
+    private let context: ChannelHandlerContext
     private var cursor: Int
     private var subscription = 0
     private var sentRunning: Bool? = nil
@@ -543,8 +526,7 @@ final class EventStream {
         let loop = context.eventLoop
         subscription = server.store.subscribe { loop.execute { bound.value.wake() } }
         keepAlive = loop.scheduleRepeatedTask(initialDelay: .seconds(15), delay: .seconds(15)) { _ in
-            // Only to a reader that reads: a stream that does not is written no further.
-            if bound.value.context.channel.isWritable { bound.value.send(": keep-alive\n\n") }
+            bound.value.send(": keep-alive\n\n")
         }
         pump()
     }
@@ -556,8 +538,10 @@ final class EventStream {
         subscription = 0
     }
 
+    /// Text for the stream, written only to a reader that reads (a stream that does not is
+    /// written no further: its keep-alive comments waited in memory).
     private func send(_ text: String) {
-        guard subscription != 0 else { return }
+        guard subscription != 0, context.channel.isWritable else { return }
         var buffer = context.channel.allocator.buffer(capacity: text.utf8.count)
         buffer.writeString(text)
         context.writeAndFlush(NIOAny(HTTPServerResponsePart.body(.byteBuffer(buffer))), promise: nil)
