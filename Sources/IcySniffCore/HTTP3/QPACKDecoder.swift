@@ -26,8 +26,10 @@ final class QPACKDecoder {
     private(set) var configured = false
     /// The encoder stream lost bytes, or libnghttp3 refused it: the dynamic table is unknown.
     private(set) var tableLost = false
-    /// Field sections were blocked on the encoder stream at some point (the stream ids).
+    /// Field sections were blocked on the encoder stream at some point (the stream ids, in the
+    /// order they first were; the set answers whether one was, without a walk of the list).
     private(set) var blockedStreams: [UInt64] = []
+    private var everBlocked = Set<UInt64>()
 
     typealias Completion = (HeaderFields?, Weird?) -> Void
     private struct Pending {
@@ -156,7 +158,7 @@ final class QPACKDecoder {
             return
         }
         blockedPerStream[p.stream, default: 0] += 1
-        if !blockedStreams.contains(p.stream) { blockedStreams.append(p.stream) }
+        if everBlocked.insert(p.stream).inserted { blockedStreams.append(p.stream) }
         blocked[arrival] = p
         byInsertCount.push(Waiter(ricnt: nghttp3_qpack_stream_context_get_ricnt(c), arrival: arrival))
     }

@@ -19,6 +19,9 @@
 final class QUICConnectionSession {
     let connection: Connection
     private let keyLog: KeyLog?
+    /// A key log that holds secrets, or that a client is writing (live): one may be this
+    /// connection's.
+    private var mayHaveKeys: Bool { keyLog.map { $0.count > 0 || $0.growing } ?? false }
     private var info = QUICInfo()
     private var tls = TLSInfo() {
         didSet { connection.tls = tls }
@@ -110,8 +113,6 @@ final class QUICConnectionSession {
     /// The ServerHello came: the packets held for its suite are handled once the current
     /// datagram is done.
     private var replayPending = false
-
-
 
     /// One direction of an open stream (a class: the table holds it, and each frame changes it
     /// where it lies).
@@ -303,7 +304,7 @@ final class QUICConnectionSession {
             if cipher == nil {
                 // Before the ServerHello (0-RTT; a Handshake packet overtaking a lost Initial):
                 // kept until the cipher suite is known, if there may be keys for it.
-                if let keyLog, keyLog.count > 0 || keyLog.growing { hold(whole, at: ts, from: direction) }
+                if mayHaveKeys { hold(whole, at: ts, from: direction) }
                 return end
             }
             keys = type == .handshake ? handshakeKeys(direction, version: version) : zeroRTTKeys(version: version)
@@ -515,7 +516,7 @@ final class QUICConnectionSession {
         }
         let s = space.rawValue
         largestPN[direction.index * 3 + s] = max(largestPN[direction.index * 3 + s] ?? 0, pn)
-        packetOpened(keyed: space != .initial, application: space == .application)
+        packetOpened(application: space == .application)
         return UnsafeRawBufferPointer(rebasing: scratch[header..<(header + n)])
     }
 
@@ -608,18 +609,18 @@ final class QUICConnectionSession {
         if let phase = keyUpdate, let k = appKeys[direction.index], k.phase != phase, let next = k.next {
             k.update(to: next, phase: phase, firstPacket: packetNumber)
         }
-        packetOpened(keyed: true, application: true)
+        packetOpened(application: true)
         frames(plaintext, epoch: 2, at: ts, from: direction)
     }
 
-    /// A packet authenticated, here or on the decryption thread; `keyed`: with a key log's
-    /// secrets (not the Initial keys anyone has). The connection is decrypted once a packet of
-    /// its application data (0-RTT, 1-RTT) is, as a TLS connection is once an application record
-    /// is: one definition for the summary, `--stats`, the report and the outputs (with the
-    /// handshake's secrets alone it was "decrypted" and `quic_keys_not_found` at once).
-    private func packetOpened(keyed: Bool, application: Bool) {
+    /// A packet authenticated, here or on the decryption thread. The connection is decrypted
+    /// once a packet of its application data (0-RTT, 1-RTT: always with a key log's secrets) is,
+    /// as a TLS connection is once an application record is: one definition for the summary,
+    /// `--stats`, the report and the outputs (with the handshake's secrets alone it was
+    /// "decrypted" and `quic_keys_not_found` at once).
+    private func packetOpened(application: Bool) {
         info.packetsDecrypted += 1
-        if keyed && application && !info.decrypted { info.decrypted = true; tls.decrypted = true }
+        if application && !info.decrypted { info.decrypted = true; tls.decrypted = true }
     }
 
     /// A 1-RTT packet: the key phase bit picks the current, next or previous keys (RFC 9001 §6).
@@ -828,11 +829,10 @@ final class QUICConnectionSession {
     func finish(at ts: Timestamp) {
         // Without the ClientHello's random the key log cannot be searched: that is said, not
         // blamed on the key log.
-        let keysWanted = keyLog.map { $0.count > 0 || $0.growing } ?? false
-        if clientRandom.isEmpty && confirmed && (keysWanted || !held.isEmpty) { connection.note(.quicClientHelloUnreadable) }
+        if clientRandom.isEmpty && confirmed && (mayHaveKeys || !held.isEmpty) { connection.note(.quicClientHelloUnreadable) }
         else if !held.isEmpty { connection.note(.quicKeysNotFound) }
         held = []
-        if let keyLog, keyLog.count > 0 || keyLog.growing, !clientRandom.isEmpty {
+        if mayHaveKeys, !clientRandom.isEmpty {
             // The key log has no secrets for this connection, or not those of its traffic.
             if secrets == nil { lookUpSecrets() }
             if secrets?.clientTraffic0 == nil || secrets?.serverTraffic0 == nil { connection.note(.quicKeysNotFound) }
