@@ -115,19 +115,15 @@ struct DiffCommand: ParsableCommand {
     }
 
     // A HAR's entries and an NDJSON row, as far as the comparison reads them.
-    struct HAR: Decodable {
-        struct Log: Decodable { var entries: [Entry] }
-        struct Entry: Decodable {
-            struct Request: Decodable { var method: String; var url: String }
-            struct Response: Decodable { var status: Int; var bodySize: Int? }
-            struct Cache: Decodable { var verdict: String? }
-            var request: Request
-            var response: Response
-            var time: Double?
-            var _cache: Cache?
-            var _clientIPAddress: String?
-        }
-        var log: Log
+    struct HAREntry: Decodable {
+        struct Request: Decodable { var method: String; var url: String }
+        struct Response: Decodable { var status: Int; var bodySize: Int? }
+        struct Cache: Decodable { var verdict: String? }
+        var request: Request
+        var response: Response
+        var time: Double?
+        var _cache: Cache?
+        var _clientIPAddress: String?
     }
 
     struct Row: Decodable {
@@ -157,7 +153,7 @@ struct DiffCommand: ParsableCommand {
             var bad = 0, tooLarge = 0
             let found = input.forEachEntry { bytes in
                 guard let bytes else { tooLarge += 1; return }
-                guard let e = try? decoder.decode(HAR.Entry.self, from: Data(bytes)) else { bad += 1; return }
+                guard let e = try? decoder.decode(HAREntry.self, from: Data(bytes)) else { bad += 1; return }
                 guard isFrom(e._clientIPAddress, client) else { return }
                 side.add(ComparisonRow(method: e.request.method, url: e.request.url, status: e.response.status,
                                        bytes: max(0, e.response.bodySize ?? 0), verdict: e._cache?.verdict ?? "",

@@ -75,10 +75,9 @@ public final class CacheJudgingSink: TransactionSink {
 
 /// Passes on the transactions a `TransactionFilter` lets through, and the connections of the
 /// devices it names (all connections when it names none).
-/// How many transactions a filter saw and kept: the summary says "5 of 22 HTTP transactions
-/// shown". Counted on the thread that runs the sinks, read once it has finished.
+/// How many transactions a filter kept: the summary says "5 of 22 HTTP transactions shown"
+/// (the 22 are the run's). Counted on the thread that runs the sinks, read once it has finished.
 public final class FilterTally: @unchecked Sendable {
-    public internal(set) var seen: UInt64 = 0
     public internal(set) var kept: UInt64 = 0
     public init() {}
 }
@@ -95,7 +94,6 @@ public final class FilteringSink: TransactionSink {
     }
 
     public func consume(_ transaction: Transaction) {
-        tally?.seen += 1
         if filter.matches(transaction) {
             tally?.kept += 1
             next.consume(transaction)
