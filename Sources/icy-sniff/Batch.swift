@@ -70,24 +70,28 @@ struct CaptureList {
         return list
     }
 
-    /// Whether a file's name says it is a capture (`x.pcap`, `x.pcapng.gz`, `x.cap`; tcpdump's
-    /// rotated `x.pcap1`), compressed or not.
-    static func namedAsCapture(_ name: String) -> Bool {
-        var s = Substring(name.lowercased())
-        for suffix in [".gz", ".zst", ".xz", ".bz2", ".lz4"] where s.hasSuffix(suffix) { s = s.dropLast(suffix.count); break }
-        let bare = s.reversed().drop { $0.isNumber }
-        return [".pcap", ".pcapng", ".cap", ".dmp"].contains { String(bare.reversed()).hasSuffix($0) }
+    /// A capture's name without its compression and its capture extension (`x` of
+    /// `x.pcapng.gz`, of tcpdump's rotated `x.pcap1`); nil when the name has no capture
+    /// extension. The one reading of capture names for `namedAsCapture` and `keyLogBeside`.
+    static func captureBase(_ name: String) -> Substring? {
+        var s = Substring(name)
+        for suffix in [".gz", ".zst", ".xz", ".bz2", ".lz4"] where s.lowercased().hasSuffix(suffix) { s = s.dropLast(suffix.count); break }
+        let counted = s.reversed().prefix { $0.isNumber }.count
+        let named = s.dropLast(counted)
+        for suffix in [".pcapng", ".pcap", ".cap", ".dmp"] where named.lowercased().hasSuffix(suffix) { return named.dropLast(suffix.count) }
+        return nil
     }
 
+    /// Whether a file's name says it is a capture (`x.pcap`, `x.pcapng.gz`, `x.cap`; tcpdump's
+    /// rotated `x.pcap1`), compressed or not.
+    static func namedAsCapture(_ name: String) -> Bool { captureBase(name) != nil }
+
     /// The key log beside a capture, `NAME.keys` for `NAME.pcap` (`.pcapng`, compressed or
-    /// not), when there is one and --keylog does not name it already.
+    /// not), when there is one.
     static func keyLogBeside(_ capture: String) -> String? {
-        guard capture != "-", FileSystem.kind(of: capture) == .file else { return nil }
-        var base = Substring(capture)
-        for suffix in [".gz", ".zst", ".xz", ".bz2", ".lz4"] where base.lowercased().hasSuffix(suffix) { base = base.dropLast(suffix.count); break }
-        for suffix in [".pcapng", ".pcap", ".cap"] where base.lowercased().hasSuffix(suffix) { base = base.dropLast(suffix.count); break }
-        let keys = base + ".keys"
-        return FileSystem.kind(of: String(keys)) == .file ? String(keys) : nil
+        guard capture != "-", FileSystem.kind(of: capture) == .file, let base = captureBase(capture) else { return nil }
+        let keys = String(base) + ".keys"
+        return FileSystem.kind(of: keys) == .file ? keys : nil
     }
 
     /// "a/b.pcap.gz" → "a/b".
@@ -304,8 +308,9 @@ struct BatchRunner {
         // One core per capture: the jobs use the others.
         var runOptions = AnalysisRun.Options()
         runOptions.pipeline = frontend.pipelineOptions
-        if let beside = CaptureList.keyLogBeside(set.paths.first ?? "") {
-            // NAME.keys beside NAME.pcap (as captures/ lays out its samples), with --keylog's.
+        if let beside = CaptureList.keyLogBeside(set.paths.first ?? ""), !frontend.input.keylog.contains(beside) {
+            // NAME.keys beside NAME.pcap (as captures/ lays out its samples), with --keylog's
+            // (which are read again for this set; the run's KeyLog holds only theirs).
             do { runOptions.pipeline.keyLog = try KeyLog(paths: frontend.input.keylog + [beside]) } catch {
                 result.notes.append("\(beside): \(error.message); the capture is read without it")
             }
