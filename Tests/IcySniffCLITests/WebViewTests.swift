@@ -16,6 +16,16 @@ import Glibc
                        "the web view in Chromium (chromium, python playwright, scapy)")
     }
 
+    /// Runs scripts/NAME (python) with the binary, a directory of its own and `extra`, and
+    /// answers what it found: the JSON object of its last line. A script that fails fails the test.
+    static func findings(of script: String, _ extra: [String] = []) throws -> [String: Any] {
+        let r = try CLI.run(["python3", CLI.packageRoot.appendingPathComponent("scripts/\(script)").path,
+                             CLI.binary, CLI.temporaryDirectory().path] + extra, executable: "/usr/bin/env")
+        try #require(r.status == 0, "\(r.text) \(r.stderr)")
+        let line = try #require(r.text.split(separator: "\n").last, "\(r.stderr)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+    }
+
     /// What a user can get wrong: one line each, with the documented exit code.
     @Test func aBadAddressOrABusyPortIsOneLine() throws {
         let sample = CLI.packageRoot.appendingPathComponent("captures/wikipedia.pcap").path
@@ -53,12 +63,7 @@ import Glibc
     /// (scripts/webview-slow-client, about 20 s with the debug binary).
     @Test(.timeLimit(.minutes(10)))
     func aReaderThatDoesNotReadSkipsAndIsTold() throws {
-        let dir = CLI.temporaryDirectory()
-        let r = try CLI.run(["python3", CLI.packageRoot.appendingPathComponent("scripts/webview-slow-client").path,
-                             CLI.binary, dir.path], executable: "/usr/bin/env")
-        try #require(r.status == 0, "\(r.text) \(r.stderr)")
-        let line = try #require(r.text.split(separator: "\n").last, "\(r.stderr)")
-        let facts = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let facts = try Self.findings(of: "webview-slow-client")
         let status = try #require(facts["status"] as? [[String: Any]])
         let final = try #require(status.last)
         #expect(final["running"] as? Bool == false && final["records"] as? Int == 60_002, "\(status)")
@@ -88,13 +93,7 @@ import Glibc
     /// killed the run, `127.0.0.1.nip.io` read the whole API, and the clients took 800 MB.
     @Test(.timeLimit(.minutes(10)))
     func theServerLivesThroughHostileRequests() throws {
-        var arguments = ["python3", CLI.packageRoot.appendingPathComponent("scripts/webview-hostile").path,
-                         CLI.binary, CLI.temporaryDirectory().path]
-        if WebViewTests.hasBrowser { arguments.append("--browser") }
-        let r = try CLI.run(arguments, executable: "/usr/bin/env")
-        try #require(r.status == 0, "\(r.text) \(r.stderr)")
-        let line = try #require(r.text.split(separator: "\n").last, "\(r.stderr)")
-        let all = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let all = try Self.findings(of: "webview-hostile", WebViewTests.hasBrowser ? ["--browser"] : [])
         let params = try #require(all["params"] as? [String: Any])
         #expect((params["failures"] as? [Any])?.isEmpty == true, "5xx or a dead server: \(params["failures"] ?? "")")
         #expect((params["requests"] as? Int ?? 0) > 100)
@@ -171,13 +170,7 @@ import Glibc
                    "chromium, playwright or scapy is not installed (scripts/install-deps installs them)"),
           .timeLimit(.minutes(10)))
     func theWebViewShowsWhatTheFilesHold() throws {
-        let dir = CLI.temporaryDirectory()
-        var arguments = ["python3", CLI.packageRoot.appendingPathComponent("scripts/webview-check").path, CLI.binary, dir.path]
-        if CLI.isRoot { arguments.append("--live") }
-        let r = try CLI.run(arguments, executable: "/usr/bin/env")
-        try #require(r.status == 0, "\(r.text) \(r.stderr)")
-        let line = try #require(r.text.split(separator: "\n").last, "\(r.stderr)")
-        let all = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let all = try Self.findings(of: "webview-check", CLI.isRoot ? ["--live"] : [])
 
         // captures/wikipedia.pcap: the rows are the NDJSON output's, in its order.
         let file = try #require(all["file"] as? [String: Any])
