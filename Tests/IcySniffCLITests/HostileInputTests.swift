@@ -483,13 +483,15 @@ extension CLI {
         mkfifo "$1"
         "$0" -r "$1" > /dev/null 2>&1 & p=$!; sleep 1; kill -INT $p; sleep 1
         if kill -0 $p 2>/dev/null; then echo "fifo still running"; kill -9 $p; else wait $p; echo "fifo exit $?"; fi
-        (sleep 4 | "$0" -r - > /dev/null 2>&1; echo "stdin exit $?") & sleep 1; pkill -INT -f "^$0 -r -$"; wait
+        (sleep 8 | "$0" -r - > /dev/null 2>&1; echo "stdin exit $?") & sleep 1; pkill -INT -f "^$0 -r -$"; sleep 1
+        pgrep -f "^$0 -r -$" > /dev/null && echo "stdin still running"; wait
         cp "$2" "$(dirname "$1")/w.pcap"
         timeout 20 "$0" -r "$(dirname "$1")" --format tsv > /dev/null; echo "walk exit $?"
         """
         let r = try CLI.run(["-c", script, CLI.binary, fifo, CLI.capture("wikipedia.pcap")], executable: "/bin/bash")
         #expect(r.text.contains("fifo exit 130"), "\(r.text) \(r.stderr)")
         #expect(r.text.contains("stdin exit 130"), "\(r.text) \(r.stderr)")
+        #expect(!r.text.contains("stdin still running"), "a signal before the first bytes ends the wait for them")
         #expect(r.text.contains("walk exit 0"), "\(r.text) \(r.stderr)")
         // The FIFO the walk does not open is named, not skipped without a word (issue 31).
         #expect(r.stderr.contains("'\(fifo)' is a FIFO, not read in a directory"), "\(r.stderr)")

@@ -210,7 +210,13 @@ public final class PcapSource {
         } else {
             while magicCount < CaptureFile.magicLength {
                 let n = magic.withUnsafeMutableBytes { read(fd, $0.baseAddress! + magicCount, CaptureFile.magicLength - magicCount) }
-                if n < 0 && errno == EINTR { continue }
+                if n < 0 && errno == EINTR {
+                    // Only the run's own signals interrupt (they have no SA_RESTART): a stop
+                    // while an idle pipe or FIFO has not sent its first bytes. The driver
+                    // names it interrupted; waiting on would outlast the stop.
+                    close(fd)
+                    throw .cannotOpen(path: path, reason: "interrupted before the first bytes arrived")
+                }
                 if n <= 0 { break }
                 magicCount += n
             }
