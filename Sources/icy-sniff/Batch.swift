@@ -189,12 +189,15 @@ struct BatchRunner {
         // `capture` column leads the default columns (asked-for --fields are kept as given).
         let fields = isMergedDefault ? [Field.capture] + frontend.fields : frontend.fields
         let isMerged = merged != nil
+        let waiters = Signals.Waiters()
         for _ in 0..<jobs {
             DispatchQueue.global().async(group: group) {
                 // A signal stops the scheduling: captures not started get no output at all.
                 while !Signals.stop, let i = next.take(below: captures.count) {
-                    let result = BatchRunner.analyse(captures[i], index: i, frontend: frontend, format: format, fields: fields,
-                                                     merged: isMerged, progress: progress)
+                    let result = waiters.waiting {
+                        BatchRunner.analyse(captures[i], index: i, frontend: frontend, format: format, fields: fields,
+                                            merged: isMerged, progress: progress)
+                    }
                     results.set(i, result)
                 }
             }
@@ -202,6 +205,8 @@ struct BatchRunner {
         let showProgress = isatty(2) == 1 && !frontend.output.quiet
         while group.wait(timeout: .now() + 0.25) == .timedOut {
             if showProgress { drawProgress(progress, total: captures.count, totalBytes: totalBytes, started: started) }
+            // A job waiting on an idle FIFO or pipe would not see the stop until data came.
+            if Signals.stop { waiters.interrupt() }
         }
         if showProgress { Diagnostics.raw("\r\u{1B}[K") }
 

@@ -58,6 +58,41 @@ enum Signals {
         sigprocmask(SIG_UNBLOCK, &set, nil)
     }
 
+    /// Carries a stop to threads that may wait in a read or an open (a batch's jobs, each on its
+    /// capture, one of which may be an idle FIFO or pipe): the process's SIGINT interrupts only
+    /// the one thread the kernel gives it to, so the others are sent SIGUSR2, whose handler does
+    /// nothing but end the waiting call with EINTR (no SA_RESTART), after which the reader sees
+    /// the stop. Only threads registered as `waiting` are signalled, under the lock that
+    /// unregisters them, so no thread is signalled after it left.
+    final class Waiters: @unchecked Sendable {
+        private let lock = Lock()
+        private var threads: [pthread_t] = []
+
+        init() { handle(SIGUSR2, { _ in }) }
+
+        /// Runs `body` with the calling thread registered, and SIGUSR2 unblocked in it
+        /// (libdispatch's worker threads block signals; the mask is the thread's own).
+        func waiting<T>(_ body: () -> T) -> T {
+            let me = pthread_self()
+            var wake = sigset_t(), before = sigset_t()
+            sigemptyset(&wake)
+            sigaddset(&wake, SIGUSR2)
+            pthread_sigmask(SIG_UNBLOCK, &wake, &before)
+            lock.withLock { threads.append(me) }
+            defer {
+                lock.withLock { if let i = threads.firstIndex(where: { pthread_equal($0, me) != 0 }) { threads.remove(at: i) } }
+                pthread_sigmask(SIG_SETMASK, &before, nil)
+            }
+            return body()
+        }
+
+        /// Interrupts every registered thread's waiting call; called again while they run (a
+        /// thread signalled just before it began to wait waits on: the next call reaches it).
+        func interrupt() {
+            lock.withLock { for thread in threads { pthread_kill(thread, SIGUSR2) } }
+        }
+    }
+
     /// A live capture: SIGHUP completes the output files and begins new ones (logrotate's
     /// convention: it moves the file away, then sends SIGHUP) when there are files (`reopens`);
     /// writing to a terminal or a pipe, it is the hangup it is and stops the capture cleanly.

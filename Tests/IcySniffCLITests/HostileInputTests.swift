@@ -443,22 +443,34 @@ extension CLI {
 
     /// A batch into --out-dir: nothing starts after the signal, the interrupted capture gets no
     /// file (a half HAR would look up to date), the next run analyses every one; and the report
-    /// says it was interrupted. One long capture, read first (-j 1), and two short ones.
+    /// says it was interrupted. The first capture (-j 1) comes through a FIFO whose writer stays
+    /// after its last byte: the stop cannot come from the capture ending, however fast the
+    /// machine, and the writer still being there after the run shows the signal ended it (a
+    /// job waiting on the FIFO, its bytes all read, is woken, not left until its writer goes).
     @Test(.timeLimit(.minutes(10)))
     func sigintDuringABatchWritesNoHalfFiles() throws {
-        let long = Self.longCapture(requests: 5)
         let dir = CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let archive = dir.appendingPathComponent("archive"), out = dir.appendingPathComponent("out")
-        try FileManager.default.createDirectory(at: archive, withIntermediateDirectories: true)
-        let capture = archive.appendingPathComponent("a.pcap")
-        try long.write(to: capture)
-        for name in ["b", "c"] {
+        let feed = dir.appendingPathComponent("feed")
+        for folder in [archive, feed] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
+        let capture = archive.appendingPathComponent("a.pcap"), fifo = feed.appendingPathComponent("a.pcap")
+        #expect(mkfifo(fifo.path, 0o600) == 0)
+        for name in ["a", "b", "c"] {
             try FileManager.default.copyItem(atPath: CLI.capture("wikipedia.pcap"), toPath: archive.appendingPathComponent("\(name).pcap").path)
         }
-        let batch = "\"$0\" -r \"$1\" --out-dir \"$2\" --har -j 1 & p=$!; sleep 1; kill -INT $p; wait $p; echo \"exit $?\""
-        let b = try CLI.run(["-c", batch, CLI.binary, archive.path, out.path], executable: "/bin/bash")
+        // $0 icy-sniff, $1 the capture, $2 the FIFO, then its arguments. The writer's sleep is
+        // its child: both are ended after the check.
+        let signalled = """
+        { cat "$1"; sleep 60; } 2>/dev/null > "$2" & w=$!
+        f="$2"; b="$0"; shift 2; "$b" "$@" & p=$!; sleep 1; kill -INT $p; wait $p; echo "exit $?"
+        kill -0 $w 2>/dev/null && echo "writer still there"; pkill -P $w; kill $w
+        """
+        let b = try CLI.run(["-c", signalled, CLI.binary, capture.path, fifo.path, "-r", fifo.path,
+                             "-r", archive.appendingPathComponent("b.pcap").path, "-r", archive.appendingPathComponent("c.pcap").path,
+                             "--out-dir", out.path, "--har", "-j", "1"], executable: "/bin/bash")
         #expect(b.text.contains("exit 130"), "\(b.text) \(b.stderr)")
+        #expect(b.text.contains("writer still there"), "the signal, not the FIFO's end, stopped the batch: \(b.text)")
         #expect(b.stderr.contains("2 of 3 captures were not started"), "\(b.stderr)")
         let written = (try? FileManager.default.contentsOfDirectory(atPath: out.path)) ?? []
         #expect(written.filter { $0.hasSuffix(".har") }.isEmpty, "\(written)")
@@ -466,9 +478,9 @@ extension CLI {
         #expect(rerun.status == 0, "\(rerun.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).filter { $0.hasSuffix(".har") }.count == 3)
 
-        let report = "\"$0\" report -r \"$1\" & p=$!; sleep 1; kill -INT $p; wait $p; echo \"exit $?\""
-        let rp = try CLI.run(["-c", report, CLI.binary, capture.path], executable: "/bin/bash")
+        let rp = try CLI.run(["-c", signalled, CLI.binary, capture.path, fifo.path, "report", "-r", fifo.path], executable: "/bin/bash")
         #expect(rp.text.contains("exit 130"), "\(rp.text) \(rp.stderr)")
+        #expect(rp.text.contains("writer still there"), "\(rp.text)")
         #expect(rp.stderr.contains("interrupted"), "\(rp.stderr)")
     }
 
