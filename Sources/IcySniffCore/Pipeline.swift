@@ -222,6 +222,9 @@ public final class Pipeline {
         if !quic.observe(datagram) { dns.observe(datagram) }
     }
 
+    /// TCP connections whose analysis began mid-stream so far (see `ConnectionTable`).
+    public var connectionsPickedUpMidstream: UInt64 { table.connectionsPickedUpMidstream }
+
     /// Ends every open connection now, each flagged `weird` (a capture set whose next piece does
     /// not continue this one; nil: separate captures read one after another). Returns how many
     /// there were.

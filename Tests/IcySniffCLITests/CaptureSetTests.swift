@@ -55,6 +55,7 @@ import Testing
         // A folder: one set, one stream.
         let folder = try CLI.run(["-r", dir.path] + Self.fields)
         #expect(Self.rows(folder.text) == expected, "\(folder.stderr)")
+        #expect(!folder.stderr.contains("mid-stream"), "whole pieces: every connection begins where it began")
         // The pieces given one by one, in time order.
         let listed = try CLI.run(pieces.flatMap { ["-r", $0] } + Self.fields)
         #expect(Self.rows(listed.text) == expected)
@@ -92,6 +93,8 @@ import Testing
         #expect(r.status == 0)
         #expect(r.stderr.contains("a piece of the set 'split' is missing before it (number 40 is not there)"), "\(r.stderr)")
         #expect(r.stderr.contains("flagged capture_piece_missing"))
+        // The connection goes on after the gap: it begins again mid-stream, and that is said.
+        #expect(r.stderr.contains("1 connection begins mid-stream in it, not in a piece before it"), "\(r.stderr)")
         let connections = try CLI.run(["-r", dir.path, "--connections", "--format", "tsv"])
         #expect(connections.text.contains("capture_piece_missing"))
         // The transaction the gap cut is flagged incomplete; the others are whole.

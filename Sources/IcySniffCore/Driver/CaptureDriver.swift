@@ -131,9 +131,18 @@ public struct CaptureDriver {
             if continues && !stream {
                 note = breakIfDiscontinuous(piece, first: piece.probe?.firstPacket, after: set.pieces[i - 1], in: set, pipeline: pipeline)
             }
+            let midstreamBefore = pipeline.connectionsPickedUpMidstream
             var outcome = run(piece.path, through: pipeline, progress: progress) { source in
                 guard continues && stream else { return }
                 note = breakIfDiscontinuous(piece, first: source.peekTime(), after: set.pieces[i - 1], in: set, pipeline: pipeline)
+            }
+            // In a later piece, a connection that begins mid-stream began in no piece before it:
+            // one is missing or was not joined to the set, or the capture lost its handshake.
+            let midstream = pipeline.connectionsPickedUpMidstream - midstreamBefore
+            if i > 0 && midstream > 0 {
+                let what = midstream == 1 ? "1 connection begins" : "\(midstream) connections begin"
+                let text = "\(what) mid-stream in it, not in a piece before it (a piece missing or not in the set, or handshakes the capture lost); \(midstream == 1 ? "it is" : "they are") flagged \(Weird.midstreamPickup.rawValue)"
+                note = note.map { $0 + "; " + text } ?? "'\(piece.path)': " + text
             }
             outcome.continuity = note
             outcomes.append(outcome)

@@ -88,6 +88,9 @@ public final class ConnectionTable<Handler: StreamHandler> {
     /// Shared by the connections' HTTP sessions (they charge what waits).
     public let budget: StateBudget
     public private(set) var connectionsSeen: UInt64 = 0
+    /// Connections whose analysis began mid-stream (a half's first data without its SYN), as
+    /// they begin: the driver names those that begin in a later piece of a set.
+    public private(set) var connectionsPickedUpMidstream: UInt64 = 0
     /// Called with every connection when it is finished, whether or not it carried data.
     public var onFinished: ((Connection) -> Void)?
 
@@ -242,6 +245,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
             half.midstream = true
             half.nextSequence = segment.sequence
             half.nextOffset = 0
+            if c.weirds[.midstreamPickup] == nil { connectionsPickedUpMidstream += 1 }
             c.note(.midstreamPickup)
         }
 
