@@ -66,15 +66,17 @@ struct ReportCommand: ParsableCommand {
         var runOptions = AnalysisRun.Options()
         runOptions.pipeline.keyLog = try Diagnostics.loadKeyLog(keylog)
         runOptions.captureFilter = filter
-        // One report per capture set (the pieces of a rotated capture are one stream), and one
-        // of them all, fed the same judged transactions.
+        // One report per capture set (the pieces of a rotated capture are one stream), and for
+        // several, one of them all, fed the same judged transactions (for one it would be the
+        // same report: its tables are not built twice).
         var exportOptions = ExportOptions()
         exportOptions.keepSecrets = keepSecrets
         let combined = ReportCollector(options: exportOptions)
         var analysed = 0
         for set in expanded.sets {
             let collector = ReportCollector(options: exportOptions)
-            let run = AnalysisRun(sink: CacheJudgingSink(next: TeeSink(collector, combined)), options: runOptions)
+            let sink: any TransactionSink = expanded.sets.count > 1 ? TeeSink(collector, combined) : collector
+            let run = AnalysisRun(sink: CacheJudgingSink(next: sink), options: runOptions)
             run.driver.shouldStop = { Signals.stop }
             let outcomes = run.run([set])
             for outcome in outcomes {
