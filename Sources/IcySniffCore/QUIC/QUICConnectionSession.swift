@@ -109,7 +109,11 @@ final class QUICConnectionSession {
             buffer.deallocate()
             buffer = .allocate(byteCount: min(QUICConnectionSession.maxPacket, max(2048, 1 << (Int.bitWidth - (n - 1).leadingZeroBitCount))), alignment: 16)
         }
+        /// The run's key-log searches for connections whose ClientHello was not captured.
+        let searches = QUICKeyTrial.Budget()
     }
+    /// A key-log search was made for this connection (one at most).
+    private var searched = false
     /// The ServerHello came: the packets held for its suite are handled once the current
     /// datagram is done.
     private var replayPending = false
@@ -301,6 +305,7 @@ final class QUICConnectionSession {
             return end
         case .handshake, .zeroRTT:
             guard type == .handshake || direction == .fromClient else { return end }
+            if type == .handshake && clientRandom.isEmpty { searchKeyLog(whole, from: direction) }
             if cipher == nil {
                 // Before the ServerHello (0-RTT; a Handshake packet overtaking a lost Initial):
                 // kept until the cipher suite is known, if there may be keys for it.
@@ -751,6 +756,47 @@ final class QUICConnectionSession {
         default:
             break
         }
+    }
+
+    /// A Handshake packet of a connection whose ClientHello was not read (an Initial of the
+    /// client's lost or damaged): its secrets searched for in the key log (`QUICKeyTrial`), once.
+    /// Only in a connection an Initial of the client's opened: one made of a server's Initial
+    /// (the client's never seen) has its sides the wrong way round, and is the tracker's to
+    /// search for (`QUICTracker.recover`). The secret found must be the sender's.
+    private func searchKeyLog(_ packet: UnsafeRawBufferPointer, from direction: Direction) {
+        guard confirmed, !searched, mayHaveKeys, let keyLog else { return }
+        searched = true
+        guard workspace.searches.left > 0 else { return connection.note(.quicKeySearchLimited) }
+        workspace.searches.left -= 1
+        if let found = QUICKeyTrial.search(packet, keyLog: keyLog, suite: cipher == nil ? nil : tls.cipherSuite),
+           found.fromServer == (direction == .fromServer) {
+            adopt(found)
+        }
+    }
+
+    /// The connection's secrets, found by a key-log search: its client random (and, when its
+    /// ServerHello was not read either, the suite and the server's CID) as if its hellos had
+    /// been read. `originalDCIDKnown`: false when the connection was made from the packet found
+    /// (its first Initial, whose DCID that is, never seen).
+    func adopt(_ found: QUICKeyTrial.Found, originalDCIDKnown: Bool = true) {
+        searched = true
+        clientRandom = found.clientRandom
+        if !originalDCIDKnown { info.originalDCID = [] }
+        let serverCID = found.fromServer ? found.scid : found.dcid
+        if info.serverCID == nil {
+            info.serverCID = serverCID
+            newCIDs.append(serverCID)
+        }
+        if negotiatedVersion == nil { negotiatedVersion = found.version }
+        confirmed = true
+        connection.note(.quicKeysFoundBySearch)
+        lookUpSecrets()
+        guard cipher == nil else { return }
+        cipher = found.cipher
+        tls.cipherSuite = found.suite
+        replayPending = !held.isEmpty
+        connection.quic = info
+        emitter.secured(connection)
     }
 
     /// Packets held until the ServerHello gave the cipher suite: handled now, in arrival order.

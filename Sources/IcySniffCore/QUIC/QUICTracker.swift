@@ -168,7 +168,9 @@ final class QUICTracker {
             return true
         }
         guard isInitial, p.count >= 1200 || known != nil, p[0] & 0x40 != 0 || known == nil else {
-            if known != nil { keepOrphan(d, kind: .longHeader) }
+            guard known != nil else { return false }
+            if recover(d) { return true }
+            keepOrphan(d, kind: .longHeader)
             return false
         }
         if open.count >= maxConnections { evictIdle(now: d.timestamp, keep: maxConnections * 3 / 4) }
@@ -186,6 +188,7 @@ final class QUICTracker {
             // Kept a moment, in case the connection it belongs to turns up.
             discard(s)
             giveBackID(s.connection.id)
+            if recover(d) { return true }
             keepOrphan(d, kind: .initial)
             return false
         }
@@ -245,6 +248,42 @@ final class QUICTracker {
         }
         orphans.append((Array(d.payload), d.source, d.destination, d.timestamp, kind))
         orphanBytes += d.payload.count
+    }
+
+    /// Address pairs whose datagrams were searched for in the key log (bounded: started again
+    /// when full).
+    private var searchedPairs: Set<AddressPair> = []
+
+    /// A datagram that matches no connection and holds a Handshake packet: the connection whose
+    /// client's first Initial was not captured, when a key-log search opens it (`QUICKeyTrial`,
+    /// once per address pair). Then a connection is made of it, flagged
+    /// `quic_keys_found_by_search`, and its orphans are handed to it.
+    private func recover(_ d: UDPDatagram) -> Bool {
+        guard let keyLog, keyLog.hasSecrets, QUICKeyTrial.handshakePacket(in: d.payload) != nil else { return false }
+        let pair = AddressPair(d.source, d.destination)
+        guard !searchedPairs.contains(pair) else { return false }
+        if searchedPairs.count >= Self.maxOrphans * 64 { searchedPairs = [] }
+        searchedPairs.insert(pair)
+        guard workspace.searches.left > 0 else {
+            onUnmatched(.quicKeySearchLimited)
+            return false
+        }
+        workspace.searches.left -= 1
+        guard let found = QUICKeyTrial.search(d.payload, keyLog: keyLog) else { return false }
+        let (client, server) = found.fromServer ? (d.destination, d.source) : (d.source, d.destination)
+        let (clientCID, serverCID) = found.fromServer ? (found.dcid, found.scid) : (found.scid, found.dcid)
+        if open.count >= maxConnections { evictIdle(now: d.timestamp, keep: maxConnections * 3 / 4) }
+        let s = QUICConnectionSession(id: nextID(), client: client, server: server, dcid: serverCID, scid: clientCID,
+                                      version: found.version.number, at: d.timestamp, keyLog: keyLog, emitter: emitter,
+                                      options: options, decryption: decryption, workspace: workspace)
+        s.adopt(found, originalDCIDKnown: false)
+        open[ObjectIdentifier(s)] = s
+        register(clientCID, for: s)
+        register(serverCID, for: s)
+        self.pair(pair, for: s)
+        deliver(d, to: s)
+        replayOrphans(for: s)
+        return true
     }
 
     /// Orphans of the connection that just began (same address pair), handed to it in order.

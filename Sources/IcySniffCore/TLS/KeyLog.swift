@@ -210,6 +210,37 @@ public final class KeyLog: @unchecked Sendable {
         return lookUp(clientRandom)
     }
 
+    /// The newest secrets of one label (its code in `labels`), at most `limit`, looking at no
+    /// more than `examined` lines: for a connection whose ClientHello was not captured, whose
+    /// random is unknown, tried one by one (`QUICKeyTrial`).
+    func newestSecrets(labelled code: Int, limit: Int, examined: Int) -> [(random: [UInt8], secret: [UInt8])] {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        var found: [(random: [UInt8], secret: [UInt8])] = []
+        var line = [UInt8](repeating: 0, count: Self.maxLineBytes + 1)
+        for entry in indexLines.reversed().prefix(examined) where found.count < limit {
+            if entry.file == Self.inArena {
+                let at = Int(entry.offset)
+                guard Int(arena[at]) == code else { continue }
+                let randomLength = Int(arena[at + 1]), secretLength = Int(arena[at + 2])
+                let start = at + 3
+                found.append((Array(arena[start..<(start + randomLength)]),
+                              Array(arena[(start + randomLength)..<(start + randomLength + secretLength)])))
+                continue
+            }
+            let fd = files[Int(entry.file)].fd
+            guard fd >= 0 else { continue }
+            let n = line.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(entry.offset)) }
+            guard n > 0 else { continue }
+            let end = line[0..<n].firstIndex(of: 0x0A) ?? n
+            if case .secret(let label, let random, let secret) = Self.classify(line[0..<end]),
+               Self.labelCode(label, random: random) == code {
+                found.append((random, secret))
+            }
+        }
+        return found
+    }
+
     /// What the indexed lines of `random` say (read back once, then remembered until more lines
     /// for it are indexed).
     private func lookUp(_ random: [UInt8]) -> TLSSecrets? {
