@@ -219,26 +219,30 @@ public final class KeyLog: @unchecked Sendable {
         var found: [(random: [UInt8], secret: [UInt8])] = []
         var line = [UInt8](repeating: 0, count: Self.maxLineBytes + 1)
         for entry in indexLines.reversed().prefix(examined) where found.count < limit {
-            if entry.file == Self.inArena {
-                let at = Int(entry.offset)
-                guard Int(arena[at]) == code else { continue }
-                let randomLength = Int(arena[at + 1]), secretLength = Int(arena[at + 2])
-                let start = at + 3
-                found.append((Array(arena[start..<(start + randomLength)]),
-                              Array(arena[(start + randomLength)..<(start + randomLength + secretLength)])))
-                continue
-            }
-            let fd = files[Int(entry.file)].fd
-            guard fd >= 0 else { continue }
-            let n = line.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(entry.offset)) }
-            guard n > 0 else { continue }
-            let end = line[0..<n].firstIndex(of: 0x0A) ?? n
-            if case .secret(let label, let random, let secret) = Self.classify(line[0..<end]),
-               Self.labelCode(label, random: random) == code {
-                found.append((random, secret))
-            }
+            if let (lineCode, random, secret) = indexedLine(entry, using: &line), lineCode == code { found.append((random, secret)) }
         }
         return found
+    }
+
+    /// An indexed line's label code, random and secret: from `arena`, or read back from its file
+    /// into `line` (nil when the file no longer holds such a line there).
+    private func indexedLine(_ entry: (offset: Int64, file: Int32, next: Int32), using line: inout [UInt8])
+        -> (code: Int, random: [UInt8], secret: [UInt8])? {
+        if entry.file == Self.inArena {
+            let at = Int(entry.offset)
+            let code = Int(arena[at]), randomLength = Int(arena[at + 1]), secretLength = Int(arena[at + 2])
+            let start = at + 3
+            return (code, Array(arena[start..<(start + randomLength)]),
+                    Array(arena[(start + randomLength)..<(start + randomLength + secretLength)]))
+        }
+        let fd = files[Int(entry.file)].fd
+        guard fd >= 0 else { return nil }
+        let n = line.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(entry.offset)) }
+        guard n > 0 else { return nil }
+        let end = line[0..<n].firstIndex(of: 0x0A) ?? n
+        guard case .secret(let label, let random, let secret) = Self.classify(line[0..<end]),
+              let code = Self.labelCode(label, random: random) else { return nil }
+        return (code, random, secret)
     }
 
     /// What the indexed lines of `random` say (read back once, then remembered until more lines
@@ -253,23 +257,9 @@ public final class KeyLog: @unchecked Sendable {
         while i >= 0 {
             let entry = indexLines[Int(i)]
             i = entry.next
-            if entry.file == Self.inArena {
-                let at = Int(entry.offset)
-                let code = Int(arena[at]), randomLength = Int(arena[at + 1]), secretLength = Int(arena[at + 2])
-                let start = at + 3
-                guard arena[start..<(start + randomLength)].elementsEqual(random) else { continue }
-                Self.keepFirst(code, Array(arena[(start + randomLength)..<(start + randomLength + secretLength)]), in: &fromFiles)
-                continue
-            }
-            let fd = files[Int(entry.file)].fd
-            guard fd >= 0 else { continue }
-            let n = line.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(entry.offset)) }
-            guard n > 0 else { continue }
-            let end = line[0..<n].firstIndex(of: 0x0A) ?? n
-            // A file rewritten since it was indexed may hold another line there: it must name
-            // the random asked for.
-            if case .secret(let label, let lineRandom, let secret) = Self.classify(line[0..<end]), lineRandom == random,
-               let code = Self.labelCode(label, random: random) {
+            // The chain is by the random's hash; and a file rewritten since it was indexed may
+            // hold another line there: the line must name the random asked for.
+            if let (code, lineRandom, secret) = indexedLine(entry, using: &line), lineRandom == random {
                 Self.keepFirst(code, secret, in: &fromFiles)
             }
         }
