@@ -51,11 +51,13 @@ import Testing
             let r = try CLI.run(["-r", file.path, "--keylog", keys, "--format", "tsv", "--fields", "client,url,status"])
             #expect(r.status == 0 && r.stderr.contains("8 HTTP transactions, 2 QUIC connections (2 decrypted)"), "\(r.stderr)")
             #expect(r.stderr.contains("quic_keys_found_by_search×1") && !r.stderr.contains("quic_datagram_unmatched"), "\(r.stderr)")
-            #expect(r.text.split(separator: "\n").dropFirst().map { $0.split(separator: "\t").dropFirst().joined(separator: "\t") }
+            // The same requests and statuses (the connection found at the end of the capture, when
+            // its orphaned Handshake packet was given up on, comes last).
+            #expect(r.text.split(separator: "\n").dropFirst().map { $0.split(separator: "\t").dropFirst().joined(separator: "\t") }.sorted()
                     == whole.text.split(separator: "\n").dropFirst().map { row in
                         let cells = row.split(separator: "\t", omittingEmptySubsequences: false)
                         return [cells[3], cells[4]].joined(separator: "\t")
-                    }, "the same requests and statuses: \(r.text)")
+                    }.sorted(), "\(r.text)")
             let c = try CLI.run(["-r", file.path, "--keylog", keys, "--connections", "--format", "ndjson", "--quiet"])
             let rows = c.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
             let found = try #require(rows.first { ($0["anomalies"] as? [String])?.contains("quic_keys_found_by_search") == true }, "\(c.text)")

@@ -791,10 +791,10 @@ final class QUICConnectionSession {
         confirmed = true
         connection.note(.quicKeysFoundBySearch)
         lookUpSecrets()
+        replayPending = !held.isEmpty
         guard cipher == nil else { return }
         cipher = found.cipher
         tls.cipherSuite = found.suite
-        replayPending = !held.isEmpty
         connection.quic = info
         emitter.secured(connection)
     }

@@ -122,10 +122,13 @@ final class QUICTracker {
         }
         if session == nil { session = byAddress[AddressPair(d.source, d.destination)] }
         guard let session else {
-            // Perhaps a packet that overtook its connection's first Initial: kept a moment.
-            if first & 0x40 != 0 { keepOrphan(d, kind: .shortHeader) }
-            // Its fixed bit greased (RFC 9287), on a pair whose long headers matched nothing.
-            else if unreadablePairs.contains(AddressPair(d.source, d.destination)) { onUnmatched(.quicDatagramUnmatched) }
+            // Perhaps a packet that overtook its connection's first Initial, or of a connection
+            // whose first Initial was lost (found when its orphaned Handshake packet is dropped):
+            // kept a moment. Its fixed bit greased (RFC 9287): only on a pair whose long headers
+            // matched nothing.
+            if first & 0x40 != 0 || unreadablePairs.contains(AddressPair(d.source, d.destination)) {
+                keepOrphan(d, kind: .shortHeader)
+            }
             return false
         }
         deliver(d, to: session)
@@ -168,9 +171,7 @@ final class QUICTracker {
             return true
         }
         guard isInitial, p.count >= 1200 || known != nil, p[0] & 0x40 != 0 || known == nil else {
-            guard known != nil else { return false }
-            if recover(d) { return true }
-            keepOrphan(d, kind: .longHeader)
+            if known != nil { keepOrphan(d, kind: .longHeader) }
             return false
         }
         if open.count >= maxConnections { evictIdle(now: d.timestamp, keep: maxConnections * 3 / 4) }
@@ -188,7 +189,6 @@ final class QUICTracker {
             // Kept a moment, in case the connection it belongs to turns up.
             discard(s)
             giveBackID(s.connection.id)
-            if recover(d) { return true }
             keepOrphan(d, kind: .initial)
             return false
         }
@@ -217,6 +217,11 @@ final class QUICTracker {
     private var unreadablePairs: Set<AddressPair> = []
 
     private func dropped(_ o: Orphan) {
+        // Its connection never turned up: perhaps its client's first Initial was lost.
+        if o.kind != .shortHeader,
+           o.bytes.withUnsafeBytes({ recover(UDPDatagram(source: o.source, destination: o.destination, payload: $0, timestamp: o.at)) }) {
+            return
+        }
         switch o.kind {
         case .initial: onUnmatched(.quicInitialUnreadable)
         case .longHeader: onUnmatched(.quicDatagramUnmatched)
@@ -232,15 +237,23 @@ final class QUICTracker {
     static let orphanLifetime: Int64 = 2_000_000_000
 
     private func keepOrphan(_ d: UDPDatagram, kind: OrphanKind) {
+        let recoveredBefore = recovered
+        defer {
+            // Dropping an orphan made a connection of it (`recover`): this datagram may be its.
+            if recovered != recoveredBefore { observe(d) }
+        }
         // Those past their lifetime first, then the oldest while the cap says so.
         while let o = orphans.first, d.timestamp.nanoseconds - o.at.nanoseconds > Self.orphanLifetime {
+            orphans.removeFirst()
             orphanBytes -= o.bytes.count
-            dropped(orphans.removeFirst())
+            dropped(o)
         }
         while !orphans.isEmpty, orphans.count >= Self.maxOrphans || orphanBytes + d.payload.count > Self.maxOrphanBytes {
-            orphanBytes -= orphans[0].bytes.count
-            dropped(orphans.removeFirst())
+            let o = orphans.removeFirst()
+            orphanBytes -= o.bytes.count
+            dropped(o)
         }
+        guard recovered == recoveredBefore else { return }
         if kind != .shortHeader {
             // The pair's short headers are QUIC too (`dropped`): a bounded set, started again when full.
             if unreadablePairs.count >= Self.maxOrphans * 16 { unreadablePairs = [] }
@@ -253,11 +266,15 @@ final class QUICTracker {
     /// Address pairs whose datagrams were searched for in the key log (bounded: started again
     /// when full).
     private var searchedPairs: Set<AddressPair> = []
+    /// Connections made by `recover` so far.
+    private var recovered = 0
 
-    /// A datagram that matches no connection and holds a Handshake packet: the connection whose
-    /// client's first Initial was not captured, when a key-log search opens it (`QUICKeyTrial`,
-    /// once per address pair). Then a connection is made of it, flagged
-    /// `quic_keys_found_by_search`, and its orphans are handed to it.
+    /// An orphan dropped (no connection took it in `orphanLifetime`, or the orphans were full)
+    /// that holds a Handshake packet: the connection whose client's first Initial was not
+    /// captured, when a key-log search opens it (`QUICKeyTrial`, once per address pair). Then a
+    /// connection is made of it, flagged `quic_keys_found_by_search`, and the orphans of its
+    /// address pair are handed to it. Not before: a packet that merely overtook the Initial
+    /// finds its connection when the Initial comes.
     private func recover(_ d: UDPDatagram) -> Bool {
         guard let keyLog, keyLog.hasSecrets, QUICKeyTrial.handshakePacket(in: d.payload) != nil else { return false }
         let pair = AddressPair(d.source, d.destination)
@@ -277,6 +294,7 @@ final class QUICTracker {
                                       version: found.version.number, at: d.timestamp, keyLog: keyLog, emitter: emitter,
                                       options: options, decryption: decryption, workspace: workspace)
         s.adopt(found, originalDCIDKnown: false)
+        recovered += 1
         open[ObjectIdentifier(s)] = s
         register(clientCID, for: s)
         register(serverCID, for: s)
@@ -293,8 +311,9 @@ final class QUICTracker {
         let now = s.lastSeen
         var kept: [Orphan] = []
         var mine: [Orphan] = []
+        var expired: [Orphan] = []
         for o in orphans {
-            if now.nanoseconds - o.at.nanoseconds > Self.orphanLifetime { dropped(o) }
+            if now.nanoseconds - o.at.nanoseconds > Self.orphanLifetime { expired.append(o) }
             else if AddressPair(o.source, o.destination) == pair { mine.append(o) } else { kept.append(o) }
         }
         orphans = kept
@@ -302,6 +321,8 @@ final class QUICTracker {
         for o in mine {
             o.bytes.withUnsafeBytes { deliver(UDPDatagram(source: o.source, destination: o.destination, payload: $0, timestamp: o.at), to: s) }
         }
+        // After `orphans` is settled: dropping one may make a connection of it, which takes its own.
+        for o in expired { dropped(o) }
     }
 
     /// A connection that turned out not to be one: forgotten without a word.
@@ -384,8 +405,11 @@ final class QUICTracker {
     /// Ends every open connection (the end of the capture, or of a piece of it).
     func finishAll(at ts: Timestamp) {
         // What no connection took by the end of the capture (or of a piece of it).
-        for o in orphans { dropped(o) }
-        orphans = []
+        while !orphans.isEmpty {
+            let o = orphans.removeFirst()
+            orphanBytes -= o.bytes.count
+            dropped(o)
+        }
         orphanBytes = 0
         for s in open.values.sorted(by: { $0.connection.id < $1.connection.id }) { end(s, at: ts) }
     }
