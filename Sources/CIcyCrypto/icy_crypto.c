@@ -357,3 +357,8 @@ int icy_hp_mask(void *ctx, const uint8_t *sample, uint8_t *mask) {
     OPENSSL_cleanse(out, sizeof out);
     return 1;
 }
+
+int icy_sha256(const uint8_t *data, size_t len, uint8_t *out) {
+    unsigned int n = 0;
+    return EVP_Digest(data, len, out, &n, EVP_sha256(), NULL) == 1 && n == 32;
+}

@@ -11,7 +11,7 @@ import Testing
         let r = try CLI.run(["-r", capture, "--connections", "--format", "tsv"])
         #expect(r.status == 0, "\(r.stderr)")
         let rows = r.text.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
-        try #require(rows.count == 4 && rows.allSatisfy { $0.count == 20 }, "\(r.text)")
+        try #require(rows.count == 4 && rows.allSatisfy { $0.count == 22 }, "\(r.text)")
         let header = rows[0]
         func column(_ name: String) throws -> [String] {
             let i = try #require(header.firstIndex(of: name), "column \(name)")
@@ -165,6 +165,36 @@ import Testing
             #expect(rows == ["GET\thttps://tls.icy.test:44330/\t200\tTLS 1.3", "GET\thttps://tls.icy.test:44330/\t200\tTLS 1.2",
                              "GET\thttps://tls.icy.test:44330/\t200\tTLS 1.2"], "\(path): \(r.text)")
             #expect(r.stderr.contains("(3 decrypted)"), "\(r.stderr)")
+        }
+    }
+
+    /// The JA4 of every TLS and QUIC ClientHello (JA4Tests check the reading against FoxIO's
+    /// specification): the same value in --connections TSV and NDJSON, the HAR's
+    /// `_connections` (in `tls`, and in `quic` for QUIC) and report's devices; `q` for QUIC,
+    /// `t` for TLS over TCP, the version, SNI and ALPN parts as the handshake has them.
+    @Test func ja4InEveryOutputOfAConnection() throws {
+        for (capture, prefix) in [("tls-sample.pcap", "t1"), ("h3-sample.pcap", "q13d")] {
+            let path = CLI.capture(capture)
+            let tsv = try CLI.run(["-r", path, "--connections", "--format", "tsv", "--fields", "id,sni,ja4,ech", "--quiet"])
+            let rows = tsv.text.split(separator: "\n").dropFirst().map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
+            try #require(!rows.isEmpty, "\(tsv.text)")
+            let shape = #/^[qt](13|12|11|10|s3|s2|00)[di]\d{4}[0-9A-Za-z]{2}_[0-9a-f]{12}_[0-9a-f]{12}$/#
+            for row in rows {
+                #expect(row[2].hasPrefix(prefix) && row[2].wholeMatch(of: shape) != nil, "\(capture): \(row)")
+                #expect(row[2].dropFirst(3).first == (row[1].isEmpty ? "i" : "d"), "SNI part: \(row)")
+                #expect(row[3] == "", "no encrypted_client_hello in these hellos")
+            }
+            let ndjson = try CLI.run(["-r", path, "--connections", "--format", "ndjson", "--quiet"])
+            let objects = ndjson.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            #expect(objects.map { (($0["tls"] as? [String: Any])?["ja4"] as? String) ?? "" } == rows.map { $0[2] })
+            let har = try #require(try JSONSerialization.jsonObject(with: CLI.run(["-r", path, "--har", "--quiet"]).stdout) as? [String: Any])
+            let connections = try #require((har["log"] as? [String: Any])?["_connections"] as? [[String: Any]])
+            #expect(connections.map { (($0["quic"] as? [String: Any])?["ja4"] ?? ($0["tls"] as? [String: Any])?["ja4"]) as? String ?? "" } == rows.map { $0[2] })
+            let report = try JSONSerialization.jsonObject(with: CLI.run(["report", "-r", path, "--format", "json"]).stdout) as? [[String: Any]]
+            let devices = try #require(report?.first?["devices"] as? [[String: Any]])
+            let listed = devices.flatMap { ($0["ja4"] as? [[String: Any]]) ?? [] }
+            #expect(Set(listed.compactMap { $0["ja4"] as? String }) == Set(rows.map { $0[2] }))
+            #expect(listed.compactMap { $0["connections"] as? Int }.reduce(0, +) == rows.count)
         }
     }
 }

@@ -57,3 +57,6 @@ void *icy_hp_new(int kind, const uint8_t *key, size_t key_len);
 void icy_hp_free(void *ctx);
 // The 5-byte mask for a 16-byte sample. Returns 1 on success.
 int icy_hp_mask(void *ctx, const uint8_t *sample, uint8_t *mask);
+
+// SHA-256 of `len` bytes into `out` (32 bytes): JA4's hashes. Returns 1 on success.
+int icy_sha256(const uint8_t *data, size_t len, uint8_t *out);

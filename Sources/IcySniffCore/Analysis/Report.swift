@@ -114,6 +114,8 @@ public struct Report: Sendable {
         /// Requests answered 4xx or 5xx, or not answered at all.
         public var failed = 0
         public var userAgents: [(agent: String, requests: Int)] = []
+        /// The JA4 fingerprints of its TLS and QUIC ClientHellos, with their connections.
+        public var fingerprints: [(ja4: String, connections: Int)] = []
     }
     /// Devices, most bytes first: the first `hostsCounted` one by one, the rest as "other devices".
     public var devices: [Device] = []
@@ -306,14 +308,14 @@ public final class ReportCollector: TransactionSink {
     private var encrypted = (tls: 0, quic: 0)
 
     /// Per device (client address), the first `Report.hostsCounted`; later ones under one key.
-    private var byDevice: [IPAddress: (device: Report.Device, agents: [String: Int])] = [:]
+    private var byDevice: [IPAddress: (device: Report.Device, agents: [String: Int], ja4s: [String: Int])] = [:]
     private static let otherDevices = IPAddress(high: ~0, low: ~0)
 
     /// Counts into the device of `client` (or "other devices" past the first `Report.hostsCounted`).
-    private func countDevice(_ client: IPAddress, _ body: (inout (device: Report.Device, agents: [String: Int])) -> Void) {
+    private func countDevice(_ client: IPAddress, _ body: (inout (device: Report.Device, agents: [String: Int], ja4s: [String: Int])) -> Void) {
         let address = Report.counted(client, in: byDevice, limit: Report.hostsCounted, other: Self.otherDevices)
         var entry = byDevice.removeValue(forKey: address)     // modified, then put back: not copied
-            ?? (Report.Device(client: address == Self.otherDevices ? "other devices" : address.description), [:])
+            ?? (Report.Device(client: address == Self.otherDevices ? "other devices" : address.description), [:], [:])
         body(&entry)
         byDevice[address] = entry
     }
@@ -422,6 +424,9 @@ public final class ReportCollector: TransactionSink {
             entry.device.connections += 1
             if hidden { entry.device.encryptedConnections += 1 }
             entry.device.wireBytes += connection.clientHalf.bytes + connection.serverHalf.bytes
+            if let ja4 = connection.tls?.ja4 {
+                entry.ja4s[Report.counted(ja4, in: entry.ja4s, limit: Report.agentsPerDevice, other: "other"), default: 0] += 1
+            }
         }
         // Transactions whose bytes were contradicted after they were emitted.
         for sequence in connection.contradictedTransactions {
@@ -515,6 +520,7 @@ public final class ReportCollector: TransactionSink {
         out.devices = byDevice.values.map { entry in
             var d = entry.device
             d.userAgents = entry.agents.map { ($0.key, $0.value) }.sorted { ($0.requests, $1.agent) > ($1.requests, $0.agent) }
+            d.fingerprints = entry.ja4s.map { ($0.key, $0.value) }.sorted { ($0.connections, $1.ja4) > ($1.connections, $0.ja4) }
             return d
         }.sorted { ($0.wireBytes, $1.client) > ($1.wireBytes, $0.client) }
         out.tls = tlsHandshakes.summary()

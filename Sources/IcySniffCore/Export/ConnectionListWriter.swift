@@ -22,7 +22,7 @@ public final class ConnectionListWriter: OutputSink {
     private let layout: [(column: TableColumn, width: Int)]
 
     public static let columns = ["id", "transport", "start", "client", "server", "handshake_ms", "bytes_from_client", "bytes_from_server", "packets", "gaps", "missed_bytes", "history", "anomalies",
-                                 "tls_version", "sni", "alpn", "cipher", "tls_handshake_ms", "resumed", "seen"]
+                                 "tls_version", "sni", "alpn", "cipher", "tls_handshake_ms", "resumed", "seen", "ja4", "ech"]
     /// `--fields` for TSV and CSV: the columns written, in this order (positions in `columns`).
     public var fields: [Int]? = nil
 
@@ -138,6 +138,7 @@ public final class ConnectionListWriter: OutputSink {
             row.append(text(s.weirds.map { $0.0.rawValue }.joined(separator: ",")))
             row += [version, s.tls?.sni.map(text) ?? "", s.tls?.alpn.map(text) ?? "", s.tls?.cipherName.map(text) ?? ""]
             row += [s.tls?.handshakeMilliseconds.map { String(format3: $0) } ?? "", resumed, text(s.seenText ?? "")]
+            row += [s.tls?.ja4 ?? "", s.tls?.echOffered == true ? "offered" : ""]
             if let fields { row = fields.map { row[$0] } }
             return row.joined(separator: format == .csv ? "," : "\t") + "\n"
         }

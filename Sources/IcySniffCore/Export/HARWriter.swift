@@ -307,6 +307,8 @@ public struct ConnectionSummary: Sendable {
             w.optionalString("cipher", tls.cipherName)
             w.bool("resumed", tls.resumed)
             w.key("earlyData"); if let e = tls.earlyDataAccepted { w.bool(e) } else { w.null() }
+            w.optionalString("ja4", tls.ja4)
+            w.optionalString("ech", tls.echOffered ? "offered" : nil)
         }
         w.string("originalDcid", QUICInfo.hex(q.originalDCID))
         w.string("clientCid", QUICInfo.hex(q.clientCID))
@@ -342,6 +344,8 @@ public struct ConnectionSummary: Sendable {
         w.bool("earlyDataOffered", tls.earlyDataOffered)
         w.key("earlyData"); if let e = tls.earlyDataAccepted { w.bool(e) } else { w.null() }
         w.bool("helloRetry", tls.helloRetry)
+        w.optionalString("ja4", tls.ja4)
+        w.optionalString("ech", tls.echOffered ? "offered" : nil)
         w.optionalString("handshakeStart", tls.handshakeStart?.iso8601(fractionDigits: 6))
         w.optionalString("handshakeEnd", tls.handshakeEnd?.iso8601(fractionDigits: 6))
         w.optionalNumber("handshakeMs", tls.handshakeMilliseconds)

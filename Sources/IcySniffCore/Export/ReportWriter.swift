@@ -139,6 +139,20 @@ public enum ReportWriter {
             }
             if r.devices.count > maxLines { line("  … \(r.devices.count - maxLines) more devices") }
         }
+        // What each device's TLS and QUIC clients are, by their ClientHellos (JA4): an app's
+        // library or a browser, seen in encrypted traffic too.
+        let fingerprinted = r.devices.filter { !$0.fingerprints.isEmpty }
+        if !fingerprinted.isEmpty {
+            line("Client fingerprints (JA4 of the ClientHellos, connections):")
+            let width = max(6, fingerprinted.prefix(maxLines).map(\.client.count).max() ?? 6)
+            for d in fingerprinted.prefix(maxLines) {
+                // The commonest one (a JA4 is 36 characters: one fits 80 columns with the device).
+                let first = d.fingerprints[0]
+                line("  " + column(d.client, width, left: true) + "  \(first.ja4) (\(first.connections))"
+                     + (d.fingerprints.count > 1 ? ", \(d.fingerprints.count - 1) more" : ""))
+            }
+            if fingerprinted.count > maxLines { line("  … \(fingerprinted.count - maxLines) more devices") }
+        }
         if !r.shortConnectionHosts.isEmpty {
             line("Hosts with many one-request connections (keep-alive would save a handshake each):")
             for h in r.shortConnectionHosts { line("  \(h.host): \(h.singleRequestConnections) of \(h.connections) connections carried one request") }
@@ -298,6 +312,9 @@ public enum ReportWriter {
                 w.int("avoidable", d.avoidable); w.int("avoidableBytes", d.avoidableBytes); w.int("failed", d.failed)
                 w.key("userAgents"); w.beginArray()
                 for a in d.userAgents { w.beginObject(); w.string("userAgent", a.agent); w.int("requests", a.requests); w.endObject() }
+                w.endArray()
+                w.key("ja4"); w.beginArray()
+                for f in d.fingerprints { w.beginObject(); w.string("ja4", f.ja4); w.int("connections", f.connections); w.endObject() }
                 w.endArray()
                 w.endObject()
             }

@@ -24,9 +24,12 @@ enum TLSHandshakeObserver {
         }
         var hello = ClientHello(random: Array(random), ticketOffered: false)
         guard first, let block = r.vector(2) else { return hello }
+        info.ja4 = JA4.fingerprint(message)
         for (type, data) in TLSReader.extensions(block) {
             var e = TLSReader(data)
             switch type {
+            case 0xfe0d:   // encrypted_client_hello
+                info.echOffered = true
             case 0:   // server_name
                 guard info.sni == nil, let list = e.vector(2) else { continue }
                 var names = TLSReader(list)

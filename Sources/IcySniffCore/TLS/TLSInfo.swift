@@ -18,6 +18,11 @@ public struct TLSInfo: Sendable, Equatable {
     public var resumption: String? = nil
     /// The ClientHello offered 0-RTT early data.
     public var earlyDataOffered = false
+    /// The first ClientHello's JA4 fingerprint (`JA4`).
+    public var ja4: String? = nil
+    /// The ClientHello carried an encrypted_client_hello extension (0xfe0d): ECH offered, or
+    /// GREASE ECH, which cannot be told apart; with real ECH the SNI is the provider's public name.
+    public var echOffered = false
     /// 0-RTT data accepted: false for TLS 1.2; unknown (nil) for TLS 1.3 without keys.
     public var earlyDataAccepted: Bool? = nil
     /// The server sent a HelloRetryRequest.
