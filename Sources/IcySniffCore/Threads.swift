@@ -23,3 +23,23 @@ private final class ThreadBody {
     let run: () -> Void
     init(_ run: @escaping () -> Void) { self.run = run }
 }
+
+/// The one mutex of the code base: a pthread mutex in memory of its own. A `pthread_mutex_t`
+/// stored as a property and passed as `&mutex` has no stable address in Swift (the inout
+/// argument may be a temporary copy), so the mutex lives behind a pointer the lock owns.
+public final class Lock: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+
+    public init() { pthread_mutex_init(mutex, nil) }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    public func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+}

@@ -116,17 +116,6 @@ func monotonicSeconds() -> Double {
     return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
 }
 
-/// A pthread mutex for the batch runner's shared state.
-final class Lock: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    init() { pthread_mutex_init(mutex, nil) }
-    deinit { pthread_mutex_destroy(mutex); mutex.deallocate() }
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
-    }
-}
 
 extension Double {
     /// Fixed-point text with `decimals` digits after the point (no locale, no Foundation).

@@ -101,17 +101,11 @@ public final class OutputFile {
     /// The hidden names of each directory looked at (read once per directory and run, so that
     /// a batch writing thousands of outputs into one folder does not read it thousands of times).
     nonisolated(unsafe) private static var hiddenNames: [String: [String]] = [:]
-    nonisolated(unsafe) private static var hiddenNamesLock = pthread_mutex_t()
-    private static let hiddenNamesLockReady: Bool = {
-        pthread_mutex_init(&hiddenNamesLock, nil)
-        return true
-    }()
+    private static let hiddenNamesLock = Lock()
 
     static func staleTemporaryFiles(in dir: String, base: String, except own: String) -> [String] {
-        _ = hiddenNamesLockReady
-        pthread_mutex_lock(&hiddenNamesLock)
-        var names = hiddenNames[dir]
-        if names == nil {
+        let names: [String] = hiddenNamesLock.withLock {
+            if let names = hiddenNames[dir] { return names }
             var list: [String] = []
             if let d = opendir(dir) {
                 while let entry = readdir(d) {
@@ -123,12 +117,11 @@ public final class OutputFile {
                 closedir(d)
             }
             hiddenNames[dir] = list
-            names = list
+            return list
         }
-        pthread_mutex_unlock(&hiddenNamesLock)
         let prefix = ".\(base)."
         var found: [String] = []
-        for name in names! where name.hasPrefix(prefix) && name.utf8.count == prefix.utf8.count + 6 {
+        for name in names where name.hasPrefix(prefix) && name.utf8.count == prefix.utf8.count + 6 {
             let path = dir == "/" ? "/\(name)" : "\(dir)/\(name)"
             var st = stat()
             guard path != own, lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
@@ -276,39 +269,33 @@ public enum TemporaryFiles {
         paths.initialize(repeating: nil, count: slots)
         return true
     }()
-    nonisolated(unsafe) private static let lock: UnsafeMutablePointer<pthread_mutex_t> = {
-        let m = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        pthread_mutex_init(m, nil)
-        return m
-    }()
+    private static let lock = Lock()
 
     /// Makes the slots before any signal can come (Swift initialises statics lazily, which is
     /// not for a signal handler to do): `Signals.install` calls it.
     public static func prepare() {
-        pthread_mutex_lock(lock)
-        _ = ready
-        pthread_mutex_unlock(lock)
+        lock.withLock { _ = ready }
     }
 
     /// Registers a temporary file; nil when every slot is taken (its file is then not removed by
     /// a second signal, only by `deinit` as before).
     static func register(_ path: String) -> Int? {
-        pthread_mutex_lock(lock)
-        defer { pthread_mutex_unlock(lock) }
-        _ = ready
-        for i in 0..<slots where paths[i] == nil {
-            paths[i] = strdup(path)
-            return i
+        lock.withLock {
+            _ = ready
+            for i in 0..<slots where paths[i] == nil {
+                paths[i] = strdup(path)
+                return i
+            }
+            return nil
         }
-        return nil
     }
 
     static func unregister(_ slot: Int) {
-        pthread_mutex_lock(lock)
-        defer { pthread_mutex_unlock(lock) }
-        let p = paths[slot]
-        paths[slot] = nil
-        free(p)
+        lock.withLock {
+            let p = paths[slot]
+            paths[slot] = nil
+            free(p)
+        }
     }
 
     /// Unlinks every registered temporary file; answers how many. Async-signal-safe once

@@ -63,7 +63,7 @@ public final class KeyLog: @unchecked Sendable {
     /// Bytes of each file read so far, up to the end of its last complete line.
     private var consumed: [String: Int] = [:]
     private var lastCheck: Double = 0
-    private var mutex = pthread_mutex_t()
+    private let lock = Lock()
     /// Lines that were not `LABEL hex hex` (counted, never shown: they may hold secrets).
     public private(set) var malformedLines = 0
     /// Lines that were `LABEL hex hex` (whatever the label).
@@ -103,7 +103,6 @@ public final class KeyLog: @unchecked Sendable {
     public init(paths: [String], growing: Bool = false) throws(KeyLogError) {
         self.paths = paths
         self.growing = growing
-        pthread_mutex_init(&mutex, nil)
         for path in paths {
             // Non-blocking open: a FIFO without a writer must not block the run.
             let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
@@ -147,14 +146,12 @@ public final class KeyLog: @unchecked Sendable {
     public init(text: String) {
         self.paths = []
         self.growing = false
-        pthread_mutex_init(&mutex, nil)
         parse(Array(text.utf8)[...])
     }
 
     deinit {
         for fd in streams.values { close(fd) }
         for f in files where f.fd >= 0 { close(f.fd) }
-        pthread_mutex_destroy(&mutex)
     }
 
     /// Whether any secret has been read, asked without the lock: every QUIC packet asks (a
@@ -163,24 +160,16 @@ public final class KeyLog: @unchecked Sendable {
     private let anySecret = Atomic<Bool>(false)
 
     /// Connections with at least one secret.
-    public var count: Int {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return indexHeads.count
-    }
+    public var count: Int { lock.withLock { indexHeads.count } }
 
     /// More secrets (a pcapng Decryption Secrets Block's key log).
     public func add(text: String) {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        parse(Array(text.utf8)[...])
+        lock.withLock { parse(Array(text.utf8)[...]) }
     }
 
     /// More secrets, as the bytes of key log lines (a pcapng Decryption Secrets Block).
     public func add(bytes: [UInt8]) {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        parse(bytes[...])
+        lock.withLock { parse(bytes[...]) }
     }
 
     /// A pcapng Decryption Secrets Block's key log: a temporary file's lines are indexed by
@@ -189,10 +178,10 @@ public final class KeyLog: @unchecked Sendable {
         switch text {
         case .bytes(let bytes): add(bytes: bytes)
         case .file(let f):
-            pthread_mutex_lock(&mutex)
-            defer { pthread_mutex_unlock(&mutex) }
-            blocks += 1
-            _ = consume(f.descriptor, path: "decryption secrets block \(blocks)", from: 0, seekable: true, wholeLinesOnly: false)
+            lock.withLock {
+                blocks += 1
+                _ = consume(f.descriptor, path: "decryption secrets block \(blocks)", from: 0, seekable: true, wholeLinesOnly: false)
+            }
         }
     }
     /// Decryption Secrets Blocks added from temporary files (their slots' names).
@@ -203,25 +192,25 @@ public final class KeyLog: @unchecked Sendable {
     /// look at the files however recently they were looked at (a connection's last chance).
     public func secrets(forClientRandom clientRandom: [UInt8], wanting: ((TLSSecrets) -> Bool)? = nil,
                         now: Bool = false) -> TLSSecrets? {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        if let s = lookUp(clientRandom), !(wanting?(s) ?? false) { return s }
-        reloadGrownFiles(now: now)
-        return lookUp(clientRandom)
+        return lock.withLock {
+            if let s = lookUp(clientRandom), !(wanting?(s) ?? false) { return s }
+            reloadGrownFiles(now: now)
+            return lookUp(clientRandom)
+        }
     }
 
     /// The newest secrets of one label (its code in `labels`), at most `limit`, looking at no
     /// more than `examined` lines: for a connection whose ClientHello was not captured, whose
     /// random is unknown, tried one by one (`QUICKeyTrial`).
     func newestSecrets(labelled code: Int, limit: Int, examined: Int) -> [(random: [UInt8], secret: [UInt8])] {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        var found: [(random: [UInt8], secret: [UInt8])] = []
-        var line = [UInt8](repeating: 0, count: Self.maxLineBytes + 1)
-        for entry in indexLines.reversed().prefix(examined) where found.count < limit {
-            if let (lineCode, random, secret) = indexedLine(entry, using: &line), lineCode == code { found.append((random, secret)) }
+        return lock.withLock {
+            var found: [(random: [UInt8], secret: [UInt8])] = []
+            var line = [UInt8](repeating: 0, count: Self.maxLineBytes + 1)
+            for entry in indexLines.reversed().prefix(examined) where found.count < limit {
+                if let (lineCode, random, secret) = indexedLine(entry, using: &line), lineCode == code { found.append((random, secret)) }
+            }
+            return found
         }
-        return found
     }
 
     /// An indexed line's label code, random and secret: from `arena`, or read back from its file
