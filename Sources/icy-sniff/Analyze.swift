@@ -176,7 +176,7 @@ struct InputOptions: ParsableArguments {
     @Flag(name: .customShort("n"), help: "Accepted for tcpdump's sake: icy-sniff never resolves addresses or ports to names.")
     var noNames = false
 
-    @Option(name: .customLong("keylog"), help: ArgumentHelp("Decrypt TLS and QUIC with the secrets in this NSS key log (SSLKEYLOGFILE, as browsers, curl and OpenSSL write it). Repeatable; re-read when it grows.", valueName: "file"), completion: .file())
+    @Option(name: .customLong("keylog"), help: ArgumentHelp("Decrypt TLS and QUIC with the secrets in this NSS key log (SSLKEYLOGFILE, as browsers, curl and OpenSSL write it; docs/KEYS.md says how to get one from browsers, tools, apps and phones). Repeatable; re-read when it grows.", valueName: "file"), completion: .file())
     var keylog: [String] = []
 
     @Flag(name: .customLong("promisc"), help: "Put the interface into promiscuous mode.")

@@ -293,7 +293,7 @@ enum Summary {
             }
             advice = held + "; their handshakes are in --connections and the HAR's _connections"
         } else {
-            advice = "--keylog FILE decrypts them; their handshakes are in --connections and the HAR's _connections"
+            advice = "--keylog FILE decrypts them (docs/KEYS.md: how to get one); their handshakes are in --connections and the HAR's _connections"
         }
         var line = "icy-sniff: \(count(stats.packets, "packet")), \(count(stats.connections, "TCP connection")), "
             + (shown.map { "\($0) of " + count(stats.transactions, "HTTP transaction") + " shown (the filter kept them)" } ?? count(stats.transactions, "HTTP transaction"))
