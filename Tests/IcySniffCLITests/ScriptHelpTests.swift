@@ -1,0 +1,26 @@
+import Foundation
+import Testing
+
+/// Every script in scripts/ answers `--help` (and `-h`) with what it does, exit 0, and does
+/// nothing else: before, `scripts/install --help` built the release to install it under a
+/// prefix named `--help`, and record-* scripts started servers and tcpdump writing into a folder
+/// of that name. Run from an empty folder, which must stay empty.
+@Suite struct ScriptHelpTests {
+    @Test func everyScriptAnswersHelpAndDoesNothingElse() throws {
+        let scripts = try FileManager.default.contentsOfDirectory(atPath: CLI.packageRoot.appendingPathComponent("scripts").path)
+            .filter { !$0.hasPrefix(".") }.sorted()
+        #expect(scripts.count >= 30, "\(scripts)")
+        for name in scripts {
+            let script = CLI.packageRoot.appendingPathComponent("scripts/\(name)").path
+            for flag in ["--help", "-h"] {
+                let dir = CLI.temporaryDirectory()
+                defer { try? FileManager.default.removeItem(at: dir) }
+                let r = try CLI.run(["-c", "cd \"$1\" && exec timeout 60 \"$0\" \"$2\"", script, dir.path, flag], executable: "/bin/bash")
+                #expect(r.status == 0, "\(name) \(flag): exit \(r.status) \(r.stderr)")
+                #expect(r.text.split(separator: "\n").count >= 1 && r.text.count > 40, "\(name) \(flag) says what it does: \(r.text)")
+                let left = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
+                #expect(left.isEmpty, "\(name) \(flag) wrote \(left)")
+            }
+        }
+    }
+}
