@@ -63,7 +63,10 @@ def arrow_schemas():
     failures = [("set_id", s), ("set_name", s), ("capture", s), ("kind", s), ("message", s), ("schema_version", i)]
     sets = [("set_id", s), ("set_name", s), ("pieces", pa.list_(s)), ("transactions", l), ("failures", l),
             ("committed", pa.timestamp("us", tz="UTC")), ("schema_version", i)]
-    return pa.schema(ndjson), pa.schema(ndjson + added), pa.schema(failures), pa.schema(sets)
+    # Read, not stored: an estimate from an encrypted connection's records (docs/OUTPUT.md,
+    # "Encrypted exchanges") is no transaction; its rows are left out of the transactions files.
+    read = [("inferred", b)]
+    return pa.schema(ndjson + read), pa.schema(ndjson + added), pa.schema(failures), pa.schema(sets)
 
 
 # -- file systems -------------------------------------------------------------------------------
@@ -522,6 +525,7 @@ def finish_rows(table, unit, names, schema):
     """A batch of NDJSON rows as the transactions schema: the set added, `pushed` false where
     absent, a streamed capture named by its URI."""
     import pyarrow as pa, pyarrow.compute as pc
+    table = table.filter(pc.invert(pc.fill_null(table.column("inferred"), False))).drop_columns(["inferred"])
     n = table.num_rows
     if names:
         capture = table.column("capture")

@@ -90,6 +90,7 @@ public final class Pipeline {
 
     /// A connection is over (TCP or QUIC): counted, then handed to the outputs.
     private func connectionFinished(_ connection: Connection) {
+        connection.captureName = emitter.captureName
         for (weird, n) in connection.weirds { counts.count(weird, by: UInt64(n)) }
         counts.countEncryption(of: connection)
         sink.connectionFinished(connection)

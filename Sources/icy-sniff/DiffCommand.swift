@@ -134,6 +134,8 @@ struct DiffCommand: ParsableCommand {
         var cache: String?
         var time_ms: Double?
         var client_ip: String?
+        /// An exchange estimated from an encrypted connection's records: no request to compare.
+        var inferred: Bool?
     }
 
     /// Whether a row's client address (as an output wrote it) is in `client` (always without one).
@@ -179,7 +181,7 @@ struct DiffCommand: ParsableCommand {
                 guard let row = try? decoder.decode(Row.self, from: Data(l)), let url = row.url else {
                     return .failure(Problem(text: "\(path): line \(lineNumber) is not a transaction of icy-sniff's NDJSON (nor is the file a HAR)"))
                 }
-                guard isFrom(row.client_ip, client) else { continue }
+                guard isFrom(row.client_ip, client), row.inferred != true else { continue }
                 side.add(ComparisonRow(method: row.method ?? "", url: url, status: row.status ?? 0, bytes: row.response_encoded_len ?? 0,
                                        verdict: row.cache.map(CacheAssessment.verdict(ofLabel:)) ?? "", timeMilliseconds: row.time_ms ?? 0,
                                        options: options))

@@ -303,6 +303,10 @@ enum Summary {
             if decrypted > 0 { line += " (\(decrypted) decrypted)" }
             if total > decrypted { line += "; \(total - decrypted) encrypted (\(advice))" }
         }
+        if stats.inferredExchanges > 0 {
+            line += "; \(count(stats.inferredExchanges, "HTTP/1.1 exchange")) estimated from encrypted records"
+                + (shown == nil ? " (\"inferred\" rows)" : " (not listed: a filter chose the transactions)")
+        }
         func byCount(_ a: (key: Weird, value: UInt64), _ b: (key: Weird, value: UInt64)) -> Bool {
             (b.value, a.key.rawValue) < (a.value, b.key.rawValue)
         }

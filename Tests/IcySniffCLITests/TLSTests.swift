@@ -197,4 +197,53 @@ import Testing
             #expect(listed.compactMap { $0["connections"] as? Int }.reduce(0, +) == rows.count)
         }
     }
+
+    /// Without keys, HTTP/1.1 over TLS is estimated from its records' sizes and times (issue
+    /// 52): one NDJSON row per exchange, `"inferred": true`, no method or status, whose
+    /// response_bytes is the decrypted response's head and body to the byte and whose start is
+    /// the request's; the `--connections` row says the protocol inside (h2 told from HTTP/2's
+    /// SETTINGS records in TLS 1.3, whose ALPN is encrypted) and the count. With the key log,
+    /// the decrypted transactions replace the estimates. TLS 1.2 and 1.3, nginx and s_server.
+    @Test func keylessExchangesAreEstimatedFromRecords() throws {
+        let cases = [(CLI.capture("tls-sample.pcap"), CLI.capture("tls-sample.keys")),
+                     (CLI.packageRoot.appendingPathComponent("Tests/Fixtures/tls/nginx-curl-live.pcap").path,
+                      CLI.packageRoot.appendingPathComponent("Tests/Fixtures/tls/nginx-curl-live.keys").path)]
+        func rows(_ text: String) -> [[String: Any]] {
+            text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        }
+        var checked = 0
+        for (capture, keys) in cases {
+            let har = try #require(try JSONSerialization.jsonObject(with: CLI.run(["-r", capture, "--keylog", keys, "--har", "--quiet"]).stdout) as? [String: Any])
+            let entries = try #require((har["log"] as? [String: Any])?["entries"] as? [[String: Any]])
+            var truth: [String: [Int]] = [:], protocols: [String: String] = [:]
+            for e in entries {
+                let response = try #require(e["response"] as? [String: Any]), connection = try #require(e["connection"] as? String)
+                let version = (response["httpVersion"] as? String ?? "").lowercased()
+                protocols[connection] = version.hasPrefix("http/2") || version == "h2" ? "h2" : "http/1.1"
+                if protocols[connection] == "http/1.1" {
+                    truth[connection, default: []].append(max(0, response["headersSize"] as? Int ?? 0) + max(0, response["bodySize"] as? Int ?? 0))
+                }
+            }
+            let estimated = rows(try CLI.run(["-r", capture, "--format", "ndjson", "--quiet"]).text)
+            #expect(!estimated.isEmpty && estimated.allSatisfy { $0["inferred"] as? Bool == true && $0["method"] is NSNull && $0["status"] is NSNull },
+                    "\(capture): without keys, estimates only")
+            var sizes: [String: [Int]] = [:]
+            for r in estimated { sizes[r["connection"] as? String ?? "", default: []].append(r["response_bytes"] as? Int ?? -1) }
+            #expect(sizes == truth, "\(capture): response head and body to the byte")
+            let connections = rows(try CLI.run(["-r", capture, "--connections", "--format", "ndjson", "--quiet"]).text)
+            for c in connections {
+                let id = try #require(c["id"] as? String), inferred = try #require(c["inferred"] as? [String: Any], "\(c)")
+                #expect(inferred["protocol"] as? String == protocols[id], "\(capture) \(id): \(inferred)")
+                if protocols[id] == "http/1.1" {
+                    #expect(inferred["exchanges"] as? Int == truth[id]?.count && inferred["exchanges_exact"] as? Bool == true, "\(inferred)")
+                }
+                checked += 1
+            }
+            let keyed = rows(try CLI.run(["-r", capture, "--keylog", keys, "--format", "ndjson", "--quiet"]).text)
+            #expect(keyed.count == entries.count && keyed.allSatisfy { $0["inferred"] == nil }, "with keys, transactions instead")
+            let keyedConnections = rows(try CLI.run(["-r", capture, "--keylog", keys, "--connections", "--format", "ndjson", "--quiet"]).text)
+            #expect(keyedConnections.allSatisfy { $0["inferred"] == nil })
+        }
+        #expect(checked == 6)
+    }
 }

@@ -15,6 +15,8 @@ public struct RunStats: Sendable {
     /// QUIC connections (HTTP/3 and other QUIC), and those decrypted with a key log.
     public var quicConnections: UInt64 = 0
     public var quicDecrypted: UInt64 = 0
+    /// HTTP/1.1 exchanges estimated from encrypted connections' records (`RecordPattern`).
+    public var inferredExchanges: UInt64 = 0
     public var weirds: [Weird: UInt64] = [:]
     public var firstPacket: Timestamp? = nil
     public var lastPacket: Timestamp? = nil
@@ -36,6 +38,7 @@ public struct RunStats: Sendable {
         tlsDecrypted += other.tlsDecrypted
         quicConnections += other.quicConnections
         quicDecrypted += other.quicDecrypted
+        inferredExchanges += other.inferredExchanges
         for (k, v) in other.weirds { weirds[k, default: 0] += v }
         if let f = other.firstPacket { firstPacket = min(firstPacket ?? f, f) }
         if let l = other.lastPacket { lastPacket = max(lastPacket ?? l, l) }
@@ -49,6 +52,7 @@ extension RunStats {
     /// An open QUIC connection (`--stats`) has no `quic` facts yet: it is QUIC by its transport,
     /// decrypted by its TLS facts, which its session keeps current.
     mutating func countEncryption(of connection: Connection) {
+        inferredExchanges += UInt64(connection.tls?.inferred?.exchanges.count ?? 0)
         if connection.transport == .quic {
             quicConnections += 1
             if connection.quic?.decrypted ?? connection.tls?.decrypted ?? false { quicDecrypted += 1 }

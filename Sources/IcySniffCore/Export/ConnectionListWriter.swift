@@ -118,6 +118,7 @@ public final class ConnectionListWriter: OutputSink {
             w.key("anomalies"); w.beginArray(); for (k, _) in s.weirds { w.string(k.rawValue) }; w.endArray()
             if let tls = s.tls { ConnectionSummary.write(tls, to: w) }
             if let q = s.quic { ConnectionSummary.write(q, tls: s.tls, to: w) }
+            if let inferred = s.tls?.inferred { ConnectionSummary.write(inferred, to: w) }
             if let n = s.notHTTP { ConnectionSummary.write(n, to: w) }
             if let tunnel = s.tunnel { ConnectionSummary.write(tunnel, to: w) }
             w.endObject()

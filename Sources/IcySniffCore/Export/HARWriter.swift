@@ -282,8 +282,19 @@ public struct ConnectionSummary: Sendable {
         w.key("anomalies"); w.beginArray(); for (k, _) in weirds { w.string(k.rawValue) }; w.endArray()
         if let tls { Self.write(tls, to: w) }
         if let quic { Self.write(quic, tls: tls, to: w) }
+        if let inferred = tls?.inferred { Self.write(inferred, to: w) }
         if let notHTTP { Self.write(notHTTP, to: w) }
         if let tunnel { Self.write(tunnel, to: w) }
+        w.endObject()
+    }
+
+    /// `inferred`: without keys, what the records say (`RecordPattern`), an estimate.
+    static func write(_ inferred: InferredTraffic, to w: JSONWriter) {
+        w.key("inferred"); w.beginObject()
+        w.string("protocol", inferred.protocolName)
+        w.string("protocol_from", inferred.protocolInferred ? "records" : "handshake")
+        w.key("exchanges"); if let n = inferred.exchangeCount { w.int(n) } else { w.null() }
+        w.bool("exchanges_exact", inferred.exchangeCount != nil && inferred.exact)
         w.endObject()
     }
 

@@ -52,9 +52,12 @@ public final class NullOutput: OutputSink {
 /// Table, TSV, CSV and NDJSON: one row as each transaction completes.
 public final class TabularOutput: OutputSink {
     public let writer: TableWriter
+    /// Rows of the exchanges estimated from encrypted connections (`TableWriter.writeInferred`):
+    /// not when a filter chose the transactions (an estimate has no method, status or path).
+    public var writesInferred = true
     public init(writer: TableWriter) { self.writer = writer }
     public func consume(_ transaction: Transaction) { writer.consume(transaction) }
-    public func connectionFinished(_ connection: Connection) {}
+    public func connectionFinished(_ connection: Connection) { if writesInferred { writer.writeInferred(of: connection) } }
     public func finish(comment: String?) throws(OutputError) { writer.finish() }
 }
 
@@ -121,7 +124,9 @@ public struct SinkFactory {
             let writer = TableWriter(format: TableFormat(format), output: output, options: options, fields: fields)
             writer.flushEachRow = flushEachRow
             writer.writesHeader = writesHeader
-            return TabularOutput(writer: writer)
+            let tabular = TabularOutput(writer: writer)
+            tabular.writesInferred = filter.isEmpty
+            return tabular
         }
     }
 

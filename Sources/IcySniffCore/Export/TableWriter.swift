@@ -33,7 +33,7 @@ public final class TableWriter {
     var fields: [Field]
     /// Flush after every row (live captures).
     public var flushEachRow = false
-    private var wroteHeader = false
+    var wroteHeader = false
     /// False for the parts of a merged batch output after the first.
     public var writesHeader = true
     private let color: Bool
@@ -340,7 +340,7 @@ public final class TableWriter {
         }
     }
 
-    private func tableRow(_ values: [String], status: Int) -> String {
+    func tableRow(_ values: [String], status: Int) -> String {
         var cells: [String] = []
         for (i, (f, v)) in zip(fields, values).enumerated() {
             let w = widths[i]

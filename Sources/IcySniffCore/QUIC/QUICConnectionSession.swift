@@ -905,6 +905,10 @@ final class QUICConnectionSession {
         info.keyUpdates = max(appKeys[0]?.updates ?? 0, appKeys[1]?.updates ?? 0)
         connection.halves.0.bytes = info.bytesFromClient
         connection.halves.1.bytes = info.bytesFromServer
+        // Without keys: QUIC's ALPN is encrypted; a client offering only HTTP/3 speaks it.
+        if !info.decrypted, let offered = tls.alpnOffered, !offered.isEmpty, offered.allSatisfy({ $0 == "h3" || $0.hasPrefix("h3-") }) {
+            tls.inferred = InferredTraffic(protocolName: "h3", protocolInferred: true, exchangeCount: nil, exact: false)
+        }
         connection.quic = info
         connection.tls = tls
         connection.finishedAt = ts

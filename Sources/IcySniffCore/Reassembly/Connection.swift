@@ -159,6 +159,9 @@ public final class Connection {
     /// Set when a proxy opened a tunnel on the connection (a CONNECT answered 2xx, a SOCKS
     /// request granted): what the client asked for. The transactions found inside it carry it.
     public internal(set) var tunnel: ProxyTunnel? = nil
+    /// The capture (`-r` file) being read when the connection ended (a batch's merged rows name
+    /// it, as transactions' `captureName`).
+    public internal(set) var captureName = ""
     /// What carries the connection: TCP, or QUIC over UDP (then `quic` says what QUIC showed and
     /// `tls` what its TLS 1.3 handshake did; the TCP fields stay empty).
     public internal(set) var transport: Transport = .tcp

@@ -40,6 +40,8 @@ public struct TLSInfo: Sendable, Equatable {
     public var incomplete = false
     /// The connection's records were decrypted with secrets from a key log.
     public var decrypted = false
+    /// Without keys: what its records' sizes and times say (`RecordPattern`); nil when decrypted.
+    public var inferred: InferredTraffic? = nil
 
     public init() {}
 

@@ -125,6 +125,21 @@ final class TLSSession: ConnectionSession {
     private var encryptThenMAC = false
     /// The ServerHello (not a HelloRetryRequest) has been read.
     private var sawServerHello = false
+    /// Without keys, what the records' sizes and times say (`RecordPattern`).
+    private var pattern = RecordPattern()
+    /// TLS 1.3: the client's Finished (its first encrypted record after the ServerHello, or the
+    /// second after an EndOfEarlyData), and whether the server's Finished was seen (records
+    /// after it and before the client's are 0.5-RTT data); the server's records before it.
+    private var clientFinishedAt: Timestamp? = nil
+    private var serverFinishedSeen = false
+    /// TLS 1.3: NewSessionTickets the server sent once it read the client's Finished, before the
+    /// client wrote again (at most two, 100 to 400 bytes each): not part of a response.
+    private var ticketsTaken = 0
+    private var clientWroteAfterFinished = false
+    private var serverHandshakeRecords = 0
+    /// 0-RTT records (the request sent with the ClientHello), for `pattern` once the suite is
+    /// known, at most 64.
+    private var earlyRecords: [TLSRecordReader.Record] = []
     /// TLS 1.2: the server's Certificate came (a full handshake).
     private var sawCertificate = false
 
@@ -214,6 +229,8 @@ final class TLSSession: ConnectionSession {
         if info.handshakeEnd == nil || client.handshake.overflowed || server.handshake.overflowed { info.incomplete = true }
         if info.version != 0 && !isTLS13 { info.earlyDataAccepted = false }
         if !heldEarly.isEmpty { settleEarlyData(accepted: info.earlyDataAccepted ?? false) }
+        // No keys: the records' sizes and times are what there is.
+        if secrets == nil && sawServerHello { info.inferred = pattern.result(offered: info.alpnOffered, negotiated: info.alpn) }
         inTurn { self.inner?.finished(connection, at: timestamp) }
     }
 
@@ -258,6 +275,7 @@ final class TLSSession: ConnectionSession {
         case 23:
             client.applicationBytes &+= UInt64(r.length + 5)
             if !sawServerHello {
+                if earlyRecords.count < 64 { earlyRecords.append(TLSRecordReader.Record(type: 23, body: nil, length: r.length, firstByte: r.firstByte, lastByte: r.lastByte, lost: r.lost)) }
                 // 0-RTT early data, sent with the ClientHello: held until the server's
                 // EncryptedExtensions say whether it was accepted.
                 if r.body != nil || r.lost {
@@ -267,7 +285,16 @@ final class TLSSession: ConnectionSession {
                 return
             }
             // TLS 1.3: the client's first encrypted record after the ServerHello ends its flight.
-            if isTLS13, info.handshakeEnd == nil { info.handshakeEnd = r.lastByte }
+            if isTLS13, clientFinishedAt == nil {
+                if info.handshakeEnd == nil { info.handshakeEnd = r.lastByte }
+                // After 0-RTT the client's EndOfEarlyData (an empty handshake message) comes
+                // first; its Finished is the next.
+                if !(info.earlyDataOffered && r.length - pattern.overhead == 4) { clientFinishedAt = r.lastByte }
+            } else {
+                if clientFinishedAt != nil { clientWroteAfterFinished = true }
+                let withFinished = clientFinishedAt.map { r.firstByte.nanoseconds - $0.nanoseconds < 1_000_000 } ?? false
+                pattern.record(fromClient: true, length: r.length, first: r.firstByte, last: r.lastByte, withFinished: withFinished, lost: r.lost)
+            }
             sealed(r, from: .fromClient)
         case 21:
             sealed(r, from: .fromClient)
@@ -303,6 +330,17 @@ final class TLSSession: ConnectionSession {
             }
         case 23:
             server.applicationBytes &+= UInt64(r.length + 5)
+            // TLS 1.3: before the client's Finished, the server's encrypted handshake, up to its
+            // Finished (not its first record, which is EncryptedExtensions); then 0.5-RTT data.
+            if isTLS13, clientFinishedAt != nil, !clientWroteAfterFinished, ticketsTaken < 2,
+               (RecordPattern.smallestTicket...400).contains(r.length - pattern.overhead) {
+                ticketsTaken += 1
+            } else if !isTLS13 || clientFinishedAt != nil || serverFinishedSeen {
+                pattern.record(fromClient: false, length: r.length, first: r.firstByte, last: r.lastByte, lost: r.lost)
+            } else {
+                if serverHandshakeRecords > 0, let cipher, r.length - pattern.overhead == 4 + cipher.hashLength { serverFinishedSeen = true }
+                serverHandshakeRecords += 1
+            }
             sealed(r, from: .fromServer)
         default:
             break
@@ -590,6 +628,10 @@ final class TLSSession: ConnectionSession {
         sawServerHello = true
         serverRandom = hello.random
         self.cipher = TLSCipherParameters(suite: hello.cipherSuite)
+        pattern.overhead = cipher?.recordOverhead(tls13: hello.version == 0x0304) ?? 0
+        // A request sent as 0-RTT data is the first exchange's.
+        for r in earlyRecords { pattern.record(fromClient: true, length: r.length, first: r.firstByte, last: r.lastByte, lost: r.lost) }
+        earlyRecords = []
         if cipher == nil && (keyLog?.count ?? 0) > 0 { connection.note(.tlsCipherUnsupported) }
         if hello.version == 0x0304 { server.encrypted = true }
         setUpKeys()

@@ -1,0 +1,141 @@
+/// What the sizes, directions and times of an encrypted connection's records say when no key
+/// opens them: the protocol inside, and for HTTP/1.1 each exchange — a TLS record carries exactly
+/// the bytes the application wrote, less the cipher's overhead. An estimate, labelled as such
+/// everywhere it is shown (`inferred`); a decrypted connection has its transactions instead.
+///
+/// HTTP/1.1 is one request, then its response: a client record after server records begins the
+/// next exchange; server records before any request are not a response (TLS 1.3's
+/// NewSessionTickets, sent after the client's Finished). HTTP/2 is told by its connection set-up:
+/// the server's SETTINGS, sent unasked after the handshake (smaller than any NewSessionTicket),
+/// or a SETTINGS acknowledgement (a 9-byte record) early on; its requests are multiplexed and not
+/// estimated here.
+public struct InferredTraffic: Sendable, Equatable {
+    /// `http/1.1`, `h2` or `h3`.
+    public var protocolName: String
+    /// Told by the record pattern, not shown by the handshake (TLS 1.3 and QUIC encrypt the
+    /// negotiated ALPN).
+    public var protocolInferred: Bool
+    /// HTTP/1.1's exchanges in order (at most `RecordPattern.maxExchanges`); empty for h2 and h3.
+    public var exchanges: [EncryptedExchange] = []
+    /// How many exchanges (nil: not estimated, h2 and h3); exact unless a cap or a lost record
+    /// made it a lower bound.
+    public var exchangeCount: Int?
+    public var exact: Bool = true
+}
+
+/// One HTTP/1.1 exchange seen in record sizes: the request's records, then the response's.
+/// Bytes are the HTTP messages as sent (head and body as transferred), from the record lengths
+/// less the cipher's overhead (for CBC suites, whose padding is not known, an estimate).
+public struct EncryptedExchange: Sendable, Equatable {
+    public var requestStart: Timestamp
+    public var requestEnd: Timestamp
+    public var requestBytes: Int
+    public var responseStart: Timestamp?
+    public var responseEnd: Timestamp?
+    public var responseBytes: Int?
+    public var requestRecords: Int
+    public var responseRecords: Int
+}
+
+/// Reads the application-data records of one TLS connection (`record`), then answers what they
+/// say (`result`). Memory: the exchanges, at most `maxExchanges`.
+struct RecordPattern {
+    static let maxExchanges = 10_000
+    /// A record this small (plaintext) is no NewSessionTicket: sent unasked, it is HTTP/2's SETTINGS.
+    static let smallestTicket = 100
+
+    private var exchanges: [EncryptedExchange] = []
+    private var current: EncryptedExchange? = nil
+    private var dropped = 0
+    private var sawClientData = false
+    private var h2Signs = 0
+    private var records = 0
+    private var lost = false
+    /// Plaintext lengths of the first response's records: the leading NewSessionTickets of a
+    /// TLS 1.3 server whose client sent its first request with its Finished are taken off.
+    private var firstResponse: [Int] = []
+    private var firstRequestWithFinished = false
+    var overhead = 0
+
+    /// An application-data record after the handshake (TLS 1.3: not the encrypted handshake,
+    /// not the client's Finished). `withFinished`: the client's first request came within a
+    /// millisecond of its Finished (in the same flight).
+    mutating func record(fromClient: Bool, length: Int, first: Timestamp, last: Timestamp, withFinished: Bool = false, lost recordLost: Bool = false) {
+        let plaintext = max(0, length - overhead)
+        // TLS 1.3 sends its alerts (close_notify) as application data: two bytes. Nor is
+        // anything under 16 bytes an HTTP/1.1 message (the shortest request line is 16).
+        if plaintext == 2 { return }
+        records += 1
+        if recordLost { lost = true }
+        if records <= 8 && plaintext == 9 { h2Signs += 1 }
+        if fromClient {
+            guard plaintext >= 16 || current?.responseStart == nil && current != nil else { return }
+            if !sawClientData { firstRequestWithFinished = withFinished }
+            sawClientData = true
+            if var c = current, c.responseStart == nil {
+                c.requestBytes += plaintext
+                c.requestEnd = last
+                c.requestRecords += 1
+                current = c
+                return
+            }
+            close()
+            current = EncryptedExchange(requestStart: first, requestEnd: last, requestBytes: plaintext, responseStart: nil, responseEnd: nil,
+                                        responseBytes: nil, requestRecords: 1, responseRecords: 0)
+        } else {
+            guard var c = current else {
+                // Before any request: TLS 1.3 tickets, or HTTP/2's SETTINGS.
+                if !sawClientData && plaintext < Self.smallestTicket { h2Signs += 1 }
+                return
+            }
+            if exchanges.isEmpty && firstResponse.count < 8 { firstResponse.append(plaintext) }
+            if c.responseStart == nil { c.responseStart = first }
+            c.responseEnd = last
+            c.responseBytes = (c.responseBytes ?? 0) + plaintext
+            c.responseRecords += 1
+            current = c
+        }
+    }
+
+    private mutating func close() {
+        guard var c = current else { return }
+        current = nil
+        if exchanges.isEmpty && firstRequestWithFinished {
+            // TLS 1.3 tickets the server sent as it read the client's Finished, ahead of the
+            // response to the request that came with it: their size, several records before
+            // the last.
+            var taken = 0
+            for length in firstResponse.dropLast() where (Self.smallestTicket...400).contains(length) && taken < 2 {
+                taken += 1
+                c.responseBytes = (c.responseBytes ?? 0) - length
+                c.responseRecords -= 1
+            }
+        }
+        if exchanges.count < Self.maxExchanges { exchanges.append(c) } else { dropped += 1 }
+    }
+
+    /// What the records said. `offered`: the ClientHello's ALPN list; `negotiated`: the ALPN the
+    /// handshake shows (TLS 1.2), which decides.
+    mutating func result(offered: [String]?, negotiated: String?) -> InferredTraffic? {
+        close()
+        let protocolName: String
+        var inferred = false
+        if let negotiated, negotiated == "h2" || negotiated == "http/1.1" {
+            protocolName = negotiated
+        } else if h2Signs > 0 && (offered ?? []).contains("h2") {
+            protocolName = "h2"
+            inferred = true
+        } else {
+            protocolName = "http/1.1"
+            inferred = !(offered == nil || offered == ["http/1.1"])
+        }
+        guard records > 0 || negotiated != nil else { return nil }
+        var out = InferredTraffic(protocolName: protocolName, protocolInferred: inferred)
+        if protocolName == "http/1.1" {
+            out.exchanges = exchanges
+            out.exchangeCount = exchanges.count + dropped
+            out.exact = dropped == 0 && !lost
+        }
+        return out
+    }
+}
