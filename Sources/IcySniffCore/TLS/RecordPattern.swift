@@ -55,6 +55,9 @@ struct RecordPattern {
     /// TLS 1.3 server whose client sent its first request with its Finished are taken off.
     private var firstResponse: [Int] = []
     private var firstRequestWithFinished = false
+    /// HTTP/2: the client's records that may carry a request's HEADERS (`countH2Request`).
+    private var h2Requests = 0
+    private var clientRecords = 0
     var overhead = 0
 
     /// An application-data record after the handshake (TLS 1.3: not the encrypted handshake,
@@ -68,6 +71,7 @@ struct RecordPattern {
         records += 1
         if recordLost { lost = true }
         if records <= 8 && plaintext == 9 { h2Signs += 1 }
+        if fromClient { countH2Request(plaintext) }
         if fromClient {
             guard plaintext >= 16 || current?.responseStart == nil && current != nil else { return }
             if !sawClientData { firstRequestWithFinished = withFinished }
@@ -94,6 +98,21 @@ struct RecordPattern {
             c.responseBytes = (c.responseBytes ?? 0) + plaintext
             c.responseRecords += 1
             current = c
+        }
+    }
+
+    /// HTTP/2's requests, as a browser or curl writes them: the client's first record is the
+    /// preface (24 bytes), SETTINGS and a WINDOW_UPDATE, with a request's HEADERS when larger
+    /// than those can be; a later record carries a request unless it is a bare control frame
+    /// (SETTINGS acknowledgement 9, WINDOW_UPDATE or RST_STREAM 13, PRIORITY 14, PING 17) or a
+    /// request body's full DATA frame (1,200 bytes and more). Several requests in one record
+    /// count once, a small request body as a request: an estimate, never marked exact.
+    private mutating func countH2Request(_ plaintext: Int) {
+        clientRecords += 1
+        if clientRecords == 1 {
+            if plaintext > 24 + 9 + 6 * 8 + 13 { h2Requests += 1 }
+        } else if ![9, 13, 14, 17].contains(plaintext) && plaintext < 1200 {
+            h2Requests += 1
         }
     }
 
@@ -135,6 +154,9 @@ struct RecordPattern {
             out.exchanges = exchanges
             out.exchangeCount = exchanges.count + dropped
             out.exact = dropped == 0 && !lost
+        } else if protocolName == "h2" {
+            out.exchangeCount = h2Requests
+            out.exact = false
         }
         return out
     }
