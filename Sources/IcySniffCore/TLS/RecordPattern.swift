@@ -45,7 +45,10 @@ struct RecordPattern {
     static let smallestTicket = 100
 
     private var exchanges: [EncryptedExchange] = []
-    private var current: EncryptedExchange? = nil
+    /// The exchange being read (`open`), changed where it lies: once per record.
+    private var current = EncryptedExchange(requestStart: .zero, requestEnd: .zero, requestBytes: 0, responseStart: nil, responseEnd: nil,
+                                            responseBytes: nil, requestRecords: 0, responseRecords: 0)
+    private var open = false
     private var dropped = 0
     private var sawClientData = false
     private var h2Signs = 0
@@ -73,31 +76,31 @@ struct RecordPattern {
         if records <= 8 && plaintext == 9 { h2Signs += 1 }
         if fromClient { countH2Request(plaintext) }
         if fromClient {
-            guard plaintext >= 16 || current?.responseStart == nil && current != nil else { return }
+            let inRequest = open && current.responseStart == nil
+            guard plaintext >= 16 || inRequest else { return }
             if !sawClientData { firstRequestWithFinished = withFinished }
             sawClientData = true
-            if var c = current, c.responseStart == nil {
-                c.requestBytes += plaintext
-                c.requestEnd = last
-                c.requestRecords += 1
-                current = c
+            if inRequest {
+                current.requestBytes += plaintext
+                current.requestEnd = last
+                current.requestRecords += 1
                 return
             }
             close()
             current = EncryptedExchange(requestStart: first, requestEnd: last, requestBytes: plaintext, responseStart: nil, responseEnd: nil,
                                         responseBytes: nil, requestRecords: 1, responseRecords: 0)
+            open = true
         } else {
-            guard var c = current else {
+            guard open else {
                 // Before any request: TLS 1.3 tickets, or HTTP/2's SETTINGS.
                 if !sawClientData && plaintext < Self.smallestTicket { h2Signs += 1 }
                 return
             }
             if exchanges.isEmpty && firstResponse.count < 8 { firstResponse.append(plaintext) }
-            if c.responseStart == nil { c.responseStart = first }
-            c.responseEnd = last
-            c.responseBytes = (c.responseBytes ?? 0) + plaintext
-            c.responseRecords += 1
-            current = c
+            if current.responseStart == nil { current.responseStart = first }
+            current.responseEnd = last
+            current.responseBytes = (current.responseBytes ?? 0) + plaintext
+            current.responseRecords += 1
         }
     }
 
@@ -111,14 +114,18 @@ struct RecordPattern {
         clientRecords += 1
         if clientRecords == 1 {
             if plaintext > 24 + 9 + 6 * 8 + 13 { h2Requests += 1 }
-        } else if ![9, 13, 14, 17].contains(plaintext) && plaintext < 1200 {
-            h2Requests += 1
+        } else {
+            switch plaintext {
+            case 9, 13, 14, 17, 1200...: break
+            default: h2Requests += 1
+            }
         }
     }
 
     private mutating func close() {
-        guard var c = current else { return }
-        current = nil
+        guard open else { return }
+        open = false
+        var c = current
         if exchanges.isEmpty && firstRequestWithFinished {
             // TLS 1.3 tickets the server sent as it read the client's Finished, ahead of the
             // response to the request that came with it: their size, several records before

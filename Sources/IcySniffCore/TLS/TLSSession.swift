@@ -293,7 +293,10 @@ final class TLSSession: ConnectionSession {
             } else {
                 if clientFinishedAt != nil { clientWroteAfterFinished = true }
                 let withFinished = clientFinishedAt.map { r.firstByte.nanoseconds - $0.nanoseconds < 1_000_000 } ?? false
-                pattern.record(fromClient: true, length: r.length, first: r.firstByte, last: r.lastByte, withFinished: withFinished, lost: r.lost)
+                // Keys found: the records are decrypted, nothing is estimated.
+                if secrets == nil {
+                    pattern.record(fromClient: true, length: r.length, first: r.firstByte, last: r.lastByte, withFinished: withFinished, lost: r.lost)
+                }
             }
             sealed(r, from: .fromClient)
         case 21:
@@ -336,7 +339,7 @@ final class TLSSession: ConnectionSession {
                (RecordPattern.smallestTicket...400).contains(r.length - pattern.overhead) {
                 ticketsTaken += 1
             } else if !isTLS13 || clientFinishedAt != nil || serverFinishedSeen {
-                pattern.record(fromClient: false, length: r.length, first: r.firstByte, last: r.lastByte, lost: r.lost)
+                if secrets == nil { pattern.record(fromClient: false, length: r.length, first: r.firstByte, last: r.lastByte, lost: r.lost) }
             } else {
                 if serverHandshakeRecords > 0, let cipher, r.length - pattern.overhead == 4 + cipher.hashLength { serverFinishedSeen = true }
                 serverHandshakeRecords += 1
