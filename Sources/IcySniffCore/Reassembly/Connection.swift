@@ -118,6 +118,13 @@ public final class Connection {
         budgetCharged += t.budgetCost
         budget.charge(t.budgetCost)
     }
+    /// Exchanges estimated from encrypted records are kept until the connection ends
+    /// (`RecordPattern`): charged like waiting requests, given back with them at the end.
+    func chargeEstimates(_ bytes: Int) {
+        guard let budget, !budgetClosed, bytes > 0 else { return }
+        budgetCharged += bytes
+        budget.charge(bytes)
+    }
     /// It is written (or dropped): what it was charged is given back.
     func releaseWaiting(_ t: Transaction) {
         defer { t.budgetCost = 0 }

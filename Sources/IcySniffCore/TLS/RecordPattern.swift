@@ -41,6 +41,12 @@ public struct EncryptedExchange: Sendable, Equatable {
 /// say (`result`). Memory: the exchanges, at most `maxExchanges`.
 struct RecordPattern {
     static let maxExchanges = 10_000
+    /// What a kept exchange is charged in the connection's `StateBudget`: its 80 bytes and its
+    /// share of the array. Past the budget the table ends the longest idle connections
+    /// (`state_budget_exceeded`), whose estimates are then written.
+    static let bytesPerExchange = 96
+    /// Exchanges kept so far (the session charges the new ones).
+    private(set) var kept = 0
     /// A record this small (plaintext) is no NewSessionTicket: sent unasked, it is HTTP/2's SETTINGS.
     static let smallestTicket = 100
 
@@ -137,7 +143,12 @@ struct RecordPattern {
                 c.responseRecords -= 1
             }
         }
-        if exchanges.count < Self.maxExchanges { exchanges.append(c) } else { dropped += 1 }
+        if exchanges.count < Self.maxExchanges {
+            exchanges.append(c)
+            kept += 1
+        } else {
+            dropped += 1
+        }
     }
 
     /// What the records said. `offered`: the ClientHello's ALPN list; `negotiated`: the ALPN the

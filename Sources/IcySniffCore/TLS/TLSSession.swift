@@ -295,7 +295,9 @@ final class TLSSession: ConnectionSession {
                 let withFinished = clientFinishedAt.map { r.firstByte.nanoseconds - $0.nanoseconds < 1_000_000 } ?? false
                 // Keys found: the records are decrypted, nothing is estimated.
                 if secrets == nil {
+                    let kept = pattern.kept
                     pattern.record(fromClient: true, length: r.length, first: r.firstByte, last: r.lastByte, withFinished: withFinished, lost: r.lost)
+                    if pattern.kept != kept { connection.chargeEstimates((pattern.kept - kept) * RecordPattern.bytesPerExchange) }
                 }
             }
             sealed(r, from: .fromClient)

@@ -125,17 +125,18 @@ struct Transcript {
 
     /// `run`, with the connections too.
     func collect(segmentSize: Int = 0, options: HTTPParserOptions = HTTPParserOptions(), handshake: Bool = true,
-                 clientISN: UInt32 = 1000, serverISN: UInt32 = 5000) -> CollectingSink {
+                 clientISN: UInt32 = 1000, serverISN: UInt32 = 5000, limits: ReassemblyLimits = ReassemblyLimits()) -> CollectingSink {
         let sink = CollectingSink()
-        feed(sink, segmentSize: segmentSize, options: options, handshake: handshake, clientISN: clientISN, serverISN: serverISN)
+        feed(sink, segmentSize: segmentSize, options: options, handshake: handshake, clientISN: clientISN, serverISN: serverISN, limits: limits)
         return sink
     }
 
     /// The conversation through a pipeline into `sink` (a writer, for output tests).
     func feed(_ sink: TransactionSink, segmentSize: Int = 0, options: HTTPParserOptions = HTTPParserOptions(), handshake: Bool = true,
-              clientISN: UInt32 = 1000, serverISN: UInt32 = 5000) {
+              clientISN: UInt32 = 1000, serverISN: UInt32 = 5000, limits: ReassemblyLimits = ReassemblyLimits()) {
         var pipelineOptions = PipelineOptions()
         pipelineOptions.http = options
+        pipelineOptions.reassembly = limits
         let pipeline = Pipeline(sink: sink, options: pipelineOptions)
         let client = Endpoint(address: IPAddress(ipv4: 0x0A00_0002), port: 40000)
         let server = Endpoint(address: IPAddress(ipv4: 0x0A00_0001), port: 80)
