@@ -149,4 +149,30 @@ import Testing
         #expect(text.text.contains("  by host: upload.wikimedia.org 12, "))
         #expect(text.text.split(separator: "\n").allSatisfy { $0.count < 260 })
     }
+
+    /// Without keys, report sums the exchanges estimated from encrypted records per server name
+    /// (issue 52): their count, their response bytes (the decrypted responses' head and body
+    /// together, to the byte), connections that carried one, times to first byte; within 80
+    /// columns. With the key log the section is gone: the transactions are there instead.
+    @Test func encryptedExchangesPerHostWithoutKeys() throws {
+        let capture = CLI.capture("tls-sample.pcap"), keys = CLI.capture("tls-sample.keys")
+        let json = try #require(try JSONSerialization.jsonObject(with: CLI.run(["report", "-r", capture, "--format", "json"]).stdout) as? [[String: Any]])
+        let estimated = try #require(json.first?["estimated"] as? [String: Any])
+        let hosts = try #require(estimated["hosts"] as? [[String: Any]])
+        let har = try #require(try JSONSerialization.jsonObject(with: CLI.run(["-r", capture, "--keylog", keys, "--har", "--quiet"]).stdout) as? [String: Any])
+        let entries = try #require((har["log"] as? [String: Any])?["entries"] as? [[String: Any]])
+        let truthBytes = entries.reduce(0) { sum, e in
+            let r = e["response"] as? [String: Any] ?? [:]
+            return sum + max(0, r["headersSize"] as? Int ?? 0) + max(0, r["bodySize"] as? Int ?? 0)
+        }
+        #expect(estimated["exchanges"] as? Int == entries.count && hosts.count == 1, "\(estimated)")
+        #expect(hosts.first?["host"] as? String == "tls.icy.test" && hosts.first?["responseBytes"] as? Int == truthBytes, "\(hosts)")
+        #expect(hosts.first?["singleExchangeConnections"] as? Int == 3 && (hosts.first?["ttfbP50"] as? Double ?? -1) > 0)
+        let text = try CLI.run(["report", "-r", capture]).text
+        #expect(text.contains("Encrypted without keys: 3 connections, 3 exchanges estimated from records"), "\(text)")
+        let rows = text.split(separator: "\n").filter { $0.hasPrefix("  tls.icy.test ") }
+        #expect(rows.count == 1 && rows.allSatisfy { $0.count <= 80 }, "\(text)")
+        let keyed = try #require(try JSONSerialization.jsonObject(with: CLI.run(["report", "-r", capture, "--keylog", keys, "--format", "json"]).stdout) as? [[String: Any]])
+        #expect(keyed.first?["estimated"] == nil)
+    }
 }

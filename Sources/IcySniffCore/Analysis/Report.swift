@@ -139,6 +139,8 @@ public struct Report: Sendable {
     public var quic: TLSSummary? = nil
     /// TLS connections (from their cleartext handshakes); nil when there were none.
     public var tls: TLSSummary? = nil
+    /// Encrypted connections without keys: what their records say, per server name (estimates).
+    public var estimated: EstimatedSummary? = nil
     /// HTTP/2 connections; nil when there were none.
     public var http2: HTTP2Summary? = nil
     /// HTTP/1.x hosts that had several connections open at once: one HTTP/2 connection would
@@ -164,6 +166,29 @@ public struct Report: Sendable {
         /// The most of them open at the same time.
         public var peakParallel: Int
         public var requests: Int
+    }
+
+    /// The exchanges estimated from encrypted connections' records (`RecordPattern`), per server
+    /// name: how a phone's HTTPS behaves without its keys.
+    public struct EstimatedSummary: Sendable {
+        public struct Host: Sendable {
+            public var host: String
+            public var connections: Int
+            /// Connections that carried one exchange (a connection per request).
+            public var singleExchange: Int
+            public var exchanges: Int
+            /// Some count is not exact (h2, a cap, a lost record): `exchanges` is an estimate,
+            /// not a count; `counted`: some connection had a count at all (h3 has none).
+            public var atLeast: Bool
+            public var counted: Bool = false
+            public var responseBytes: UInt64
+            /// Time to first byte (send + wait) of HTTP/1.1 exchanges, ms.
+            public var ttfbP50: Double?
+            public var ttfbP90: Double?
+        }
+        public var connections = 0
+        public var exchanges = 0
+        public var hosts: [Host] = []
     }
 
     /// The TLS part of the report: what the handshakes say, without keys.
@@ -289,6 +314,7 @@ public final class ReportCollector: TransactionSink {
     private let slowestKept = 10
     /// TLS over TCP, and QUIC (whose handshake is TLS 1.3): the same figures, apart.
     private var tlsHandshakes = HandshakeAggregate()
+    private var estimated = EstimatedAggregate()
     private var quicHandshakes = HandshakeAggregate()
 
     private let time: TimeBreakdownCollector
@@ -435,6 +461,9 @@ public final class ReportCollector: TransactionSink {
                 _ = recentLines.update(sequence) { $0 = nil }
             }
         }
+        if let tls = connection.tls, let inferred = tls.inferred {
+            estimated.add(inferred, host: tls.sni ?? connection.server.address.description)
+        }
         if let tls = connection.tls {
             if let quic = connection.quic {
                 quicHandshakes.add(tls, connection, version: QUICVersion.name(quic.version), decrypted: quic.decrypted,
@@ -524,6 +553,7 @@ public final class ReportCollector: TransactionSink {
             return d
         }.sorted { ($0.wireBytes, $1.client) > ($1.wireBytes, $0.client) }
         out.tls = tlsHandshakes.summary()
+        out.estimated = estimated.summary()
         out.quic = quicHandshakes.summary()
         out.http2 = http2Summary.connections > 0 ? http2Summary : nil
         out.parallelHTTP1Hosts = parallelHosts()
@@ -537,6 +567,54 @@ public final class ReportCollector: TransactionSink {
 /// The figures of the report's TLS and QUIC sections: connections by version, resumption,
 /// handshake times (all of the first `handshakesKept`, then a deterministic reservoir sample),
 /// bytes, and the hosts by SNI (bounded, least recently used out).
+/// `Report.EstimatedSummary`'s counts: per host at most `Report.hostsCounted` (then "other
+/// hosts"), each with at most 1,000 times to first byte (the first ones).
+struct EstimatedAggregate {
+    private var connections = 0
+    private var exchanges = 0
+    private var hosts: [String: Report.EstimatedSummary.Host] = [:]
+    private var ttfbs: [String: [Double]] = [:]
+    static let ttfbsKept = 1000
+
+    mutating func add(_ inferred: InferredTraffic, host name: String) {
+        connections += 1
+        let key = Report.counted(Report.hostKey(name), in: hosts, limit: Report.hostsCounted, other: Report.otherHosts)
+        var h = hosts[key] ?? .init(host: key, connections: 0, singleExchange: 0, exchanges: 0, atLeast: false, responseBytes: 0)
+        h.connections += 1
+        let count = inferred.exchangeCount ?? 0
+        exchanges += count
+        h.exchanges += count
+        if count == 1 { h.singleExchange += 1 }
+        if inferred.exchangeCount != nil { h.counted = true; if !inferred.exact { h.atLeast = true } }
+        var times = ttfbs[key] ?? []
+        for x in inferred.exchanges {
+            h.responseBytes += UInt64(x.responseBytes ?? 0)
+            if times.count < Self.ttfbsKept, let start = x.responseStart { times.append(max(0, start.milliseconds(since: x.requestStart))) }
+        }
+        ttfbs[key] = times
+        hosts[key] = h
+    }
+
+    func summary() -> Report.EstimatedSummary? {
+        guard connections > 0 else { return nil }
+        var s = Report.EstimatedSummary()
+        s.connections = connections
+        s.exchanges = exchanges
+        s.hosts = hosts.values.map { h in
+            var h = h
+            let sorted = (ttfbs[h.host] ?? []).sorted()
+            if !sorted.isEmpty {
+                func percentile(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int((p * Double(sorted.count - 1)).rounded()))] }
+                h.ttfbP50 = percentile(0.5)
+                h.ttfbP90 = percentile(0.9)
+            }
+            return h
+        }.sorted { ($0.exchanges, $0.connections, $1.host) > ($1.exchanges, $1.connections, $0.host) }
+        s.hosts = Array(s.hosts.prefix(Report.hostsKept))
+        return s
+    }
+}
+
 struct HandshakeAggregate {
     private var connections = 0
     private var decrypted = 0

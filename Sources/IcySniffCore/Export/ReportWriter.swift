@@ -248,6 +248,23 @@ public enum ReportWriter {
             }
             if tls.hosts.count > maxLines { line("  … \(tls.hosts.count - maxLines) more hosts") }
         }
+        if let e = r.estimated {
+            // Without keys: estimates from the records' sizes and times (docs/OUTPUT.md).
+            line()
+            line("Encrypted without keys: \(e.connections) connection\(e.connections == 1 ? "" : "s"), \(e.exchanges) exchanges estimated from records")
+            // 80 columns: host 24, then 54 of figures (~: HTTP/2's count, an estimate; -: not
+            // estimated, HTTP/3). Times in ms.
+            line("  " + column("host", 24, left: true) + column("conns", 7) + column("exchanges", 11) + column("one-exch", 10)
+                 + column("bytes", 10) + column("TTFB p50", 9) + column("p90", 7))
+            func number(_ v: Double?) -> String { v.map { String(ms($0).dropLast(3)) } ?? "-" }
+            for h in e.hosts.prefix(maxLines) {
+                line("  " + column(String(h.host.prefix(24)), 24, left: true) + column("\(h.connections)", 7)
+                     + column(h.counted ? (h.atLeast ? "~" : "") + "\(h.exchanges)" : "-", 11) + column("\(h.singleExchange)", 10)
+                     + column(h.responseBytes > 0 ? bytes(h.responseBytes) : "-", 10)
+                     + column(number(h.ttfbP50), 9) + column(number(h.ttfbP90), 7))
+            }
+            if e.hosts.count > maxLines { line("  … \(e.hosts.count - maxLines) more hosts") }
+        }
         if let h2 = r.http2 {
             line()
             line("HTTP/2: \(h2.connections) connection\(h2.connections == 1 ? "" : "s"), \(h2.streams) streams "
@@ -348,6 +365,21 @@ public enum ReportWriter {
             }
             w.endArray()
             writeTime(r.time, to: w)
+            if let e = r.estimated {
+                w.key("estimated"); w.beginObject()
+                w.int("connections", e.connections); w.int("exchanges", e.exchanges)
+                w.key("hosts"); w.beginArray()
+                for h in e.hosts {
+                    w.beginObject(); w.string("host", h.host); w.int("connections", h.connections)
+                    w.int("singleExchangeConnections", h.singleExchange)
+                    w.key("exchanges"); if h.counted { w.int(h.exchanges) } else { w.null() }
+                    w.bool("exchangesAtLeast", h.atLeast); w.int("responseBytes", h.responseBytes)
+                    w.optionalNumber("ttfbP50", h.ttfbP50); w.optionalNumber("ttfbP90", h.ttfbP90)
+                    w.endObject()
+                }
+                w.endArray()
+                w.endObject()
+            }
             for (key, summary) in [("tls", r.tls), ("quic", r.quic)] {
                 guard let tls = summary else { continue }
                 w.key(text: key); w.beginObject()
