@@ -54,6 +54,11 @@ public struct Report: Sendable {
 
     /// The key to count `key` under in a table that counts at most `limit` keys one by one:
     /// `key` itself while it is there or there is room, else `other` (all the rest together).
+    /// The value at `p` (0...1) of non-empty sorted values: the nearest rank.
+    static func percentile(_ sorted: [Double], _ p: Double) -> Double {
+        sorted[min(sorted.count - 1, Int((p * Double(sorted.count - 1)).rounded()))]
+    }
+
     static func counted<Key: Hashable, Value>(_ key: Key, in table: [Key: Value], limit: Int, other: Key) -> Key {
         table[key] != nil || table.count < limit ? key : other
     }
@@ -604,9 +609,8 @@ struct EstimatedAggregate {
             var h = h
             let sorted = (ttfbs[h.host] ?? []).sorted()
             if !sorted.isEmpty {
-                func percentile(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int((p * Double(sorted.count - 1)).rounded()))] }
-                h.ttfbP50 = percentile(0.5)
-                h.ttfbP90 = percentile(0.9)
+                h.ttfbP50 = Report.percentile(sorted, 0.5)
+                h.ttfbP90 = Report.percentile(sorted, 0.9)
             }
             return h
         }.sorted { ($0.exchanges, $0.connections, $1.host) > ($1.exchanges, $1.connections, $0.host) }
@@ -675,9 +679,8 @@ struct HandshakeAggregate {
         s.ends = ends.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map { ($0.key, $0.value) }
         let sorted = handshakes.sorted()
         if !sorted.isEmpty {
-            func percentile(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int((p * Double(sorted.count - 1)).rounded()))] }
-            s.handshakeP50 = percentile(0.5)
-            s.handshakeP90 = percentile(0.9)
+            s.handshakeP50 = Report.percentile(sorted, 0.5)
+            s.handshakeP90 = Report.percentile(sorted, 0.9)
             s.handshakeMax = sorted.last
         }
         var list: [Report.TLSSummary.Host] = []

@@ -94,10 +94,7 @@ enum JA4 {
         return code(scalars.first) + code(scalars.count > 1 ? scalars.last : nil)
     }
 
-    static func hex4(_ v: UInt16) -> String {
-        let digits = Array("0123456789abcdef")
-        return String([digits[Int(v >> 12)], digits[Int(v >> 8 & 0xf)], digits[Int(v >> 4 & 0xf)], digits[Int(v & 0xf)]])
-    }
+    static func hex4(_ v: UInt16) -> String { QUICInfo.hex([UInt8(v >> 8), UInt8(v & 0xff)]) }
 
     /// The first 12 hex digits of the SHA-256 of `text`; `000000000000` for an empty text.
     static func hash12(_ text: String) -> String {
@@ -105,7 +102,6 @@ enum JA4 {
         var digest = [UInt8](repeating: 0, count: 32)
         let bytes = Array(text.utf8)
         guard icy_sha256(bytes, bytes.count, &digest) == 1 else { return "000000000000" }
-        let digits = Array("0123456789abcdef")
-        return String(digest.prefix(6).flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0xf)]] })
+        return QUICInfo.hex(Array(digest.prefix(6)))
     }
 }

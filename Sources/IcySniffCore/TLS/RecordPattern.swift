@@ -47,8 +47,9 @@ struct RecordPattern {
     static let bytesPerExchange = 96
     /// Exchanges kept so far (the session charges the new ones).
     private(set) var kept = 0
-    /// A record this small (plaintext) is no NewSessionTicket: sent unasked, it is HTTP/2's SETTINGS.
-    static let smallestTicket = 100
+    /// The plaintext lengths taken for TLS 1.3 NewSessionTickets (here and by `TLSSession`); a
+    /// record smaller, sent unasked, is HTTP/2's SETTINGS.
+    static let ticketLengths = 100...400
 
     private var exchanges: [EncryptedExchange] = []
     /// The exchange being read (`open`), changed where it lies: once per record.
@@ -99,7 +100,7 @@ struct RecordPattern {
         } else {
             guard open else {
                 // Before any request: TLS 1.3 tickets, or HTTP/2's SETTINGS.
-                if !sawClientData && plaintext < Self.smallestTicket { h2Signs += 1 }
+                if !sawClientData && plaintext < Self.ticketLengths.lowerBound { h2Signs += 1 }
                 return
             }
             if exchanges.isEmpty && firstResponse.count < 8 { firstResponse.append(plaintext) }
@@ -137,7 +138,7 @@ struct RecordPattern {
             // response to the request that came with it: their size, several records before
             // the last.
             var taken = 0
-            for length in firstResponse.dropLast() where (Self.smallestTicket...400).contains(length) && taken < 2 {
+            for length in firstResponse.dropLast() where Self.ticketLengths.contains(length) && taken < 2 {
                 taken += 1
                 c.responseBytes = (c.responseBytes ?? 0) - length
                 c.responseRecords -= 1

@@ -338,7 +338,7 @@ final class TLSSession: ConnectionSession {
             // TLS 1.3: before the client's Finished, the server's encrypted handshake, up to its
             // Finished (not its first record, which is EncryptedExtensions); then 0.5-RTT data.
             if isTLS13, clientFinishedAt != nil, !clientWroteAfterFinished, ticketsTaken < 2,
-               (RecordPattern.smallestTicket...400).contains(r.length - pattern.overhead) {
+               RecordPattern.ticketLengths.contains(r.length - pattern.overhead) {
                 ticketsTaken += 1
             } else if !isTLS13 || clientFinishedAt != nil || serverFinishedSeen {
                 if secrets == nil { pattern.record(fromClient: false, length: r.length, first: r.firstByte, last: r.lastByte, lost: r.lost) }
