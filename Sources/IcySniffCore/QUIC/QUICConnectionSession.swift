@@ -766,8 +766,7 @@ final class QUICConnectionSession {
     private func searchKeyLog(_ packet: UnsafeRawBufferPointer, from direction: Direction) {
         guard confirmed, !searched, mayHaveKeys, let keyLog else { return }
         searched = true
-        guard workspace.searches.left > 0 else { return connection.note(.quicKeySearchLimited) }
-        workspace.searches.left -= 1
+        guard workspace.searches.take() else { return connection.note(.quicKeySearchLimited) }
         if let found = QUICKeyTrial.search(packet, keyLog: keyLog, suite: cipher == nil ? nil : tls.cipherSuite),
            found.fromServer == (direction == .fromServer) {
             adopt(found)

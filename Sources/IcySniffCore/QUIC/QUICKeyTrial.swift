@@ -29,7 +29,13 @@ struct QUICKeyTrial {
 
     /// Searches left in the run.
     final class Budget {
-        var left = QUICKeyTrial.maxSearches
+        private(set) var left = QUICKeyTrial.maxSearches
+        /// One search, if any is left.
+        func take() -> Bool {
+            guard left > 0 else { return false }
+            left -= 1
+            return true
+        }
     }
 
     /// The first Handshake packet among the coalesced long-header packets of `datagram`.

@@ -281,11 +281,10 @@ final class QUICTracker {
         guard !searchedPairs.contains(pair) else { return false }
         if searchedPairs.count >= Self.maxOrphans * 64 { searchedPairs = [] }
         searchedPairs.insert(pair)
-        guard workspace.searches.left > 0 else {
+        guard workspace.searches.take() else {
             onUnmatched(.quicKeySearchLimited)
             return false
         }
-        workspace.searches.left -= 1
         guard let found = QUICKeyTrial.search(d.payload, keyLog: keyLog) else { return false }
         let (client, server) = found.fromServer ? (d.destination, d.source) : (d.source, d.destination)
         let (clientCID, serverCID) = found.fromServer ? (found.dcid, found.scid) : (found.scid, found.dcid)
