@@ -64,8 +64,9 @@ def arrow_schemas():
     sets = [("set_id", s), ("set_name", s), ("pieces", pa.list_(s)), ("transactions", l), ("failures", l),
             ("committed", pa.timestamp("us", tz="UTC")), ("schema_version", i)]
     # Read, not stored: an estimate from an encrypted connection's records (docs/OUTPUT.md,
-    # "Encrypted exchanges") is no transaction; its rows are left out of the transactions files.
-    read = [("inferred", b)]
+    # "Encrypted exchanges") and the row of an encrypted connection ("type": "connection") are no
+    # transactions; their rows are left out of the transactions files.
+    read = [("inferred", b), ("type", s)]
     return pa.schema(ndjson + read), pa.schema(ndjson + added), pa.schema(failures), pa.schema(sets)
 
 
@@ -525,7 +526,8 @@ def finish_rows(table, unit, names, schema):
     """A batch of NDJSON rows as the transactions schema: the set added, `pushed` false where
     absent, a streamed capture named by its URI."""
     import pyarrow as pa, pyarrow.compute as pc
-    table = table.filter(pc.invert(pc.fill_null(table.column("inferred"), False))).drop_columns(["inferred"])
+    keep = pc.and_(pc.invert(pc.fill_null(table.column("inferred"), False)), pc.is_null(table.column("type")))
+    table = table.filter(keep).drop_columns(["inferred", "type"])
     n = table.num_rows
     if names:
         capture = table.column("capture")

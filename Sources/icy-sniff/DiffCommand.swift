@@ -136,6 +136,8 @@ struct DiffCommand: ParsableCommand {
         var client_ip: String?
         /// An exchange estimated from an encrypted connection's records: no request to compare.
         var inferred: Bool?
+        /// "connection": the row of an encrypted connection (its handshake or its end).
+        var type: String?
     }
 
     /// Whether a row's client address (as an output wrote it) is in `client` (always without one).
@@ -181,7 +183,7 @@ struct DiffCommand: ParsableCommand {
                 guard let row = try? decoder.decode(Row.self, from: Data(l)), let url = row.url else {
                     return .failure(Problem(text: "\(path): line \(lineNumber) is not a transaction of icy-sniff's NDJSON (nor is the file a HAR)"))
                 }
-                guard isFrom(row.client_ip, client), row.inferred != true else { continue }
+                guard isFrom(row.client_ip, client), row.inferred != true, row.type == nil else { continue }
                 side.add(ComparisonRow(method: row.method ?? "", url: url, status: row.status ?? 0, bytes: row.response_encoded_len ?? 0,
                                        verdict: row.cache.map(CacheAssessment.verdict(ofLabel:)) ?? "", timeMilliseconds: row.time_ms ?? 0,
                                        options: options))

@@ -248,7 +248,7 @@ struct Frontend {
             return Exit.outputFailed
         }
         if !output.quiet {
-            Summary.print(pipeline.stats, keyLog: keyLog, shown: tally?.kept)
+            Summary.print(pipeline.stats, keyLog: keyLog, shown: tally?.kept, estimatesListed: filter.choosesOnlyDevices)
         }
         // Reading files stopped by a signal: exit 130 (a live capture ends that way normally).
         if Signals.stop && live == nil { code = max(code, .interrupted) }
@@ -276,7 +276,9 @@ enum Summary {
     /// one that is not a key log at all.
     /// `shown`: the transactions a filter kept, when one was given ("5 of 22 HTTP transactions
     /// shown": the rows above are not all there were).
-    static func print(_ stats: RunStats, keyLog: KeyLog? = nil, shown: UInt64? = nil) {
+    /// `estimatesListed`: the filter, if any, chose devices only, so the rows of encrypted
+    /// connections and their estimates are in the output (`TabularOutput.writesEncrypted`).
+    static func print(_ stats: RunStats, keyLog: KeyLog? = nil, shown: UInt64? = nil, estimatesListed: Bool = true) {
         let advice: String
         /// "1 TCP connection", "2 TCP connections".
         func count<N: BinaryInteger>(_ n: N, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
@@ -305,7 +307,8 @@ enum Summary {
         }
         if stats.inferredExchanges > 0 {
             line += "; \(count(stats.inferredExchanges, "HTTP/1.1 exchange")) estimated from encrypted records"
-                + (shown == nil ? " (\"inferred\" rows)" : " (not listed: a filter chose the transactions)")
+                + (shown == nil ? " (\"inferred\" rows)"
+                   : estimatesListed ? " (\"inferred\" rows, of the devices chosen)" : " (not listed: a filter chose the transactions)")
         }
         func byCount(_ a: (key: Weird, value: UInt64), _ b: (key: Weird, value: UInt64)) -> Bool {
             (b.value, a.key.rawValue) < (a.value, b.key.rawValue)

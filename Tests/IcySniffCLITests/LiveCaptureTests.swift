@@ -98,6 +98,23 @@ import Testing
         let heartbeat = try read("connections-stderr.txt")
         #expect(heartbeat.contains("3 TLS (3 encrypted)"), "\(heartbeat)")
         #expect(heartbeat.contains("3 TLS connections; 3 encrypted") && heartbeat.contains("exit 0"), "\(heartbeat)")
+        // Without keys, the default output shows each connection when its handshake is seen and
+        // again when it ends (issue 52): 1 s after the first curl, its connection's two rows and
+        // its estimated HTTP/2 requests are there, before Ctrl-C.
+        func ndjson(_ name: String) throws -> [[String: Any]] {
+            try read(name).split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+        }
+        let early = try ndjson("keyless-after-first.ndjson").filter { $0["type"] as? String == "connection" }
+        #expect(early.map { "\($0["event"]!) \($0["tls_version"]!)" } == ["handshake TLS 1.3", "end TLS 1.3"], "\(early)")
+        #expect(early.last?["protocol"] as? String == "h2" && early.last?["exchanges"] as? Int == 2, "\(early)")
+        let keyless = try ndjson("keyless.ndjson")
+        let events = keyless.filter { $0["type"] as? String == "connection" }
+        #expect(events.count == 6 && events.allSatisfy { $0["sni"] as? String == "tls.icy.test" && $0["keys"] as? String == "none" }, "\(events)")
+        #expect(Set(events.map { $0["connection"] as! String }).count == 3)
+        // The HTTP/1.1 connections' exchanges, estimated: the 1.2 one's two and the 1.3 one's 404.
+        #expect(keyless.filter { $0["inferred"] as? Bool == true }.count == 3, "\(keyless)")
+        let keylessStderr = try read("keyless-stderr.txt")
+        #expect(keylessStderr.contains("3 TLS connections; 3 encrypted") && keylessStderr.contains("exit 0"), "\(keylessStderr)")
     }
 
     /// A capture run as a service (scripts/live-rotation-check): -G 2 on the transactions and on

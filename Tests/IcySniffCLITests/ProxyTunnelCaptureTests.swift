@@ -33,7 +33,11 @@ import Testing
         // Without keys the TLS inside the tunnels is listed, not decrypted: its two GETs are
         // estimates from the records, of the tunnel's target, with the decrypted responses' size.
         let keyless = try rows([])
-        #expect(keyless.filter { $0["inferred"] == nil }.count == 8)
+        #expect(keyless.filter { $0["inferred"] == nil && $0["type"] == nil }.count == 8)
+        // Each encrypted connection inside a tunnel: its handshake and its end, named by its SNI.
+        let tls = keyless.filter { $0["type"] as? String == "connection" }
+        #expect(tls.map { "\($0["event"]!) \($0["url"]!)" } == ["handshake https://tls.icy.test:44341/", "end https://tls.icy.test:44341/",
+                                                            "handshake https://tls.icy.test:44341/", "end https://tls.icy.test:44341/"], "\(tls)")
         let estimated = keyless.filter { $0["inferred"] as? Bool == true }
         #expect(estimated.map { $0["url"] as? String ?? "" } == ["https://tls.icy.test:44341/", "https://tls.icy.test:44341/"], "\(estimated)")
         let decrypted = all.filter { $0["url"] as? String == "https://tls.icy.test:44341/" }

@@ -104,7 +104,10 @@ import Testing
         try wrong.write(to: path, atomically: true, encoding: .utf8)
         let r = try CLI.run(["-r", capture, "--keylog", path.path, "--format", "ndjson"])
         #expect(r.status == 0)
-        #expect(r.text.isEmpty, "no transaction from bytes that did not authenticate: \(r.text)")
+        let rows = r.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(rows.allSatisfy { $0["type"] as? String == "connection" }, "no transaction from bytes that did not authenticate: \(r.text)")
+        #expect(rows.count == 3 && rows.allSatisfy { $0["event"] as? String == "end" && $0["keys"] as? String == "decryption_failed" },
+                "each connection ends encrypted, saying why: \(r.text)")
         #expect(r.stderr.contains("tls_decryption_failed"), "\(r.stderr)")
         // Keys for other connections only: the connections are named, not decrypted.
         let others = CLI.temporaryDirectory().appendingPathComponent("other.keys")
@@ -225,7 +228,9 @@ import Testing
                     truth[connection, default: []].append(max(0, response["headersSize"] as? Int ?? 0) + max(0, response["bodySize"] as? Int ?? 0))
                 }
             }
-            let estimated = rows(try CLI.run(["-r", capture, "--format", "ndjson", "--quiet"]).text)
+            let keyless = rows(try CLI.run(["-r", capture, "--format", "ndjson", "--quiet"]).text)
+            // Without keys: estimates and the connections' own rows (`"type": "connection"`).
+            let estimated = keyless.filter { $0["type"] == nil }
             #expect(!estimated.isEmpty && estimated.allSatisfy { $0["inferred"] as? Bool == true && $0["method"] is NSNull && $0["status"] is NSNull },
                     "\(capture): without keys, estimates only")
             var sizes: [String: [Int]] = [:]
@@ -244,10 +249,69 @@ import Testing
                 checked += 1
             }
             let keyed = rows(try CLI.run(["-r", capture, "--keylog", keys, "--format", "ndjson", "--quiet"]).text)
-            #expect(keyed.count == entries.count && keyed.allSatisfy { $0["inferred"] == nil }, "with keys, transactions instead")
+            #expect(keyed.count == entries.count && keyed.allSatisfy { $0["inferred"] == nil && $0["type"] == nil }, "with keys, transactions instead")
             let keyedConnections = rows(try CLI.run(["-r", capture, "--keylog", keys, "--connections", "--format", "ndjson", "--quiet"]).text)
             #expect(keyedConnections.allSatisfy { $0["inferred"] == nil })
         }
         #expect(checked == 6)
+    }
+
+    /// Without keys, each TLS or QUIC connection is a row of the default output when its
+    /// ServerHello shows that no key opens it, and again when it ends (issue 52), in every
+    /// tabular format: its time, client, SNI, version and ALPN, then its bytes, duration and the
+    /// exchanges its records show — the figures of its `--connections` row. A key log that opens
+    /// it replaces both rows by its transactions; a filter of devices keeps them, one of HTTP
+    /// fields does not.
+    @Test func keylessConnectionsAreRowsAtTheirHandshakeAndEnd() throws {
+        func rows(_ text: String) -> [[String: Any]] {
+            text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        }
+        for (name, transport, version) in [("tls-sample.pcap", "tcp", "TLS 1"), ("h3-sample.pcap", "quic", "QUIC v1")] {
+            let capture = CLI.capture(name)
+            let out = rows(try CLI.run(["-r", capture, "--format", "ndjson", "--quiet"]).text)
+            let events = out.filter { $0["type"] as? String == "connection" }
+            let listed = rows(try CLI.run(["-r", capture, "--connections", "--format", "ndjson", "--quiet"]).text)
+            try #require(!listed.isEmpty && events.count == 2 * listed.count, "\(name): \(events)")
+            for c in listed {
+                let id = c["id"] as! String
+                let mine = events.filter { $0["connection"] as? String == id }
+                try #require(mine.map { $0["event"] as! String } == ["handshake", "end"], "\(name) \(id): \(mine)")
+                let (open, end) = (mine[0], mine[1])
+                let tls = try #require((c["tls"] ?? c["quic"]) as? [String: Any])
+                #expect(open["ts"] as? String == (c["tls"] as? [String: Any])?["handshakeStart"] as? String, "the handshake's first byte")
+                #expect(end["ts"] as? String != nil && (end["ts"] as! String) >= (open["ts"] as! String))
+                for r in mine {
+                    #expect(r["transport"] as? String == transport && (r["tls_version"] as? String ?? "").hasPrefix(version), "\(r)")
+                    #expect(r["sni"] as? String == tls["sni"] as? String && r["keys"] as? String == "none")
+                    #expect((r["alpn_offered"] as? [String]) == (tls["alpnOffered"] as? [String]))
+                    #expect(r["ja4"] as? String == tls["ja4"] as? String && r["ja4"] != nil)
+                }
+                #expect(end["bytes_from_client"] as? Int == c["bytes_from_client"] as? Int && end["bytes_from_server"] as? Int == c["bytes_from_server"] as? Int)
+                #expect((end["duration_ms"] as? Double ?? 0) > 0)
+                let inferred = try #require(c["inferred"] as? [String: Any])
+                #expect(end["protocol"] as? String == inferred["protocol"] as? String)
+                #expect((end["exchanges"] as? Int) == (inferred["exchanges"] as? Int))
+                #expect(out.filter { $0["inferred"] as? Bool == true && $0["connection"] as? String == id }.count == (transport == "tcp" ? inferred["exchanges"] as? Int : 0))
+            }
+            // The table: the handshake and the end as a person reads them.
+            let table = try CLI.run(["-r", capture, "--format", "table", "--quiet"]).text.split(separator: "\n")
+            #expect(table.filter { $0.contains(" handshake, offers ") && $0.hasSuffix("; no key") }.count == listed.count, "\(table)")
+            #expect(table.filter { $0.contains("ended after ") && $0.contains(" B ↓") }.count == listed.count, "\(table)")
+            // TSV: flags name the rows, sizes and duration in their columns.
+            let tsv = try CLI.run(["-r", capture, "--format", "tsv", "--fields", "connection,req_size,size,flags", "--quiet"]).text
+            let ends = tsv.split(separator: "\n").filter { $0.hasSuffix("encrypted_connection,end") }.map { $0.split(separator: "\t").map(String.init) }
+            #expect(Set(ends.map { "\($0[0]) \($0[1]) \($0[2])" }) == Set(listed.map { "\($0["id"]!) \($0["bytes_from_client"]!) \($0["bytes_from_server"]!)" }))
+            // A device filter keeps them; an HTTP one (status) has nothing to match them with.
+            let device = rows(try CLI.run(["-r", capture, "--client", "127.0.0.1", "--format", "ndjson", "--quiet"]).text)
+            #expect(device.filter { $0["type"] as? String == "connection" }.count == events.count)
+            let other = rows(try CLI.run(["-r", capture, "--client", "10.9.9.9", "--format", "ndjson", "--quiet"]).text)
+            #expect(other.isEmpty)
+            let status = rows(try CLI.run(["-r", capture, "--status", "200", "--format", "ndjson", "--quiet"]).text)
+            #expect(status.isEmpty)
+            // With the key log: transactions, no connection rows.
+            let keys = CLI.capture(name.replacingOccurrences(of: ".pcap", with: ".keys"))
+            let keyed = rows(try CLI.run(["-r", capture, "--keylog", keys, "--format", "ndjson", "--quiet"]).text)
+            #expect(!keyed.isEmpty && keyed.allSatisfy { $0["type"] == nil && $0["inferred"] == nil && $0["method"] as? String != nil }, "\(name)")
+        }
     }
 }

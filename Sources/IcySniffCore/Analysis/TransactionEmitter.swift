@@ -2,15 +2,46 @@
 public protocol TransactionSink: AnyObject {
     func consume(_ transaction: Transaction)
     /// A TLS or QUIC handshake's ServerHello was seen: the connection's version, cipher and SNI
-    /// are known while it is still open (a live view shows an encrypted connection from then on).
-    /// On the pipeline's thread, with the connection still the pipeline's: read it during the
-    /// call only. `ExportThread` does not hand it over (files show connections when they end).
-    func connectionSecured(_ connection: Connection)
+    /// are known while it is still open (the web view and the transaction outputs show an
+    /// encrypted connection from then on). A value: it may go to another thread.
+    func connectionSecured(_ secured: SecuredConnection)
     func connectionFinished(_ connection: Connection)
 }
 
 extension TransactionSink {
-    public func connectionSecured(_ connection: Connection) {}
+    public func connectionSecured(_ secured: SecuredConnection) {}
+}
+
+/// What a TLS or QUIC connection showed when its ServerHello was read, and whether a key opens
+/// it. A value taken then: the connection itself stays the pipeline's, still changing.
+public struct SecuredConnection: Sendable {
+    public enum Keys: Sendable {
+        /// The key log has its secrets: its transactions will show.
+        case found
+        /// No key opens it (none given, none for it, or a suite icy-sniff cannot decrypt).
+        case none
+        /// A live key log may still write them: told again (`none`) if the wait ends without.
+        case awaited
+    }
+    public var summary: ConnectionSummary
+    public var keys: Keys
+    /// The capture being read (a batch's merged rows name it).
+    public var captureName: String
+
+    init(_ connection: Connection, keys: Keys, captureName: String) {
+        summary = ConnectionSummary(connection)
+        self.keys = keys
+        self.captureName = captureName
+    }
+}
+
+extension Connection {
+    /// It carried TLS (or QUIC) and no key opened it: the transaction outputs show it as rows of
+    /// an encrypted connection (`TableWriter.writeEncrypted`). The one place that decides it.
+    public var encryptedWithoutKeys: Bool {
+        guard let tls, weirds[.tlsAnsweredInPlainHTTP] == nil else { return false }
+        return !(quic?.decrypted ?? tls.decrypted)
+    }
 }
 
 /// Completes transactions (timings, DNS) and hands them to the sink; shared by all connections
@@ -48,8 +79,11 @@ public final class TransactionEmitter {
         return number
     }
 
-    /// `connectionSecured`: a TLS or QUIC ServerHello was read (once per connection).
-    func secured(_ connection: Connection) { sink.connectionSecured(connection) }
+    /// `connectionSecured`: a TLS or QUIC ServerHello was read (once per connection; again with
+    /// `.none` when keys awaited did not come).
+    func secured(_ connection: Connection, keys: SecuredConnection.Keys) {
+        sink.connectionSecured(SecuredConnection(connection, keys: keys, captureName: captureName))
+    }
 }
 
 /// The one place where cache freshness is judged (RFC 9111, `CacheTracker`): every transaction,
@@ -69,7 +103,7 @@ public final class CacheJudgingSink: TransactionSink {
         next.consume(transaction)
     }
 
-    public func connectionSecured(_ connection: Connection) { next.connectionSecured(connection) }
+    public func connectionSecured(_ secured: SecuredConnection) { next.connectionSecured(secured) }
     public func connectionFinished(_ connection: Connection) { next.connectionFinished(connection) }
 }
 
@@ -100,8 +134,8 @@ public final class FilteringSink: TransactionSink {
         }
     }
 
-    public func connectionSecured(_ connection: Connection) {
-        if filter.matchesClient(connection.client.address) { next.connectionSecured(connection) }
+    public func connectionSecured(_ secured: SecuredConnection) {
+        if filter.matchesClient(secured.summary.client.address) { next.connectionSecured(secured) }
     }
 
     public func connectionFinished(_ connection: Connection) {

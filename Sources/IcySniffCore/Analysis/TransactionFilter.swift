@@ -27,6 +27,13 @@ public struct TransactionFilter: Sendable {
             && minDurationMilliseconds == nil && minSize == nil
     }
 
+    /// Nothing but devices (or nothing): what a connection without keys shows can be matched.
+    public var choosesOnlyDevices: Bool {
+        var rest = self
+        rest.clients = []
+        return rest.isEmpty
+    }
+
     /// Parses "4xx,5xx,304".
     public mutating func addStatuses(_ text: String) throws(FilterError) {
         for part in text.split(separator: ",") {

@@ -21,6 +21,8 @@ public final class ExportThread: TransactionSink {
     private enum Item {
         case transaction(Transaction)
         case connection(Connection)
+        /// Boxed: the value is large, the other items one reference.
+        indirect case secured(SecuredConnection)
     }
 
     private let sink: TransactionSink
@@ -83,6 +85,7 @@ public final class ExportThread: TransactionSink {
         }
     }
     public func connectionFinished(_ connection: Connection) { add(.connection(connection)) }
+    public func connectionSecured(_ secured: SecuredConnection) { add(.secured(secured)) }
 
     @inline(__always) private func add(_ item: Item) {
         batch.append(item)
@@ -144,6 +147,7 @@ public final class ExportThread: TransactionSink {
                     if t.settleDecoding() { settledHere += 1 }
                     sink.consume(t)
                 case .connection(let c): sink.connectionFinished(c)
+                case .secured(let s): sink.connectionSecured(s)
                 }
             }
             // Released here, before the pipeline is told: a waiting pipeline reads on only

@@ -118,19 +118,19 @@ public final class FeedSink: TransactionSink {
     /// What makes this feed's HAR entries (its redaction, its bodies).
     public var entries: FeedEntries { FeedEntries(options: options) }
 
-    public func connectionSecured(_ connection: Connection) { send(connection, open: true) }
+    public func connectionSecured(_ secured: SecuredConnection) { send(secured.summary, open: true) }
 
     public func connectionFinished(_ connection: Connection) {
         // A connection that carried nothing (a port scan's SYN) is not worth a row.
         guard connection.clientHalf.bytes > 0 || connection.serverHalf.bytes > 0 else { return }
-        send(connection, open: false)
+        send(ConnectionSummary(connection), open: false)
     }
 
-    private func send(_ connection: Connection, open: Bool) {
+    private func send(_ summary: ConnectionSummary, open: Bool) {
         json.reset()
-        ConnectionSummary(connection).write(to: json)
-        consumer.append(FeedItem(kind: .connection, row: json.buffer, start: connection.began,
-                                 connection: connection.id, open: open))
+        summary.write(to: json)
+        consumer.append(FeedItem(kind: .connection, row: json.buffer, start: summary.start,
+                                 connection: summary.id, open: open))
     }
 }
 
@@ -159,9 +159,9 @@ public final class TeeSink: TransactionSink {
         first.consume(transaction)
         second.consume(transaction)
     }
-    public func connectionSecured(_ connection: Connection) {
-        first.connectionSecured(connection)
-        second.connectionSecured(connection)
+    public func connectionSecured(_ secured: SecuredConnection) {
+        first.connectionSecured(secured)
+        second.connectionSecured(secured)
     }
     public func connectionFinished(_ connection: Connection) {
         first.connectionFinished(connection)

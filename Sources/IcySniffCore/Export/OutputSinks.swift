@@ -52,12 +52,22 @@ public final class NullOutput: OutputSink {
 /// Table, TSV, CSV and NDJSON: one row as each transaction completes.
 public final class TabularOutput: OutputSink {
     public let writer: TableWriter
-    /// Rows of the exchanges estimated from encrypted connections (`TableWriter.writeInferred`):
-    /// not when a filter chose the transactions (an estimate has no method, status or path).
-    public var writesInferred = true
+    /// The rows of encrypted connections that no key opens and of the exchanges estimated from
+    /// their records (`TableWriter.writeEncrypted`, `writeInferred`): not when a filter chose
+    /// the transactions by what only HTTP shows (an estimate has no method, status or path);
+    /// a filter of devices alone keeps those of its devices.
+    public var writesEncrypted = true
     public init(writer: TableWriter) { self.writer = writer }
     public func consume(_ transaction: Transaction) { writer.consume(transaction) }
-    public func connectionFinished(_ connection: Connection) { if writesInferred { writer.writeInferred(of: connection) } }
+    public func connectionSecured(_ secured: SecuredConnection) {
+        guard writesEncrypted, secured.keys == .none else { return }
+        writer.writeEncrypted(secured.summary, at: .handshake, captureName: secured.captureName)
+    }
+    public func connectionFinished(_ connection: Connection) {
+        guard writesEncrypted, connection.encryptedWithoutKeys else { return }
+        writer.writeInferred(of: connection)
+        writer.writeEncrypted(ConnectionSummary(connection), at: .end, captureName: connection.captureName)
+    }
     public func finish(comment: String?) throws(OutputError) { writer.finish() }
 }
 
@@ -125,7 +135,7 @@ public struct SinkFactory {
             writer.flushEachRow = flushEachRow
             writer.writesHeader = writesHeader
             let tabular = TabularOutput(writer: writer)
-            tabular.writesInferred = filter.isEmpty
+            tabular.writesEncrypted = filter.choosesOnlyDevices
             return tabular
         }
     }

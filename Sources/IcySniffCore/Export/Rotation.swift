@@ -261,6 +261,14 @@ public final class RotatingOutput: OutputSink {
         rotator.wrote()
     }
 
+    /// Into the file being written, if there is one (a handshake opens none).
+    public func connectionSecured(_ secured: SecuredConnection) {
+        rotator.advance(to: secured.summary.end)
+        guard rotator.current != nil, let file = rotator.file(at: secured.summary.end) else { return }
+        file.sink.connectionSecured(secured)
+        rotator.wrote()
+    }
+
     /// See `Rotator.prepare`.
     public func prepare() -> String? {
         rotator.prepare(now: Timestamp.now())

@@ -36,11 +36,11 @@ public final class TableWriter {
     var wroteHeader = false
     /// False for the parts of a merged batch output after the first.
     public var writesHeader = true
-    private let color: Bool
+    let color: Bool
     /// The terminal table's display cells per line, and each column's width in cells (the URL,
     /// path and host share what the others leave), decided once.
     private let width: Int
-    private var widths: [Int] = []
+    private(set) var widths: [Int] = []
     /// Whether the table's time shows milliseconds (the column was not narrowed).
     private var clockMillis = true
     private let json = JSONWriter(indent: 0, capacity: 4096)

@@ -750,7 +750,9 @@ final class QUICConnectionSession {
             lookUpSecrets()
             replayPending = !held.isEmpty
             connection.quic = info
-            emitter.secured(connection)
+            // A live key log may still write them (looked up again as packets need them); if it
+            // never does, the connection's end says so.
+            emitter.secured(connection, keys: secrets != nil ? .found : keyLog?.growing == true ? .awaited : .none)
         case (.fromServer, 1, 8):
             TLSHandshakeObserver.encryptedExtensions(message, into: &tls) { serverTransportParameters($0) }
         default:
@@ -795,7 +797,7 @@ final class QUICConnectionSession {
         cipher = found.cipher
         tls.cipherSuite = found.suite
         connection.quic = info
-        emitter.secured(connection)
+        emitter.secured(connection, keys: .found)
     }
 
     /// Packets held until the ServerHello gave the cipher suite: handled now, in arrival order.

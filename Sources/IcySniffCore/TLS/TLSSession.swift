@@ -600,6 +600,7 @@ final class TLSSession: ConnectionSession {
     private func stopWaiting(with found: TLSSecrets?) {
         awaitingKeys = false
         useKeys(found)
+        if secrets == nil { emitter.secured(connection, keys: .none) }
         let held = heldForKeys
         heldForKeys = []
         heldForKeysBytes = 0
@@ -640,7 +641,7 @@ final class TLSSession: ConnectionSession {
         if cipher == nil && (keyLog?.count ?? 0) > 0 { connection.note(.tlsCipherUnsupported) }
         if hello.version == 0x0304 { server.encrypted = true }
         setUpKeys()
-        emitter.secured(connection)
+        emitter.secured(connection, keys: awaitingKeys ? .awaited : secrets == nil ? .none : .found)
     }
 
     /// TLS 1.2 ECDHE: ServerKeyExchange names the curve (RFC 8422 §5.4).
