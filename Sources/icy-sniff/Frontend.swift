@@ -306,7 +306,7 @@ enum Summary {
             if total > decrypted { line += "; \(total - decrypted) encrypted (\(advice))" }
         }
         if stats.inferredExchanges > 0 {
-            line += "; \(count(stats.inferredExchanges, "HTTP/1.1 exchange")) estimated from encrypted records"
+            line += "; \(count(stats.inferredExchanges, "exchange")) estimated from encrypted records"
                 + (shown == nil ? " (\"inferred\" rows)"
                    : estimatesListed ? " (\"inferred\" rows, of the devices chosen)" : " (not listed: a filter chose the transactions)")
         }

@@ -7,6 +7,55 @@ import Testing
     let capture = CLI.packageRoot.appendingPathComponent("Tests/Fixtures/quic/h3-concurrent-qpack-statuses.pcap").path
     let keys = CLI.packageRoot.appendingPathComponent("Tests/Fixtures/quic/h3-concurrent-qpack-statuses.keys").path
 
+    /// Without keys, HTTP/3's requests are estimated from the client's packet sizes (issue 52):
+    /// one row each, at the request's packet; a request alone on its connection (the client
+    /// waited for the previous response and the next came after its own) has the response's
+    /// bytes — header block and body — within 10 % or 100 bytes of the decrypted run's, and its
+    /// wait; requests sent together have neither. Checked against the same captures decrypted.
+    @Test func keylessHTTP3RequestsAreEstimatedFromPackets() throws {
+        func rows(_ args: [String]) throws -> [[String: Any]] {
+            try CLI.run(args + ["--format", "ndjson", "--quiet"]).text.split(separator: "\n").compactMap {
+                try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }
+        }
+        /// Seconds of the day of an NDJSON `ts` ("2026-11-25T19:15:43.213066Z"): a capture lasts seconds.
+        func seconds(_ ts: Any?) -> Double {
+            let clock = (ts as? String ?? "").split(separator: "T").last?.dropLast() ?? ""
+            return clock.split(separator: ":").reduce(0.0) { $0 * 60 + (Double($1) ?? 0) }
+        }
+        let fixtures = CLI.packageRoot.appendingPathComponent("Tests/Fixtures/quic")
+        var alone = 0
+        for name in ["h3-v2-rebind-cancel", "h3-resume-0rtt", "h3-concurrent-qpack-statuses"] {
+            let capture = fixtures.appendingPathComponent("\(name).pcap").path, keys = fixtures.appendingPathComponent("\(name).keys").path
+            let truth = try rows(["-r", capture, "--keylog", keys]).filter { $0["method"] is String }
+            let estimated = try rows(["-r", capture]).filter { $0["inferred"] as? Bool == true }
+            #expect(estimated.allSatisfy { $0["protocol"] as? String == "h3" && $0["method"] is NSNull })
+            // Requests sent in one packet count once: never more rows than requests, at most 10 % fewer.
+            #expect(estimated.count <= truth.count && Double(estimated.count) >= 0.9 * Double(truth.count) - 0.5,
+                    "\(name): \(estimated.count) rows for \(truth.count) requests")
+            for r in estimated {
+                // The request's packet: within 5 ms of the decrypted request's first byte (the
+                // first request's includes the handshake: its connect time).
+                let at = seconds(r["ts"])
+                let match = truth.min { a, b in
+                    abs(seconds(a["ts"]) + (a["connect_ms"] as? Double ?? 0) / 1000 - at) < abs(seconds(b["ts"]) + (b["connect_ms"] as? Double ?? 0) / 1000 - at)
+                }
+                let t = try #require(match)
+                #expect(abs(seconds(t["ts"]) + (t["connect_ms"] as? Double ?? 0) / 1000 - at) < 0.005, "\(name): \(r)")
+                guard r["alone"] as? Bool == true else {
+                    #expect(r["response_bytes"] is NSNull && r["wait_ms"] is NSNull, "\(r)")
+                    continue
+                }
+                alone += 1
+                let bytes = try #require(r["response_bytes"] as? Int)
+                let expected = t["response_encoded_len"] as? Int ?? 0
+                #expect(bytes >= expected && abs(bytes - expected) <= max(100, expected / 10), "\(name): \(bytes) for a body of \(expected)")
+                #expect(r["wait_ms"] is Double)
+            }
+        }
+        #expect(alone >= 4)
+    }
+
     @Test func keylessConnectionIsListedAndCounted() throws {
         let r = try CLI.run(["-r", capture, "--connections", "--format", "tsv"])
         #expect(r.status == 0, "\(r.stderr)")

@@ -15,7 +15,8 @@ public struct RunStats: Sendable {
     /// QUIC connections (HTTP/3 and other QUIC), and those decrypted with a key log.
     public var quicConnections: UInt64 = 0
     public var quicDecrypted: UInt64 = 0
-    /// HTTP/1.1 exchanges estimated from encrypted connections' records (`RecordPattern`).
+    /// Exchanges estimated from encrypted connections' records and packets (`RecordPattern`,
+    /// `QUICPacketPattern`).
     public var inferredExchanges: UInt64 = 0
     public var weirds: [Weird: UInt64] = [:]
     public var firstPacket: Timestamp? = nil

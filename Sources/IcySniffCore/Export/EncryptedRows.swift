@@ -66,8 +66,8 @@ extension TableWriter {
         case .proto: return traffic.protocolName
         case .requestSize: return String(x.requestBytes)
         case .size: return x.responseBytes.map(String.init) ?? missing
-        case .duration: return ms(Self.milliseconds(x.requestStart, x.responseEnd ?? x.requestEnd))
-        case .send: return ms(Self.milliseconds(x.requestStart, x.requestEnd))
+        case .duration: return ms(x.alone ? Self.milliseconds(x.requestStart, x.responseEnd ?? x.requestEnd) : nil)
+        case .send: return ms(x.alone ? Self.milliseconds(x.requestStart, x.requestEnd) : nil)
         case .wait: return ms(Self.milliseconds(x.requestEnd, x.responseStart))
         case .receive: return ms(Self.milliseconds(x.responseStart, x.responseEnd))
         case .tlsVersion: return c.tls?.versionName ?? missing
@@ -95,12 +95,12 @@ extension TableWriter {
         w.key("status"); w.null()
         w.int("request_bytes", x.requestBytes)
         w.key("response_bytes"); if let b = x.responseBytes { w.int(b) } else { w.null() }
-        w.optionalNumber("time_ms", Self.milliseconds(x.requestStart, x.responseEnd ?? x.requestEnd))
-        w.optionalNumber("send_ms", Self.milliseconds(x.requestStart, x.requestEnd))
+        // Times only for an exchange alone on its connection (HTTP/1.1's always are).
+        w.optionalNumber("time_ms", x.alone ? Self.milliseconds(x.requestStart, x.responseEnd ?? x.requestEnd) : nil)
+        w.optionalNumber("send_ms", x.alone ? Self.milliseconds(x.requestStart, x.requestEnd) : nil)
         w.optionalNumber("wait_ms", Self.milliseconds(x.requestEnd, x.responseStart))
         w.optionalNumber("receive_ms", Self.milliseconds(x.responseStart, x.responseEnd))
-        // HTTP/1.1 has one exchange in flight at a time.
-        w.bool("alone", true)
+        w.bool("alone", x.alone)
         w.int("request_records", x.requestRecords)
         w.int("response_records", x.responseRecords)
         w.optionalString("tls_version", c.tls?.versionName)

@@ -252,8 +252,8 @@ public enum ReportWriter {
             // Without keys: estimates from the records' sizes and times (docs/OUTPUT.md).
             line()
             line("Encrypted without keys: \(e.connections) connection\(e.connections == 1 ? "" : "s"), \(e.exchanges) exchanges estimated from records")
-            // 80 columns: host 24, then 54 of figures (~: HTTP/2's count, an estimate; -: not
-            // estimated, HTTP/3). Times in ms.
+            // 80 columns: host 24, then 54 of figures (~: an HTTP/2 or HTTP/3 count, a lower
+            // bound; -: not estimated). Times in ms.
             line("  " + column("host", 24, left: true) + column("conns", 7) + column("exchanges", 11) + column("one-exch", 10)
                  + column("bytes", 10) + column("TTFB p50", 9) + column("p90", 7))
             func number(_ v: Double?) -> String { v.map { String(ms($0).dropLast(3)) } ?? "-" }

@@ -111,9 +111,19 @@ final class QUICConnectionSession {
         }
         /// The run's key-log searches for connections whose ClientHello was not captured.
         let searches = QUICKeyTrial.Budget()
+        /// Requests estimated without keys (`QUICPacketPattern`) that the tracker's open
+        /// connections keep, at most `QUICPacketPattern.maxKept`.
+        var estimates = 0
     }
     /// A key-log search was made for this connection (one at most).
     private var searched = false
+    /// Without keys: its packets' sizes (`QUICPacketPattern`).
+    private var pattern = QUICPacketPattern()
+    private var estimatesLimited = false
+    /// The packet being read follows an Initial packet in its datagram.
+    private var afterInitial = false
+    /// The client moved: each direction's next full packet is a path probe (`estimate`).
+    private var pathProbes = [false, false]
     /// The ServerHello came: the packets held for its suite are handled once the current
     /// datagram is done.
     private var replayPending = false
@@ -204,6 +214,9 @@ final class QUICConnectionSession {
                 let moved = { [connection] in connection.movedClient = source }
                 if let decryption, decryption.isHolding { decryption.later(moved) } else { moved() }
                 info.migrated = true
+                // Each side validates the new path with a datagram padded to 1,200 bytes
+                // (RFC 9000 §8.2.1): no request or response.
+                pathProbes = [true, true]
                 if !info.clientPorts.contains(source.port) { info.clientPorts.append(source.port) }
             }
         } else {
@@ -211,6 +224,7 @@ final class QUICConnectionSession {
             info.datagramsFromServer += 1
         }
         var at = 0
+        afterInitial = false
         while at < payload.count {
             let rest = UnsafeRawBufferPointer(rebasing: payload[at...])
             guard let used = packet(rest, at: ts, from: direction), used > 0 else { break }
@@ -283,7 +297,10 @@ final class QUICConnectionSession {
                 tls.handshakeEnd = ts
             }
             // Counted when it came: a 0-RTT packet held for the ServerHello comes by again.
-            if type == .zeroRTT && !replaying { info.zeroRTTPackets += 1 }
+            if type == .zeroRTT && !replaying {
+                info.zeroRTTPackets += 1
+                if !info.decrypted { estimate(frameBytes: Int(length) - 16, at: ts, from: direction) }
+            }
         } else {
             if negotiatedVersion == nil && (type == .initial || type == .handshake) {
                 negotiatedVersion = version
@@ -301,6 +318,7 @@ final class QUICConnectionSession {
         let keys: QUICPacketKeys?
         switch type {
         case .initial:
+            afterInitial = true
             openInitial(whole, pnOffset: pnOffset, version: version, at: ts, from: direction)
             return end
         case .handshake, .zeroRTT:
@@ -373,8 +391,29 @@ final class QUICConnectionSession {
             end = nextSegment(whole, dcid: dcid, minimum: 21 + dcid.count) ?? whole.count
         }
         let bytes = UnsafeRawBufferPointer(rebasing: whole[0..<end])
+        // Not one behind an Initial: a datagram with an Initial is padded to 1,200 bytes, in its
+        // last packet (a request sent in it is missed).
+        if !info.decrypted && !afterInitial {
+            estimate(frameBytes: bytes.count - 1 - receiverCIDLength(direction) - 16, at: ts, from: direction)
+        }
         _ = shortPacketAlone(bytes, at: ts, from: direction)
         return end
+    }
+
+    /// Without keys (so far): the packet's size for the requests estimated from them.
+    private func estimate(frameBytes: Int, at ts: Timestamp, from direction: Direction) {
+        if pathProbes[direction.index] && frameBytes >= QUICPacketPattern.full {
+            pathProbes[direction.index] = false
+            return
+        }
+        let before = pattern.series.exchanges.count
+        let room = workspace.estimates < QUICPacketPattern.maxKept
+        pattern.packet(fromClient: direction == .fromClient, frameBytes: frameBytes, at: ts, keep: room)
+        if pattern.series.exchanges.count > before { workspace.estimates += 1 }
+        if !room && direction == .fromClient && frameBytes >= QUICPacketPattern.ackOnly && !estimatesLimited {
+            estimatesLimited = true
+            connection.note(.quicEstimatesLimited)
+        }
     }
 
     private func shortPacketAlone(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) -> Int? {
@@ -906,10 +945,14 @@ final class QUICConnectionSession {
         info.keyUpdates = max(appKeys[0]?.updates ?? 0, appKeys[1]?.updates ?? 0)
         connection.halves.0.bytes = info.bytesFromClient
         connection.halves.1.bytes = info.bytesFromServer
-        // Without keys: QUIC's ALPN is encrypted; a client offering only HTTP/3 speaks it.
+        // Without keys: QUIC's ALPN is encrypted; a client offering only HTTP/3 speaks it, and
+        // its packets say its requests.
+        workspace.estimates -= pattern.series.exchanges.count
         if !info.decrypted, let offered = tls.alpnOffered, !offered.isEmpty, offered.allSatisfy({ $0 == "h3" || $0.hasPrefix("h3-") }) {
-            tls.inferred = InferredTraffic(protocolName: "h3", protocolInferred: true, exchangeCount: nil, exact: false)
+            tls.inferred = InferredTraffic(protocolName: "h3", protocolInferred: true, exchanges: pattern.series.result(),
+                                           exchangeCount: pattern.series.count, exact: false)
         }
+        pattern = QUICPacketPattern()
         connection.quic = info
         connection.tls = tls
         connection.finishedAt = ts

@@ -15,15 +15,16 @@ public struct InferredTraffic: Sendable, Equatable {
     /// Told by the record pattern, not shown by the handshake (TLS 1.3 and QUIC encrypt the
     /// negotiated ALPN).
     public var protocolInferred: Bool
-    /// HTTP/1.1's exchanges in order (at most `RecordPattern.maxExchanges`); empty for h2 and h3.
+    /// The exchanges in order (at most `RecordPattern.maxExchanges`): HTTP/1.1's, and the
+    /// requests of HTTP/2 and HTTP/3 (`RequestSeries`: response fields only where alone).
     public var exchanges: [EncryptedExchange] = []
-    /// How many exchanges (nil: not estimated, h2 and h3); exact unless a cap or a lost record
-    /// made it a lower bound.
+    /// How many exchanges (nil: not estimated); exact unless a cap or a lost record made it a
+    /// lower bound (HTTP/2 and HTTP/3: never exact).
     public var exchangeCount: Int?
     public var exact: Bool = true
 }
 
-/// One HTTP/1.1 exchange seen in record sizes: the request's records, then the response's.
+/// One exchange seen in record (or packet) sizes: the request's records, then the response's.
 /// Bytes are the HTTP messages as sent (head and body as transferred), from the record lengths
 /// less the cipher's overhead (for CBC suites, whose padding is not known, an estimate).
 public struct EncryptedExchange: Sendable, Equatable {
@@ -35,6 +36,9 @@ public struct EncryptedExchange: Sendable, Equatable {
     public var responseBytes: Int?
     public var requestRecords: Int
     public var responseRecords: Int
+    /// No other exchange was in flight: its response bytes and times are its own (always for
+    /// HTTP/1.1; for HTTP/2 and HTTP/3 see `RequestSeries`).
+    public var alone: Bool = true
 }
 
 /// Reads the application-data records of one TLS connection (`record`), then answers what they
@@ -45,8 +49,9 @@ struct RecordPattern {
     /// share of the array. Past the budget the table ends the longest idle connections
     /// (`state_budget_exceeded`), whose estimates are then written.
     static let bytesPerExchange = 96
-    /// Exchanges kept so far (the session charges the new ones).
-    private(set) var kept = 0
+    /// Exchanges kept so far, HTTP/1.1's and HTTP/2's (the session charges the new ones).
+    var kept: Int { keptHTTP1 + h2.exchanges.count }
+    private var keptHTTP1 = 0
     /// The plaintext lengths taken for TLS 1.3 NewSessionTickets (here and by `TLSSession`); a
     /// record smaller, sent unasked, is HTTP/2's SETTINGS.
     static let ticketLengths = 100...400
@@ -65,8 +70,9 @@ struct RecordPattern {
     /// TLS 1.3 server whose client sent its first request with its Finished are taken off.
     private var firstResponse: [Int] = []
     private var firstRequestWithFinished = false
-    /// HTTP/2: the client's records that may carry a request's HEADERS (`countH2Request`).
-    private var h2Requests = 0
+    /// HTTP/2: the client's records that may carry a request's HEADERS (`countH2Request`), and
+    /// the server's between them: read beside HTTP/1.1's exchanges until the end decides which.
+    private var h2 = RequestSeries(responseFraming: 9)
     private var clientRecords = 0
     var overhead = 0
 
@@ -81,7 +87,7 @@ struct RecordPattern {
         records += 1
         if recordLost { lost = true }
         if records <= 8 && plaintext == 9 { h2Signs += 1 }
-        if fromClient { countH2Request(plaintext) }
+        if fromClient { countH2Request(plaintext, first: first, last: last) } else { h2Response(plaintext, first: first, last: last) }
         if fromClient {
             let inRequest = open && current.responseStart == nil
             guard plaintext >= 16 || inRequest else { return }
@@ -117,15 +123,28 @@ struct RecordPattern {
     /// (SETTINGS acknowledgement 9, WINDOW_UPDATE or RST_STREAM 13, PRIORITY 14, PING 17) or a
     /// request body's full DATA frame (1,200 bytes and more). Several requests in one record
     /// count once, a small request body as a request: an estimate, never marked exact.
-    private mutating func countH2Request(_ plaintext: Int) {
+    /// The request's bytes are its HEADERS frame's block (the record less a frame header; the
+    /// first record less the preface, SETTINGS and WINDOW_UPDATE too).
+    private mutating func countH2Request(_ plaintext: Int, first: Timestamp, last: Timestamp) {
         clientRecords += 1
+        let setUp = 24 + 9 + 6 * 8 + 13
         if clientRecords == 1 {
-            if plaintext > 24 + 9 + 6 * 8 + 13 { h2Requests += 1 }
+            if plaintext > setUp { h2.request(first: first, last: last, bytes: plaintext - setUp - 9) }
         } else {
             switch plaintext {
-            case 9, 13, 14, 17, 1200...: break
-            default: h2Requests += 1
+            case 9, 13, 14, 17: break
+            case 1200...: h2.requestContinued(last: last, bytes: plaintext - 9)
+            default: h2.request(first: first, last: last, bytes: plaintext - 9)
             }
+        }
+    }
+
+    /// A server record of HTTP/2: response data unless a bare control frame (a SETTINGS
+    /// acknowledgement, WINDOW_UPDATE, PING); less one frame header a record.
+    private mutating func h2Response(_ plaintext: Int, first: Timestamp, last: Timestamp) {
+        switch plaintext {
+        case 9, 13, 17: break
+        default: h2.response(first: first, last: last, bytes: max(0, plaintext - 9))
         }
     }
 
@@ -146,7 +165,7 @@ struct RecordPattern {
         }
         if exchanges.count < Self.maxExchanges {
             exchanges.append(c)
-            kept += 1
+            keptHTTP1 += 1
         } else {
             dropped += 1
         }
@@ -174,7 +193,8 @@ struct RecordPattern {
             out.exchangeCount = exchanges.count + dropped
             out.exact = dropped == 0 && !lost
         } else if protocolName == "h2" {
-            out.exchangeCount = h2Requests
+            out.exchanges = h2.result()
+            out.exchangeCount = h2.count
             out.exact = false
         }
         return out

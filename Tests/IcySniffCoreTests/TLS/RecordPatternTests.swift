@@ -40,7 +40,9 @@ import Testing
 
     @Test func http2IsToldByItsSettings() throws {
         let inferred = try #require(Transcript(blocks: Self.connection(exchanges: 2, settings: true)).collect().connections.first?.tls?.inferred)
-        #expect(inferred.protocolName == "h2" && inferred.exchanges.isEmpty && !inferred.exact)
+        #expect(inferred.protocolName == "h2" && !inferred.exact)
+        // The first client record is no preface here: the second one is the one request seen.
+        #expect(inferred.exchangeCount == 1 && inferred.exchanges.count == 1, "\(inferred)")
         // Offered http/1.1 alone: HTTP/1.1, whatever the records.
         let h1 = try #require(Transcript(blocks: Self.connection(exchanges: 2, alpn: ["http/1.1"], settings: true)).collect().connections.first?.tls?.inferred)
         #expect(h1.protocolName == "http/1.1" && !h1.protocolInferred)
@@ -72,5 +74,75 @@ import Testing
         let result = pattern.result(offered: ["http/1.1"], negotiated: nil)
         #expect(result?.exchanges.count == RecordPattern.maxExchanges)
         #expect(result?.exchangeCount == RecordPattern.maxExchanges + 5 && result?.exact == false)
+    }
+
+    /// HTTP/2 without keys: a request at each client record that can carry HEADERS (the first
+    /// one after the preface, SETTINGS and WINDOW_UPDATE), a row each. A request the client sent
+    /// after the previous response came and before the next one is alone: its response is what
+    /// the server sent in between, less a frame header a record and the HEADERS frame's. Requests
+    /// sent in one burst share what follows: no response bytes, no times.
+    @Test func http2RequestsAreRowsAndAloneOnesKeepTheirResponse() throws {
+        var pattern = RecordPattern()
+        pattern.overhead = 17
+        var t: Int64 = 0
+        func record(_ client: Bool, _ plaintext: Int) {
+            t += 1_000_000
+            pattern.record(fromClient: client, length: plaintext + 17, first: Timestamp(nanoseconds: t), last: Timestamp(nanoseconds: t))
+        }
+        let setUp = 24 + 9 + 6 * 8 + 13
+        record(true, setUp + 9 + 50)      // preface, SETTINGS, WINDOW_UPDATE and a request
+        record(false, 9)                  // SETTINGS acknowledgement: control, no response
+        record(false, 500); record(false, 700)
+        record(true, 13)                  // WINDOW_UPDATE: no request
+        record(true, 9 + 40)              // the second request, alone too
+        record(false, 300)
+        for _ in 0..<3 { record(true, 9 + 30) }   // a burst of three
+        record(true, 1400)                // a request body's DATA frame: no request
+        record(false, 2000); record(false, 900)
+        record(true, 1400)                // after the response: no part of a request
+        let read = pattern.result(offered: ["h2", "http/1.1"], negotiated: nil)
+        let result = try #require(read)
+        #expect(result.protocolName == "h2" && result.protocolInferred)
+        #expect(result.exchangeCount == 5 && !result.exact)
+        let x = result.exchanges
+        try #require(x.count == 5)
+        #expect(x.map(\.requestBytes) == [50, 40, 30, 30, 30 + 1391], "the body's record continues the last request")
+        #expect(x.map(\.alone) == [true, true, false, false, false])
+        #expect(x.map(\.responseBytes) == [491 + 691 - 9, 291 - 9, nil, nil, nil])
+        #expect(x[0].responseStart != nil && x[2].responseStart == nil && x[4].responseEnd == nil)
+    }
+
+    /// HTTP/3 without keys (`QUICPacketPattern`): a client packet larger than an acknowledgement
+    /// is a request, a run of full packets its body (or the body of the request before while no
+    /// response came), the shorter one after the body's last; server packets are response data.
+    @Test func http3RequestsAreReadFromPacketSizes() throws {
+        var pattern = QUICPacketPattern()
+        var t: Int64 = 0
+        func packet(_ client: Bool, _ frameBytes: Int) {
+            t += 1_000_000
+            pattern.packet(fromClient: client, frameBytes: frameBytes, at: Timestamp(nanoseconds: t), keep: true)
+        }
+        packet(true, 60)                              // a request
+        packet(false, 10)                             // an acknowledgement: no response data
+        packet(false, 1100); packet(false, 1100); packet(false, 300)
+        packet(true, 9)                               // the client's acknowledgement
+        packet(true, 50)                              // a POST's HEADERS
+        for _ in 0..<3 { packet(true, 1150) }         // its body
+        packet(true, 400)                             // the body's last packet
+        packet(false, 40)
+        packet(true, 40); packet(true, 45)            // two requests in a burst
+        packet(false, 1100)
+        packet(true, 1150)                            // a PUT sent whole: HEADERS and body start
+        packet(true, 1150)                            // (no response seen: not alone)
+        var series = pattern.series
+        let x = series.result()
+        #expect(series.count == 5 && x.count == 5)
+        #expect(x.map(\.requestBytes) == [52, 42 + 3 * 1142 + 392, 32, 37, 1142 + 1142])
+        #expect(x.map(\.alone) == [true, true, false, false, false])
+        #expect(x.map(\.responseBytes) == [1092 + 1092 + 292 - 6, 32 - 6, nil, nil, nil])
+        // The run's room for kept estimates spent: counted, not kept.
+        var full = QUICPacketPattern()
+        full.packet(fromClient: true, frameBytes: 60, at: Timestamp(nanoseconds: 1), keep: false)
+        #expect(full.series.count == 1 && full.series.exchanges.isEmpty)
     }
 }

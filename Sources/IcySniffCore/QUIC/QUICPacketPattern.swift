@@ -1,0 +1,41 @@
+/// HTTP/3's requests in a QUIC connection's packets, without keys: what the sizes, directions and
+/// times of its 1-RTT (and 0-RTT) packets say (a client writes a request in a packet of its own,
+/// Gahtan et al., arXiv 2410.06140), read into a `RequestSeries`.
+///
+/// A packet is measured by its *frame bytes*: what follows the header's connection ID, less the
+/// AEAD tag (the packet number and the frames). A client packet of fewer than `ackOnly` frame
+/// bytes carries acknowledgements or flow control alone (an ACK frame takes 5-13); a larger one
+/// a request's HEADERS, except a request body: a run of full packets (`full` and more) is one
+/// request with its body (or the body of the request before, while no response came), and the
+/// shorter packet that ends it is the body's last. A server packet
+/// of `ackOnly` frame bytes and more is response data. Several requests in one packet count once.
+struct QUICPacketPattern {
+    static let ackOnly = 18
+    static let full = 1000
+    /// Estimated requests of a tracker's connections kept at once (`PacketWorkspace.estimates`):
+    /// 96 bytes each, 19 MiB.
+    static let maxKept = 200_000
+    /// Per packet, what is not a request's or a response's bytes: the packet number (2, usually)
+    /// and a STREAM frame's header (type, stream, offset, length: about 6).
+    static let framing = 8
+
+    /// HEADERS and DATA frames' type and length: 2-4 bytes each.
+    var series = RequestSeries(responseFraming: 6)
+    private var inBody = false
+
+    /// `keep`: the run's kept estimates have room for another request (else it is counted only).
+    mutating func packet(fromClient: Bool, frameBytes: Int, at ts: Timestamp, keep: Bool) {
+        guard frameBytes >= Self.ackOnly else { return }
+        let bytes = frameBytes - Self.framing
+        guard fromClient else { return series.response(first: ts, last: ts, bytes: bytes) }
+        if frameBytes >= Self.full {
+            // A body goes on (or is sent again) until the server answers.
+            if inBody || series.awaitingResponse { inBody = true; return series.requestContinued(last: ts, bytes: bytes) }
+            inBody = true
+        } else if inBody {
+            inBody = false
+            return series.requestContinued(last: ts, bytes: bytes)
+        }
+        series.request(first: ts, last: ts, bytes: bytes, keep: keep)
+    }
+}
