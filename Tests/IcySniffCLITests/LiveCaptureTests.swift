@@ -119,6 +119,33 @@ import Testing
         #expect(keylessStderr.contains("3 TLS connections; 3 encrypted") && keylessStderr.contains("exit 0"), "\(keylessStderr)")
     }
 
+    /// Live HTTP/3 whose key log is written after the connection's first packets, as a browser
+    /// under load writes it (scripts/live-quic-late-keys-check, issue 52): the packets that came
+    /// before their secrets are held and read once the key log has them — every request as
+    /// reading the capture with its key log gives it (before: status 0, no method,
+    /// http3_headers_undecodable). Written too late (past the 1 s wait), the packets are counted
+    /// and the connection flagged quic_keys_late, which says the -w file can be read again.
+    @Test(.enabled(if: CLI.isRoot, "needs root for network namespaces"), .timeLimit(.minutes(10)))
+    func http3WithAKeyLogWrittenLate() throws {
+        let (dir, r) = try Self.check("live-quic-late-keys-check")
+        #expect(r.status == 0, "\(r.stderr)")
+        func read(_ name: String) throws -> String { try String(contentsOf: dir.appendingPathComponent(name), encoding: .utf8) }
+        func rows(_ name: String) throws -> [String] {
+            try read(name).split(separator: "\n").map { line in
+                let row = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+                return "\(row["method"] ?? "") \(row["url"] ?? "") \(row["status"] ?? "") \(row["flags"] ?? "")"
+            }
+        }
+        let truth = try rows("file.ndjson")
+        #expect(truth.count == 13)
+        #expect(try rows("late.ndjson") == truth)
+        let late = try read("late-stderr.txt")
+        #expect(late.contains("13 HTTP transactions") && !late.contains("quic_keys_late") && late.contains("exit 0"), "\(late)")
+        let tooLate = try read("too-late-stderr.txt")
+        #expect(tooLate.contains("quic_keys_late") && tooLate.contains("exit 0"), "\(tooLate)")
+        #expect(try rows("too-late.ndjson").allSatisfy { !$0.hasPrefix("GET ") })
+    }
+
     /// A capture run as a service (scripts/live-rotation-check): -G 2 on the transactions and on
     /// -w, SIGHUP after logrotate moved the file away and once without, --stats, -B.
     @Test(.enabled(if: CLI.isRoot, "needs root for network namespaces"), .timeLimit(.minutes(10)))

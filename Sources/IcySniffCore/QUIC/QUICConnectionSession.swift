@@ -122,6 +122,9 @@ final class QUICConnectionSession {
     private var estimatesLimited = false
     /// The packet being read follows an Initial packet in its datagram.
     private var afterInitial = false
+    /// A live key log had no secrets for a packet yet: since when packets wait (`holdForKeys`).
+    private var waitingForKeysSince: Timestamp? = nil
+    private var gaveUpWaitingForKeys = false
     /// The client moved: each direction's next full packet is a path probe (`estimate`).
     private var pathProbes = [false, false]
     /// The ServerHello came: the packets held for its suite are handled once the current
@@ -334,11 +337,41 @@ final class QUICConnectionSession {
         default:
             return end
         }
-        guard let keys else { return end }
+        guard let keys else {
+            if type == .handshake { holdForKeys(whole, at: ts, from: direction) }
+            return end
+        }
+        if waitingForKeysSince != nil { stopWaitingForKeys() }
         if let plaintext = open(whole, pnOffset: pnOffset, keys: keys, space: space, from: direction, longHeader: true) {
             if type == .handshake { frames(plaintext, epoch: 1, at: ts, from: direction) } else { applicationFrames(plaintext, at: ts, from: direction) }
         }
         return end
+    }
+
+    /// A live key log (`KeyLog.growing`) that has not written this connection's secrets yet: a
+    /// browser under load writes them after its first packets went out. Its Handshake and 1-RTT
+    /// packets are held (at most `maxHeldBytes`) for `TLSSession.maxWaitForKeys` of capture time
+    /// and read once the secrets are there; after that, counted and flagged `quic_keys_late`.
+    private func holdForKeys(_ packet: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) {
+        guard keyLog?.growing == true, !clientRandom.isEmpty, !gaveUpWaitingForKeys else { return }
+        let since = waitingForKeysSince ?? ts
+        waitingForKeysSince = since
+        guard ts.nanoseconds - since.nanoseconds <= TLSSession.maxWaitForKeys else {
+            gaveUpWaitingForKeys = true
+            waitingForKeysSince = nil
+            if !held.isEmpty { connection.note(.quicKeysLate) }
+            info.packetsUndecryptable += UInt64(held.count)
+            held = []
+            heldBytes = 0
+            return
+        }
+        hold(packet, at: ts, from: direction)
+    }
+
+    /// The secrets came: what was held for them is read, in the order it came.
+    private func stopWaitingForKeys() {
+        waitingForKeysSince = nil
+        if !held.isEmpty && !replaying { replayHeld() }
     }
 
     private func hold(_ packet: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) {
@@ -392,8 +425,8 @@ final class QUICConnectionSession {
         }
         let bytes = UnsafeRawBufferPointer(rebasing: whole[0..<end])
         // Not one behind an Initial: a datagram with an Initial is padded to 1,200 bytes, in its
-        // last packet (a request sent in it is missed).
-        if !info.decrypted && !afterInitial {
+        // last packet (a request sent in it is missed). Nor one held and read again.
+        if !info.decrypted && !afterInitial && !replaying {
             estimate(frameBytes: bytes.count - 1 - receiverCIDLength(direction) - 16, at: ts, from: direction)
         }
         _ = shortPacketAlone(bytes, at: ts, from: direction)
@@ -432,8 +465,11 @@ final class QUICConnectionSession {
         // The keys exist (the common case, checked without copying them out), or can be made.
         if appKeys[direction.index] == nil {
             guard let version = negotiatedVersion ?? QUICVersion(info.version), appKeys(direction, version: version) != nil else {
+                holdForKeys(bytes, at: ts, from: direction)
                 return bytes.count
             }
+            // Keys that a live key log wrote late: the packets held for them first.
+            if waitingForKeysSince != nil { stopWaitingForKeys() }
         }
         if let decryption, decryption.willTake(packetBytes: bytes.count) {
             submitShort(bytes, pnOffset: pnOffset, to: decryption, at: ts, from: direction)
@@ -913,6 +949,15 @@ final class QUICConnectionSession {
     /// handed on with their holes declared lost, then the HTTP/3 session ends, then the
     /// connection's facts are published for its outputs.
     func finish(at ts: Timestamp) {
+        // A live key log's last chance: secrets written since the last packet open what waits.
+        if waitingForKeysSince != nil, !held.isEmpty {
+            lookUpLateSecrets()
+            if secrets?.clientTraffic0 != nil || secrets?.serverTraffic0 != nil || secrets?.clientHandshake != nil {
+                stopWaitingForKeys()
+            } else {
+                connection.note(.quicKeysLate)
+            }
+        }
         // Without the ClientHello's random the key log cannot be searched: that is said, not
         // blamed on the key log.
         if clientRandom.isEmpty && confirmed && (mayHaveKeys || !held.isEmpty) { connection.note(.quicClientHelloUnreadable) }
