@@ -186,6 +186,10 @@ import Glibc
         let restored = file["restored"] as? [String: Any]
         #expect(restored?["q"] as? String == "Wikinews" && restored?["shown"] as? Int == file["expectedWikinews"] as? Int)
         #expect(file["detailHasHeaders"] as? Bool == true && file["detailHasTiming"] as? Bool == true && file["detailHasCache"] as? Bool == true)
+        // The detail pane open: the list narrows to time, method, URL and status, none cut off
+        // (the size, duration, cache and flags columns were, unreachable); closed, all 11 again.
+        #expect(file["openColumns"] as? Int == 4 && file["openCut"] as? Int == 0, "\(file["openColumns"] ?? "") columns, \(file["openCut"] ?? "") cut off")
+        #expect(file["closedColumns"] as? Int == 11)
         #expect(file["barsWithWidth"] as? Int == file["expectedWaterfallRows"] as? Int)
         #expect(file["zoomWidens"] as? Bool == true)
         #expect(file["exportSameEntries"] as? Bool == true, "the exported HAR holds icy-sniff --har's entries")
@@ -193,6 +197,10 @@ import Glibc
         #expect(file["exportPages"] as? [String] == ["page_1"])
         // (ConformanceTests checks the export against the HAR 1.2 validator.)
         #expect(file["reloadedRows"] as? Int == file["expectedExportCount"] as? Int && file["reloadedDetail"] as? Bool == true)
+        // Chrome's HAR: a 304's type from _resourceType (not "other" for x-unknown), no ":" for
+        // a client it does not name.
+        #expect(file["chromeTypes"] as? [String] == ["image", "document"], "\(file["chromeTypes"] ?? "")")
+        #expect(file["chromeClientTitles"] as? [String] == ["|", "|"], "\(file["chromeClientTitles"] ?? "")")
         #expect((file["pageErrors"] as? [Any])?.isEmpty == true, "\(file["pageErrors"] ?? "")")
         #expect(file["violations"] as? Int == 0)
         #expect(file["exit"] as? Int == 0, "Ctrl-C after a file run ends it normally")
@@ -203,6 +211,16 @@ import Glibc
             let text = f["text"] as? String ?? ""
             #expect((f["connectionRows"] as? Int ?? 0) >= 1, "\(name)")
             #expect(text.contains(f["sni"] as? String ?? "?") && text.contains("encrypted"), "\(name): \(text)")
+        }
+        // Durations in ms, as --connections and the HAR write them (they were shown 1000x).
+        for (name, f) in keyless {
+            let ms = try #require(f["durationMs"] as? Double, "\(name)")
+            let cell = f["durationCell"] as? String ?? ""
+            let shown = cell.hasSuffix(" ms") ? Double(cell.dropLast(3)) : cell.hasSuffix(" s") ? Double(cell.dropLast(2)).map { $0 * 1000 } : nil
+            #expect(shown.map { abs($0 - ms) <= max(0.05 * ms, 0.06) } == true, "\(name): \(cell) for \(ms) ms")
+            let detail = f["detail"] as? String ?? ""
+            #expect(detail.contains("Estimated without keys") && detail.contains(cell), "\(name): \(detail)")
+            #expect((f["text"] as? String ?? "").contains("≈ "), "\(name): the estimate in the row")
         }
         #expect(keyless["h3-sample.pcap"]?["text"].map { "\($0)".contains("QUIC v1") } == true)
         #expect(keyless["tls-sample.pcap"]?["text"].map { "\($0)".contains("TLS 1.3") } == true)

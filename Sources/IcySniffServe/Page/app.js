@@ -143,7 +143,8 @@ function connectionRow(rec) {
     server: d.server, transport: d.transport, sni: tls.sni || (quic && quic.sni) || "", version: quic ? quic.version : (tls.version || ""),
     alpn: tls.alpn || (tls.alpnOffered || []).join(","), decrypted: !!(tls.decrypted || (quic && quic.decrypted)),
     encrypted: !!(d.tls || d.quic), bytes: (d.bytesFromClient || 0) + (d.bytesFromServer || 0),
-    time: (d.duration || 0) * 1000, open: !!rec.open, flags: d.anomalies || [], data: d,
+    // `duration` is in ms, as in --connections and the HAR's _connections.
+    time: d.duration || 0, open: !!rec.open, flags: d.anomalies || [], data: d, inferred: d.inferred || null,
     protocol: quic ? "quic" : (d.tls ? "tls" : d.transport), method: "", status: -1, type: "other", host: tls.sni || "",
     url: "", cache: "", avoidable: false,
   };
@@ -417,13 +418,13 @@ function newRowElement(list) {
 /** Puts a row's text into an element (as text: the strings are the capture's). */
 function fillRow(e, row) {
   const values = row.kind === "t" ? [
-    [fmtClock(row.ts)], [row.client, row.client + ":" + row.clientPort], [row.method], [row.url, row.url],
+    [fmtClock(row.ts)], [row.client, endpoint(row.client, row.clientPort)], [row.method], [row.url, row.url],
     [String(row.status || "—"), row.reason, statusClass(row.status)], [row.protocol], [row.type, row.mime],
     [fmtBytes(row.size)], [fmtMs(row.time)], [row.avoidable ? "AVOIDABLE" : row.cache, "", row.avoidable ? "avoidable" : ""],
     [row.flags.join(" "), row.flags.join("\n")],
   ] : [
     [fmtClock(row.ts)], [row.client], [row.transport === "quic" ? "QUIC" : "TLS"],
-    [`${row.sni || row.server} — encrypted (${row.version}${row.alpn ? ", " + row.alpn : ""}) ${row.server}${row.open ? " — open" : ""}`,
+    [`${row.sni || row.server} — encrypted (${row.version}${row.alpn ? ", " + row.alpn : ""}) ${row.server}${row.open ? " — open" : ""}${estimateText(row.inferred)}`,
      "No keys for this connection: --keylog FILE decrypts it"],
     [""], [row.protocol], [""], [fmtBytes(row.bytes)], [fmtMs(row.time)], [""], [row.flags.join(" ")],
   ];
@@ -449,12 +450,18 @@ function kvTable(pairs) {
 
 function section(title, ...content) { return [el("h3", { text: title }), ...content]; }
 
+/** Opens or closes the detail pane; open, the list keeps the columns that name a request (time,
+ *  method, URL, status), as DevTools narrows to its Name column, instead of cutting the rest off. */
+function showDetail(open) {
+  $("detail").hidden = !open;
+  document.querySelector("main").classList.toggle("narrow", open);
+}
+
 function select(row) {
   state.selected = row;
   drawRows();
   if (state.view === "waterfall") drawWaterfall();
-  const pane = $("detail");
-  pane.hidden = false;
+  showDetail(true);
   const body = $("d-body");
   body.replaceChildren();
   if (row.kind === "c") {
@@ -474,7 +481,7 @@ function showEntry(body, row, e) {
   body.append(...section("General", kvTable([
     ["URL", req.url], ["Method", req.method], ["Status", `${resp.status || "no response"} ${resp.statusText || ""}`],
     ["Protocol", row.protocol + (e._stream !== undefined ? ` (stream ${e._stream})` : "")],
-    ["Client", `${e._clientIPAddress || row.client}:${e._clientPort || ""}`], ["Server", `${e.serverIPAddress || ""}:${e._serverPort || ""}`],
+    ["Client", endpoint(e._clientIPAddress || row.client, e._clientPort)], ["Server", endpoint(e.serverIPAddress, e._serverPort)],
     ["Connection", e.connection], ["Started", e.startedDateTime], ["Duration", fmtMs(e.time)], ["Page", pageTitle(row.page)],
   ])));
   const flags = e._flags || row.flags;
@@ -548,13 +555,22 @@ function cacheExplanation(c, row) {
   return [el("p", { text: `${row.cache}: ${words.join(" ")}` }), kvTable(Object.entries(c))];
 }
 
+/** What the records of a connection without keys say (docs/OUTPUT.md, "Encrypted exchanges"). */
+function estimateText(inferred) {
+  if (!inferred) return "";
+  const n = inferred.exchanges;
+  const count = n === null || n === undefined ? "" : `, ${inferred.exchanges_exact ? "" : "≥"}${n} ${inferred.protocol === "http/1.1" ? "exchange" : "request"}${n === 1 ? "" : "s"}`;
+  return ` — ≈ ${inferred.protocol}${inferred.protocol_from === "records" ? " (inferred)" : ""}${count}`;
+}
+
 function showConnection(holder, d, nested) {
-  const pairs = [["Transport", d.transport], ["Client", d.client], ["Server", d.server], ["Start", d.start], ["Duration", d.duration + " s"],
-    ["Bytes from client", d.bytesFromClient], ["Bytes from server", d.bytesFromServer], ["Packets", d.packets], ["Handshake RTT", d.handshakeRTT],
+  const pairs = [["Transport", d.transport], ["Client", d.client], ["Server", d.server], ["Start", d.start], ["Duration", fmtMs(d.duration)],
+    ["Bytes from client", d.bytesFromClient], ["Bytes from server", d.bytesFromServer], ["Packets", d.packets], ["Handshake RTT", fmtMs(d.handshakeRTT)],
     ["Gaps", `${d.gaps} (${d.missedBytes} bytes)`], ["History", d.history], ["Anomalies", (d.anomalies || []).join(" ")]];
   holder.append(kvTable(pairs));
   if (d.tls) { holder.append(el("h3", { text: nested ? "TLS" : "TLS handshake" })); holder.append(kvTable(Object.entries(d.tls).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : v]))); }
   if (d.quic) { holder.append(el("h3", { text: "QUIC" })); holder.append(kvTable(Object.entries(d.quic).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : v]))); }
+  if (d.inferred) { holder.append(el("h3", { text: "Estimated without keys" })); holder.append(kvTable(Object.entries(d.inferred))); }
 }
 
 // ---- Bodies: an image as an image, JSON folded, text decoded, the rest as hex ------------------
@@ -771,12 +787,22 @@ function openHAR(file) {
     });
     state.running = false;
     state.live = false;
-    $("detail").hidden = true;
+    showDetail(false);
     fillChoices();
     render();
   };
   reader.readAsText(file);
 }
+
+/** "address:port", or what of it is known ("" when neither: a browser's HAR names no client). */
+function endpoint(address, port) {
+  if (!address) return "";
+  return port ? `${address.includes(":") ? "[" + address + "]" : address}:${port}` : address;
+}
+
+/** Chrome's `_resourceType` in the page's vocabulary of types: what the browser loaded the
+ *  resource as, which says more than a 304's `x-unknown` MIME type. */
+const CHROME_TYPES = { document: "document", stylesheet: "stylesheet", image: "image", media: "media", font: "font", script: "script", websocket: "websocket" };
 
 /** A HAR entry (icy-sniff's, a browser's) as a row. */
 function rowFromEntry(e, seq) {
@@ -784,12 +810,13 @@ function rowFromEntry(e, seq) {
   const phase = v => (v === undefined || v < 0 ? null : v);
   const version = (resp.httpVersion || req.httpVersion || "").toLowerCase();
   const mime = (resp.content || {}).mimeType || "";
+  const type = CHROME_TYPES[e._resourceType] || typeOf(mime === "x-unknown" ? "" : mime, req.url, resp.status);
   return {
     seq, kind: "t", ts: Date.parse(e.startedDateTime), client: e._clientIPAddress || "", clientPort: e._clientPort || "",
     server: (e.serverIPAddress || "") + (e._serverPort ? ":" + e._serverPort : ""), method: req.method || "", url: req.url || "",
     host: hostOf(req.url), status: resp.status || 0, reason: resp.statusText || "",
     protocol: version === "http/2.0" || version === "h2" ? "h2" : version === "http/3" || version === "h3" ? "h3" : version,
-    mime, type: typeOf(mime, req.url, resp.status), size: (resp.content || {}).size, time: e.time,
+    mime, type, size: (resp.content || {}).size, time: e.time,
     phases: { dns: phase(t.dns), connect: phase(t.connect), ssl: phase(t.ssl), send: phase(t.send), wait: phase(t.wait), receive: phase(t.receive) },
     cache: (e._cache || {}).verdict || "", avoidable: !!(e._cache || {}).avoidable, flags: e._flags || [], conn: e.connection || "",
     page: e.pageref, bodies: [-1, -1],
@@ -910,7 +937,7 @@ document.addEventListener("DOMContentLoaded", () => {
       scheduleRender();
     });
   }
-  $("d-close").addEventListener("click", () => { $("detail").hidden = true; state.selected = null; drawRows(); });
+  $("d-close").addEventListener("click", () => { showDetail(false); state.selected = null; drawRows(); });
   $("view-list").addEventListener("click", () => setView("list"));
   $("view-waterfall").addEventListener("click", () => setView("waterfall"));
   $("wf-group").addEventListener("change", () => { $("wf-which").value = ""; state.wfScale = null; drawWaterfall(); });
