@@ -810,15 +810,16 @@ final class QUICConnectionSession {
     }
 
     private func handshakeMessage(_ type: UInt8, _ message: ArraySlice<UInt8>, epoch: Int, from direction: Direction) {
+        // Epoch 0: the Initial packets' CRYPTO data; 1: the Handshake packets'.
         switch (direction, epoch, type) {
-        case (.fromClient, 0, 1):
+        case (.fromClient, 0, TLSHandshakeType.clientHello):
             guard let hello = TLSHandshakeObserver.clientHello(message, into: &tls, first: clientHellos == 0) else { return }
             clientHellos += 1
             if clientHellos == 1 {
                 clientRandom = hello.random
                 lookUpSecrets()
             }
-        case (.fromServer, 0, 2):
+        case (.fromServer, 0, TLSHandshakeType.serverHello):
             guard let hello = TLSHandshakeObserver.serverHello(message, into: &tls), !hello.helloRetry, cipher == nil else { return }
             cipher = TLSCipherParameters(suite: hello.cipherSuite)
             if tls.earlyDataOffered && keyLog != nil { tls.earlyDataAccepted = false }
@@ -828,7 +829,7 @@ final class QUICConnectionSession {
             // A live key log may still write them (looked up again as packets need them); if it
             // never does, the connection's end says so.
             emitter.secured(connection, keys: secrets != nil ? .found : keyLog?.growing == true ? .awaited : .none)
-        case (.fromServer, 1, 8):
+        case (.fromServer, 1, TLSHandshakeType.encryptedExtensions):
             TLSHandshakeObserver.encryptedExtensions(message, into: &tls) { serverTransportParameters($0) }
         default:
             break

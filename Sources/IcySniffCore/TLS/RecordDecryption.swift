@@ -38,7 +38,7 @@ enum OpenedRecord {
     /// A record not captured whole: it used a sequence number; its plaintext is a gap.
     private static func lost(_ r: TLSRecordReader.Record, _ p: RecordProtection, tls13: Bool, cipher: TLSCipherParameters?) -> OpenedRecord {
         p.skip()
-        guard r.type == 23 || tls13 else { return .lost(estimate: nil) }
+        guard r.type == TLSContentType.applicationData || tls13 else { return .lost(estimate: nil) }
         let overhead = cipher?.recordOverhead(tls13: tls13) ?? 16 + (tls13 ? 1 : 0)
         return .lost(estimate: UInt64(max(0, r.length - overhead)))
     }
@@ -55,8 +55,8 @@ enum OpenedRecord {
             type = plaintext[end]
         }
         switch type {
-        case 23: return .data(end)
-        case 22 where tls13: return .handshake(end)
+        case TLSContentType.applicationData: return .data(end)
+        case TLSContentType.handshake where tls13: return .handshake(end)
         default: return .other
         }
     }
@@ -108,7 +108,7 @@ final class DirectionDecryptor: @unchecked Sendable {
         case .handshake(let n):
             handshake.append(Array(UnsafeRawBufferPointer(rebasing: plaintext[0..<n]))) { type, _ in
                 // KeyUpdate: application_traffic_secret_N+1 (RFC 8446 §7.2) from the next record on.
-                guard type == 24, let s = secret,
+                guard type == TLSHandshakeType.keyUpdate, let s = secret,
                       let next = TrafficKeys.nextSecret(s, cipher: cipher, labels: .tls13),
                       let p = RecordProtection(tls13Secret: next, cipher: cipher) else { return }
                 secret = next

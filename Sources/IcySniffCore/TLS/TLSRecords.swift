@@ -34,11 +34,11 @@ final class TLSRecordReader {
 
     /// Whether `bytes` start like a TLS record: content type, version 3.x, a possible length.
     static func looksLikeRecord(_ bytes: UnsafeRawBufferPointer, handshakeType: UInt8? = nil) -> Bool {
-        guard bytes.count >= 5, (20...24).contains(bytes[0]), bytes[1] == 3, bytes[2] <= 4 else { return false }
+        guard bytes.count >= 5, TLSContentType.known.contains(bytes[0]), bytes[1] == 3, bytes[2] <= 4 else { return false }
         let length = Int(bytes[3]) << 8 | Int(bytes[4])
         guard length > 0, length <= maxRecordLength else { return false }
         if let handshakeType {
-            return bytes[0] == 22 && bytes.count >= 6 && bytes[5] == handshakeType
+            return bytes[0] == TLSContentType.handshake && bytes.count >= 6 && bytes[5] == handshakeType
         }
         return true
     }
@@ -200,4 +200,29 @@ struct TLSReader {
         }
         return out
     }
+}
+
+/// TLS record content types (RFC 8446 §5.1, RFC 5246 §6.2.1, RFC 6520), by name where records
+/// are read: a `switch` on a record's type reads `case TLSContentType.handshake:`.
+enum TLSContentType {
+    static let changeCipherSpec: UInt8 = 20
+    static let alert: UInt8 = 21
+    static let handshake: UInt8 = 22
+    static let applicationData: UInt8 = 23
+    static let heartbeat: UInt8 = 24
+    /// The types a record may have.
+    static let known: ClosedRange<UInt8> = 20...24
+}
+
+/// TLS handshake message types (RFC 8446 §4, RFC 5246 §7.4), as TLS records and QUIC's CRYPTO
+/// frames carry them.
+enum TLSHandshakeType {
+    static let clientHello: UInt8 = 1
+    static let serverHello: UInt8 = 2
+    static let endOfEarlyData: UInt8 = 5
+    static let encryptedExtensions: UInt8 = 8
+    static let certificate: UInt8 = 11
+    static let serverKeyExchange: UInt8 = 12
+    static let finished: UInt8 = 20
+    static let keyUpdate: UInt8 = 24
 }

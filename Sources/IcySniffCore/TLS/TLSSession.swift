@@ -159,9 +159,9 @@ final class TLSSession: ConnectionSession {
     /// Whether a record of `type` from `direction` is to be kept whole: cleartext handshake
     /// records, and everything that may be decrypted.
     private func keeps(_ type: UInt8, _ direction: Direction) -> Bool {
-        if type == 22 && !half(direction).encrypted { return true }
-        if awaitingKeys { return (20...23).contains(type) }
-        guard secrets != nil, !half(direction).decryptionFailed, (21...23).contains(type) else { return false }
+        if type == TLSContentType.handshake && !half(direction).encrypted { return true }
+        if awaitingKeys { return (TLSContentType.changeCipherSpec...TLSContentType.applicationData).contains(type) }
+        guard secrets != nil, !half(direction).decryptionFailed, (TLSContentType.alert...TLSContentType.applicationData).contains(type) else { return false }
         return true
     }
 
@@ -255,27 +255,27 @@ final class TLSSession: ConnectionSession {
     private func clientRecord(_ r: TLSRecordReader.Record) {
         if awaitingKeys { return hold(r, from: .fromClient) }
         switch r.type {
-        case 22 where !client.encrypted:
+        case TLSContentType.handshake where !client.encrypted:
             if let body = r.body {
                 if info.handshakeStart == nil { info.handshakeStart = r.firstByte }
                 client.handshake.append(body) { type, message in
-                    if type == 1 { clientHello(message) }
+                    if type == TLSHandshakeType.clientHello { clientHello(message) }
                 }
             }
-        case 22:
+        case TLSContentType.handshake:
             // TLS 1.2: the client's first record after its ChangeCipherSpec is its Finished.
             if info.handshakeEnd == nil { info.handshakeEnd = r.lastByte }
             sealed(r, from: .fromClient)
-        case 20:
+        case TLSContentType.changeCipherSpec:
             // TLS 1.3 sends a ChangeCipherSpec only for middlebox compatibility: it changes nothing.
             if sawServerHello && !isTLS13 {
                 client.encrypted = true
                 handOver(.fromClient, protection: client.pending, secret: nil)
             }
-        case 23:
+        case TLSContentType.applicationData:
             client.applicationBytes &+= UInt64(r.length + 5)
             if !sawServerHello {
-                if earlyRecords.count < 64 { earlyRecords.append(TLSRecordReader.Record(type: 23, body: nil, length: r.length, firstByte: r.firstByte, lastByte: r.lastByte, lost: r.lost)) }
+                if earlyRecords.count < 64 { earlyRecords.append(TLSRecordReader.Record(type: TLSContentType.applicationData, body: nil, length: r.length, firstByte: r.firstByte, lastByte: r.lastByte, lost: r.lost)) }
                 // 0-RTT early data, sent with the ClientHello: held until the server's
                 // EncryptedExtensions say whether it was accepted.
                 if r.body != nil || r.lost {
@@ -301,7 +301,7 @@ final class TLSSession: ConnectionSession {
                 }
             }
             sealed(r, from: .fromClient)
-        case 21:
+        case TLSContentType.alert:
             sealed(r, from: .fromClient)
         default:
             break
@@ -311,19 +311,19 @@ final class TLSSession: ConnectionSession {
     private func serverRecord(_ r: TLSRecordReader.Record) {
         if awaitingKeys { return hold(r, from: .fromServer) }
         switch r.type {
-        case 22 where !server.encrypted:
+        case TLSContentType.handshake where !server.encrypted:
             guard let body = r.body else { return }
             server.handshake.append(body) { type, message in
                 switch type {
-                case 2: serverHello(message)
-                case 11: sawCertificate = true
-                case 12: serverKeyExchange(message)
+                case TLSHandshakeType.serverHello: serverHello(message)
+                case TLSHandshakeType.certificate: sawCertificate = true
+                case TLSHandshakeType.serverKeyExchange: serverKeyExchange(message)
                 default: break
                 }
             }
-        case 22, 21:
+        case TLSContentType.handshake, TLSContentType.alert:
             sealed(r, from: .fromServer)
-        case 20:
+        case TLSContentType.changeCipherSpec:
             if sawServerHello && !isTLS13 {
                 server.encrypted = true
                 handOver(.fromServer, protection: server.pending, secret: nil)
@@ -333,7 +333,7 @@ final class TLSSession: ConnectionSession {
                     info.resumption = ticketOffered ? "ticket" : "session-id"
                 }
             }
-        case 23:
+        case TLSContentType.applicationData:
             server.applicationBytes &+= UInt64(r.length + 5)
             // TLS 1.3: before the client's Finished, the server's encrypted handshake, up to its
             // Finished (not its first record, which is EncryptedExtensions); then 0.5-RTT data.
@@ -442,9 +442,9 @@ final class TLSSession: ConnectionSession {
 
     private func serverSealedMessage(_ type: UInt8, _ message: ArraySlice<UInt8>) {
         switch type {
-        case 8:   // EncryptedExtensions: the negotiated ALPN, and whether 0-RTT was accepted
+        case TLSHandshakeType.encryptedExtensions:   // the negotiated ALPN, and whether 0-RTT was accepted
             settleEarlyData(accepted: TLSHandshakeObserver.encryptedExtensions(message, into: &info))
-        case 20:  // Finished: the server's application traffic keys from here
+        case TLSHandshakeType.finished:   // the server's application traffic keys from here
             handOver(.fromServer, protection: protection(for: secrets?.serverTraffic0), secret: secrets?.serverTraffic0)
         default:
             break
@@ -453,9 +453,9 @@ final class TLSSession: ConnectionSession {
 
     private func clientSealedMessage(_ type: UInt8, _ message: ArraySlice<UInt8>) {
         switch type {
-        case 5:   // EndOfEarlyData: the client's handshake keys from here
+        case TLSHandshakeType.endOfEarlyData:   // the client's handshake keys from here
             earlyActive = false
-        case 20:  // Finished: the client's application traffic keys from here
+        case TLSHandshakeType.finished:   // the client's application traffic keys from here
             earlyActive = false
             handOver(.fromClient, protection: protection(for: secrets?.clientTraffic0), secret: secrets?.clientTraffic0)
         default:
