@@ -11,7 +11,7 @@ import Testing
         let r = try CLI.run(["-r", capture, "--connections", "--format", "tsv"])
         #expect(r.status == 0, "\(r.stderr)")
         let rows = r.text.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
-        try #require(rows.count == 4 && rows.allSatisfy { $0.count == 22 }, "\(r.text)")
+        try #require(rows.count == 4 && rows.allSatisfy { $0.count == 23 }, "\(r.text)")
         let header = rows[0]
         func column(_ name: String) throws -> [String] {
             let i = try #require(header.firstIndex(of: name), "column \(name)")
@@ -22,6 +22,11 @@ import Testing
         #expect(try column("resumed") == ["no", "no", "session-id"])
         #expect(try column("anomalies").allSatisfy { !$0.contains("unexpected") }, "TLS is not taken for HTTP")
         #expect(try column("tls_handshake_ms").allSatisfy { (Double($0) ?? -1) > 0 })
+        // Each connection's duration (first packet to last, ms), as the HAR's _connections has it.
+        let har = try JSONSerialization.jsonObject(with: CLI.run(["-r", capture, "--har", "--quiet"]).stdout) as? [String: Any]
+        let listed = (har?["log"] as? [String: Any])?["_connections"] as? [[String: Any]] ?? []
+        #expect(try column("duration_ms").compactMap(Double.init) == listed.compactMap { ($0["duration"] as? Double).map { ($0 * 1000).rounded() / 1000 } })
+        #expect(try column("duration_ms").allSatisfy { (Double($0) ?? 0) > 1 })
         #expect(r.stderr.contains("3 TLS connections"), "\(r.stderr)")
     }
 
@@ -295,7 +300,7 @@ import Testing
                     #expect(r["ja4"] as? String == tls["ja4"] as? String && r["ja4"] != nil)
                 }
                 #expect(end["bytes_from_client"] as? Int == c["bytes_from_client"] as? Int && end["bytes_from_server"] as? Int == c["bytes_from_server"] as? Int)
-                #expect((end["duration_ms"] as? Double ?? 0) > 0)
+                #expect((end["duration_ms"] as? Double ?? 0) > 0 && end["duration_ms"] as? Double == c["duration_ms"] as? Double)
                 let inferred = try #require(c["inferred"] as? [String: Any])
                 #expect(end["protocol"] as? String == inferred["protocol"] as? String)
                 #expect((end["exchanges"] as? Int) == (inferred["exchanges"] as? Int))

@@ -22,7 +22,7 @@ public final class ConnectionListWriter: OutputSink {
     private let layout: [(column: TableColumn, width: Int)]
 
     public static let columns = ["id", "transport", "start", "client", "server", "handshake_ms", "bytes_from_client", "bytes_from_server", "packets", "gaps", "missed_bytes", "history", "anomalies",
-                                 "tls_version", "sni", "alpn", "cipher", "tls_handshake_ms", "resumed", "seen", "ja4", "ech"]
+                                 "tls_version", "sni", "alpn", "cipher", "tls_handshake_ms", "resumed", "seen", "ja4", "ech", "duration_ms"]
     /// `--fields` for TSV and CSV: the columns written, in this order (positions in `columns`).
     public var fields: [Int]? = nil
 
@@ -109,6 +109,7 @@ public final class ConnectionListWriter: OutputSink {
             w.string("client", s.client.description)
             w.string("server", s.server.description)
             w.optionalNumber("handshake_ms", s.handshakeMilliseconds)
+            w.number("duration_ms", s.durationMilliseconds)
             w.int("bytes_from_client", s.bytesFromClient)
             w.int("bytes_from_server", s.bytesFromServer)
             w.int("packets", s.packets)
@@ -139,7 +140,7 @@ public final class ConnectionListWriter: OutputSink {
             row.append(text(s.weirds.map { $0.0.rawValue }.joined(separator: ",")))
             row += [version, s.tls?.sni.map(text) ?? "", s.tls?.alpn.map(text) ?? "", s.tls?.cipherName.map(text) ?? ""]
             row += [s.tls?.handshakeMilliseconds.map { String(format3: $0) } ?? "", resumed, text(s.seenText ?? "")]
-            row += [s.tls?.ja4 ?? "", s.tls?.echOffered == true ? "offered" : ""]
+            row += [s.tls?.ja4 ?? "", s.tls?.echOffered == true ? "offered" : "", String(format3: s.durationMilliseconds)]
             if let fields { row = fields.map { row[$0] } }
             return row.joined(separator: format == .csv ? "," : "\t") + "\n"
         }

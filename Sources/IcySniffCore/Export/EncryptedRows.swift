@@ -184,7 +184,7 @@ extension TableWriter {
             if tls?.resumed == true { parts.append("resumed") }
             return parts.joined(separator: ", ") + "; " + keysMissing(c).text
         case .end:
-            var out = "ended after " + Self.duration(max(0, c.end.milliseconds(since: c.start))) + ": "
+            var out = "ended after " + Self.duration(c.durationMilliseconds) + ": "
             var parts: [String] = []
             if tls?.version == 0 && c.quic == nil {
                 parts.append("no ServerHello")
@@ -234,7 +234,7 @@ extension TableWriter {
         case .duration:
             guard moment == .end else { return missing }
             let out = ByteBuffer(capacity: 32)
-            JSONWriter.appendNumber(max(0, c.end.milliseconds(since: c.start)), decimals: format == .table ? 1 : 3, to: out)
+            JSONWriter.appendNumber(c.durationMilliseconds, decimals: format == .table ? 1 : 3, to: out)
             return out.text
         case .tlsVersion: return Self.encryptedVersion(c)
         case .flags: return "encrypted_connection," + (moment == .handshake ? "handshake" : "end")
@@ -270,7 +270,7 @@ extension TableWriter {
         w.optionalString("ech", tls?.echOffered == true ? "offered" : nil)
         w.string("keys", Self.keysMissing(c).name)
         if moment == .end {
-            w.number("duration_ms", max(0, c.end.milliseconds(since: c.start)))
+            w.number("duration_ms", c.durationMilliseconds)
             w.int("bytes_from_client", c.bytesFromClient)
             w.int("bytes_from_server", c.bytesFromServer)
             w.key("exchanges"); if let n = tls?.inferred?.exchangeCount { w.int(n) } else { w.null() }

@@ -235,6 +235,9 @@ public struct ConnectionSummary: Sendable {
         tunnel = c.tunnel
     }
 
+    /// From its first packet (a TCP connection's SYN) to its last, in ms.
+    public var durationMilliseconds: Double { max(0, end.milliseconds(since: start)) }
+
     /// `--connections`'s `seen` cell: for a connection that is not HTTP, why, and the first line
     /// of each side.
     var seenText: String? {
