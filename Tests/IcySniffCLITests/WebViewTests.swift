@@ -190,6 +190,15 @@ import Glibc
         // (the size, duration, cache and flags columns were, unreachable); closed, all 11 again.
         #expect(file["openColumns"] as? Int == 4 && file["openCut"] as? Int == 0, "\(file["openColumns"] ?? "") columns, \(file["openCut"] ?? "") cut off")
         #expect(file["closedColumns"] as? Int == 11)
+        // The keyboard (issue 54): Home, Page Down, End, Up, Home, Down move the selection.
+        let keys = file["keys"] as? [String: [Int]] ?? [:], shown = file["shownCount"] as? Int ?? 0, page = file["pageRows"] as? Int ?? 0
+        #expect(shown > page && page > 1, "\(shown) rows, \(page) a page: the check needs more rows than a page")
+        #expect(keys["Home"] == [0, 0] && keys["PageDown"] == [page] && keys["End"] == [shown - 1] && keys["ArrowUp"] == [shown - 2]
+                && keys["ArrowDown"] == [1], "\(keys), \(shown) rows, \(page) a page")
+        #expect(file["detailOpenBeforeEsc"] as? Bool == true && file["detailOpenAfterEsc"] as? Bool == false, "Esc closes the detail")
+        #expect(file["slashFocus"] as? String == "f-q", "/ goes to the search")
+        let ring = file["tabRing"] as? [String] ?? []
+        #expect(ring.count == 2 && ring[0] == "f-client" && ring[1] != "none", "Tab moves on, and the focus is seen: \(ring)")
         #expect(file["barsWithWidth"] as? Int == file["expectedWaterfallRows"] as? Int)
         #expect(file["zoomWidens"] as? Bool == true)
         #expect(file["exportSameEntries"] as? Bool == true, "the exported HAR holds icy-sniff --har's entries")

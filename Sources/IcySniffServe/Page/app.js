@@ -913,16 +913,34 @@ document.addEventListener("DOMContentLoaded", () => {
     const e = ev.target.closest(".row");
     if (e && e._row) select(e._row);
   });
+  // The list's keys, as DevTools' network panel has them: up and down, a page, the first and the
+  // last row move the selection (and the detail pane with it); Enter opens the selected row.
   $("list").addEventListener("keydown", ev => {
-    if (ev.key !== "ArrowDown" && ev.key !== "ArrowUp") return;
+    const list = $("list");
+    const page = Math.max(1, Math.floor(list.clientHeight / ROW_HEIGHT) - 1);
+    const at = state.shown.indexOf(state.selected);
+    const moves = { ArrowDown: at + 1, ArrowUp: at - 1, PageDown: at + page, PageUp: at - page, Home: 0, End: state.shown.length - 1,
+                    Enter: at };
+    if (!(ev.key in moves) || state.shown.length === 0) return;
     ev.preventDefault();
-    const i = state.shown.indexOf(state.selected) + (ev.key === "ArrowDown" ? 1 : -1);
-    if (i >= 0 && i < state.shown.length) {
-      select(state.shown[i]);
-      const list = $("list");
-      const top = i * ROW_HEIGHT;
-      if (top < list.scrollTop) list.scrollTop = top;
-      else if (top + ROW_HEIGHT > list.scrollTop + list.clientHeight) list.scrollTop = top + ROW_HEIGHT - list.clientHeight;
+    const i = Math.min(state.shown.length - 1, Math.max(0, at < 0 && ev.key !== "End" ? 0 : moves[ev.key]));
+    select(state.shown[i]);
+    const top = i * ROW_HEIGHT;
+    if (top < list.scrollTop) list.scrollTop = top;
+    else if (top + ROW_HEIGHT > list.scrollTop + list.clientHeight) list.scrollTop = top + ROW_HEIGHT - list.clientHeight;
+  });
+  // Anywhere: Esc closes the detail pane (back to the list); "/" and Ctrl+F go to the search.
+  document.addEventListener("keydown", ev => {
+    const typing = ev.target instanceof HTMLInputElement || ev.target instanceof HTMLSelectElement || ev.target instanceof HTMLTextAreaElement;
+    if (ev.key === "Escape" && !$("detail").hidden) {
+      showDetail(false);
+      state.selected = null;
+      drawRows();
+      $("list").focus();
+    } else if ((ev.key === "/" && !typing) || (ev.key === "f" && (ev.ctrlKey || ev.metaKey))) {
+      ev.preventDefault();
+      $("f-q").focus();
+      $("f-q").select();
     }
   });
   for (const h of document.querySelectorAll("#list-head [data-sort]")) {
