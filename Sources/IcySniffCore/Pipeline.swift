@@ -84,6 +84,7 @@ public final class Pipeline {
         // The tracker already waits for the connection's packets on the decryption thread.
         quic.onFinished = { [unowned self] connection in connectionFinished(connection) }
         quic.onUnmatched = { [unowned self] weird in counts.count(weird) }
+        quic.onUnreadableVersion = { [unowned self] version in counts.countUnreadable(quicVersion: version) }
     }
 
     private unowned let sink: TransactionSink
@@ -190,6 +191,7 @@ public final class Pipeline {
     private func collectDecoderCounts(_ decoder: inout PacketDecoder) {
         let n = decoder.takeExpiredFragments()
         if n > 0 { counts.count(.fragmentTimeout, by: UInt64(n)) }
+        for version in decoder.takeLostQUICVersions() { counts.countUnreadable(quicVersion: version) }
         for (weird, n) in decoder.takeNotes() { counts.count(weird, by: UInt64(n)) }
         collectTableCounts()
     }

@@ -324,6 +324,10 @@ enum Summary {
         if !notable.isEmpty {
             line += "; anomalies: " + notable.map { "\($0.key.rawValue)×\($0.value)" }.joined(separator: ", ")
         }
+        if !stats.unreadableQUICVersions.isEmpty {
+            // What tshark shows of such a packet: its version (the rest is encrypted or lost).
+            line += "; QUIC Initials not read: " + stats.unreadableQUICVersionNames.map { "\($0.name)×\($0.count)" }.joined(separator: ", ")
+        }
         Diagnostics.info(line)
     }
 }

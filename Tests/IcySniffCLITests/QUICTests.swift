@@ -56,6 +56,36 @@ import Testing
         #expect(alone >= 4)
     }
 
+    /// A client's Initial whose datagram was cut into IP fragments (a 1,200-byte Initial on a path
+    /// with a smaller MTU) and lost its last fragment: the datagram is dropped
+    /// (fragment_reassembly_timeout), and the QUIC version its first fragment shows is said, as
+    /// tshark dissects it from that fragment. Before, the QUIC packet was not mentioned at all.
+    @Test func aFragmentedInitialMissingAPieceIsNamedByItsVersion() throws {
+        let data = try Data(contentsOf: URL(fileURLWithPath: CLI.capture("h3-sample.pcap")))
+        let length = Int(data[24 + 8]) | Int(data[24 + 9]) << 8 | Int(data[24 + 10]) << 16 | Int(data[24 + 11]) << 24
+        let frame = [UInt8](data[(24 + 16)..<(24 + 16 + length)])
+        try #require(frame.count > 14 + 20 + 8 + 1000 && frame[14] == 0x45 && frame[14 + 9] == 17, "an IPv4 UDP datagram of the client's Initial")
+        // Its first fragment: the IP header with More Fragments set, the UDP header and 592 bytes.
+        var ip = Array(frame[14..<(14 + 20)])
+        let body = Array(frame[(14 + 20)..<(14 + 20 + 600)])
+        let total = 20 + body.count
+        ip[2] = UInt8(total >> 8); ip[3] = UInt8(total & 0xff)
+        ip[6] = 0x20; ip[7] = 0            // MF, offset 0
+        ip[10] = 0; ip[11] = 0
+        var sum = 0
+        for i in stride(from: 0, to: 20, by: 2) { sum += Int(ip[i]) << 8 | Int(ip[i + 1]) }
+        while sum > 0xffff { sum = (sum & 0xffff) + (sum >> 16) }
+        ip[10] = UInt8((~sum >> 8) & 0xff); ip[11] = UInt8(~sum & 0xff)
+        let packet = Array(frame[0..<14]) + ip + body
+        var record = Data(data[24..<(24 + 8)])
+        for v in [packet.count, packet.count] { record += Data([UInt8(v & 0xff), UInt8(v >> 8 & 0xff), UInt8(v >> 16 & 0xff), UInt8(v >> 24 & 0xff)]) }
+        let file = CLI.temporaryDirectory().appendingPathComponent("fragment.pcap")
+        try (data.prefix(24) + record + Data(packet)).write(to: file)
+        let r = try CLI.run(["-r", file.path])
+        #expect(r.status == 0 && r.stderr.contains("fragment_reassembly_timeout×1"), "\(r.stderr)")
+        #expect(r.stderr.contains("QUIC Initials not read: QUIC v1×1"), "\(r.stderr)")
+    }
+
     @Test func keylessConnectionIsListedAndCounted() throws {
         let r = try CLI.run(["-r", capture, "--connections", "--format", "tsv"])
         #expect(r.status == 0, "\(r.stderr)")
@@ -96,6 +126,8 @@ import Testing
             #expect(keyless.status == 0 && keyless.stderr.contains("0 HTTP transactions, 1 QUIC connection; 1 encrypted"), "\(keyless.stderr)")
             #expect(keyless.stderr.contains("quic_datagram_unmatched×"), "\(file.lastPathComponent): \(keyless.stderr)")
             #expect(keyless.stderr.contains("quic_initial_unreadable×1") == initial, "\(file.lastPathComponent): \(keyless.stderr)")
+            // The damaged Initial's version, from its cleartext header, as tshark shows it.
+            #expect(keyless.stderr.contains("QUIC Initials not read: QUIC v1×1") == initial, "\(file.lastPathComponent): \(keyless.stderr)")
 
             let r = try CLI.run(["-r", file.path, "--keylog", keys, "--format", "tsv", "--fields", "client,url,status"])
             #expect(r.status == 0 && r.stderr.contains("8 HTTP transactions, 2 QUIC connections (2 decrypted)"), "\(r.stderr)")

@@ -86,12 +86,33 @@ final class FragmentReassembler {
         for (key, p) in pending where now.nanoseconds - p.firstSeen.nanoseconds > timeout {
             pending[key] = nil
             expired += 1
+            noteQUIC(key, p)
         }
     }
 
     func expireAll() {
         expired += pending.count
+        for (key, p) in pending { noteQUIC(key, p) }
         pending.removeAll()
+    }
+
+    /// QUIC versions of dropped datagrams (at most `maxLostVersions` until taken).
+    private var lostQUICVersions: [UInt32] = []
+    private static let maxLostVersions = 64
+
+    /// A UDP datagram dropped for a lost fragment whose first fragment came: if its payload
+    /// begins with a QUIC long header (a client's Initial is padded to 1,200 bytes, and fragmented
+    /// on paths with a smaller MTU), its version, which the first fragment shows as tshark does.
+    private func noteQUIC(_ key: FragmentKey, _ p: Pending) {
+        guard key.proto == 17, lostQUICVersions.count < Self.maxLostVersions,
+              p.ranges.contains(where: { $0.0 == 0 && $0.1 >= 8 + 5 }) else { return }
+        let version: UInt32? = p.buffer.withUnsafeBytes { QUICTracker.longHeaderVersion(UnsafeRawBufferPointer(rebasing: $0[8...])) }
+        if let version { lostQUICVersions.append(version) }
+    }
+
+    func takeLostQUICVersions() -> [UInt32] {
+        defer { lostQUICVersions = [] }
+        return lostQUICVersions
     }
 
     func takeExpired() -> Int {

@@ -164,6 +164,8 @@ public struct PacketDecoder {
     /// IP datagrams whose fragments never all arrived (timed out, or still waiting when
     /// `flushFragments` is called), since the last call. Counted as `fragment_reassembly_timeout`.
     public mutating func takeExpiredFragments() -> Int { fragments.takeExpired() }
+    /// The QUIC versions of the long-header packets that began datagrams dropped for a lost fragment.
+    mutating func takeLostQUICVersions() -> [UInt32] { fragments.takeLostQUICVersions() }
 
     /// Counts the decoder noted on packets it still decoded (`mpls_payload_guessed`), since the
     /// last call.

@@ -19,12 +19,28 @@ public struct RunStats: Sendable {
     /// `QUICPacketPattern`).
     public var inferredExchanges: UInt64 = 0
     public var weirds: [Weird: UInt64] = [:]
+    /// The versions in the cleartext header of QUIC Initials whose connection could not be read
+    /// (`quic_initial_unreadable`, and datagrams that lost a fragment): what tshark shows of such a
+    /// packet, said in the summary. At most `maxVersionsNamed` versions, the rest under 0.
+    public var unreadableQUICVersions: [UInt32: UInt64] = [:]
+    static let maxVersionsNamed = 16
     public var firstPacket: Timestamp? = nil
     public var lastPacket: Timestamp? = nil
 
     public init() {}
 
     mutating func count(_ weird: Weird, by n: UInt64 = 1) { weirds[weird, default: 0] += n }
+
+    /// `unreadableQUICVersions` by name ("QUIC v1", "draft-29", "0x…"), most first.
+    public var unreadableQUICVersionNames: [(name: String, count: UInt64)] {
+        unreadableQUICVersions.sorted { ($1.value, $0.key) < ($0.value, $1.key) }
+            .map { ($0.key == 0 ? "other versions" : QUICVersion.name($0.key), $0.value) }
+    }
+
+    mutating func countUnreadable(quicVersion version: UInt32, by n: UInt64 = 1) {
+        let key = unreadableQUICVersions[version] != nil || unreadableQUICVersions.count < Self.maxVersionsNamed ? version : 0
+        unreadableQUICVersions[key, default: 0] += n
+    }
 
     public mutating func merge(_ other: RunStats) {
         packets += other.packets
@@ -41,6 +57,7 @@ public struct RunStats: Sendable {
         quicDecrypted += other.quicDecrypted
         inferredExchanges += other.inferredExchanges
         for (k, v) in other.weirds { weirds[k, default: 0] += v }
+        for (k, v) in other.unreadableQUICVersions { countUnreadable(quicVersion: k, by: v) }
         if let f = other.firstPacket { firstPacket = min(firstPacket ?? f, f) }
         if let l = other.lastPacket { lastPacket = max(lastPacket ?? l, l) }
     }

@@ -214,6 +214,8 @@ final class QUICTracker {
     /// datagram may have its second bit set. Before, a damaged or lost first Initial made its
     /// connection and all its transactions vanish without a word.
     var onUnmatched: (Weird) -> Void = { _ in }
+    /// The version of an unreadable client Initial no connection took (`quic_initial_unreadable`).
+    var onUnreadableVersion: (UInt32) -> Void = { _ in }
     private var unreadablePairs: Set<AddressPair> = []
 
     private func dropped(_ o: Orphan) {
@@ -223,7 +225,9 @@ final class QUICTracker {
             return
         }
         switch o.kind {
-        case .initial: onUnmatched(.quicInitialUnreadable)
+        case .initial:
+            onUnmatched(.quicInitialUnreadable)
+            if let version = o.bytes.withUnsafeBytes({ QUICTracker.longHeaderVersion($0) }) { onUnreadableVersion(version) }
         case .longHeader: onUnmatched(.quicDatagramUnmatched)
         case .shortHeader:
             if o.source.port == 443 || o.destination.port == 443 || unreadablePairs.contains(AddressPair(o.source, o.destination)) {
@@ -231,6 +235,14 @@ final class QUICTracker {
             }
         }
     }
+    /// The version of a long-header packet (RFC 8999 §5.1: the four bytes after the first; 0 is
+    /// Version Negotiation, not a version).
+    static func longHeaderVersion(_ bytes: UnsafeRawBufferPointer) -> UInt32? {
+        guard bytes.count >= 5, bytes[0] & 0x80 != 0 else { return nil }
+        let v = UInt32(bytes[1]) << 24 | UInt32(bytes[2]) << 16 | UInt32(bytes[3]) << 8 | UInt32(bytes[4])
+        return v == 0 ? nil : v
+    }
+
     static let maxOrphans = 64
     static let maxOrphanBytes = 128 << 10
     /// How long an orphan waits for its connection (capture time).
