@@ -12,8 +12,8 @@ import Glibc
 @Suite struct WebViewTests {
     static var hasBrowser: Bool {
         Unchecked.note(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium")
-            && (try? CLI.run(["python3", "-c", "import playwright.sync_api, scapy"], executable: "/usr/bin/env").status) == 0,
-                       "the web view in Chromium (chromium, python playwright, scapy)")
+            && (try? CLI.run(["python3", "-c", "import playwright.sync_api, scapy, axe_playwright_python"], executable: "/usr/bin/env").status) == 0,
+                       "the web view in Chromium (chromium, python playwright, scapy, axe-playwright-python)")
     }
 
     /// Runs scripts/NAME (python) with the binary, a directory of its own and `extra`, and
@@ -167,7 +167,7 @@ import Glibc
     }
 
     @Test(.enabled(if: WebViewTests.hasBrowser || ProcessInfo.processInfo.environment["CI"] != nil,
-                   "chromium, playwright or scapy is not installed (scripts/install-deps installs them)"),
+                   "chromium, playwright, scapy or axe-playwright-python is not installed (scripts/install-deps installs them)"),
           .timeLimit(.minutes(10)))
     func theWebViewShowsWhatTheFilesHold() throws {
         let all = try Self.findings(of: "webview-check", CLI.isRoot ? ["--live"] : [])
@@ -212,6 +212,11 @@ import Glibc
         #expect(file["chromeClientTitles"] as? [String] == ["|", "|"], "\(file["chromeClientTitles"] ?? "")")
         #expect((file["pageErrors"] as? [Any])?.isEmpty == true, "\(file["pageErrors"] ?? "")")
         #expect(file["violations"] as? Int == 0)
+        // axe-core's WCAG rules on the list, the detail pane, the waterfall and an opened HAR:
+        // none violated (before: landmarks, heading order, a scrollable pane the keyboard could
+        // not reach, contrast of the waterfall's labels).
+        let axe = file["axe"] as? [String: [String]] ?? [:]
+        #expect(Set(axe.keys) == ["list", "detail", "waterfall", "openedHAR"] && axe.values.allSatisfy(\.isEmpty), "\(axe)")
         #expect(file["exit"] as? Int == 0, "Ctrl-C after a file run ends it normally")
 
         // Encrypted connections without keys: rows of their own.
