@@ -120,8 +120,9 @@ final class QUICConnectionSession {
     /// Without keys: its packets' sizes (`QUICPacketPattern`).
     private var pattern = QUICPacketPattern()
     private var estimatesLimited = false
-    /// The packet being read follows an Initial packet in its datagram.
+    /// The packet being read follows an Initial packet (any long-header packet) in its datagram.
     private var afterInitial = false
+    private var afterLongHeader = false
     /// A live key log had no secrets for a packet yet: since when packets wait (`holdForKeys`).
     private var waitingForKeysSince: Timestamp? = nil
     private var gaveUpWaitingForKeys = false
@@ -228,6 +229,7 @@ final class QUICConnectionSession {
         }
         var at = 0
         afterInitial = false
+        afterLongHeader = false
         while at < payload.count {
             let rest = UnsafeRawBufferPointer(rebasing: payload[at...])
             guard let used = packet(rest, at: ts, from: direction), used > 0 else { break }
@@ -268,6 +270,7 @@ final class QUICConnectionSession {
             guard first & 0x40 != 0 || startsWithConnectionID(bytes, from: direction) else { return nil }
             return shortPacket(bytes, at: ts, from: direction)
         }
+        afterLongHeader = true
         var r = QUICReader(bytes, at: 1)
         guard let versionNumber = r.u32(), versionNumber != 0,
               let dcidLength = r.u8(), dcidLength <= 20, r.take(Int(dcidLength)) != nil,
@@ -425,8 +428,10 @@ final class QUICConnectionSession {
         }
         let bytes = UnsafeRawBufferPointer(rebasing: whole[0..<end])
         // Not one behind an Initial: a datagram with an Initial is padded to 1,200 bytes, in its
-        // last packet (a request sent in it is missed). Nor one held and read again.
-        if !info.decrypted && !afterInitial && !replaying {
+        // last packet (a request sent in it is missed). Nor a server's behind its Handshake
+        // packets: HANDSHAKE_DONE, NEW_TOKEN, its control streams, no response yet. Nor one held
+        // and read again.
+        if !info.decrypted && !afterInitial && !(afterLongHeader && direction == .fromServer) && !replaying {
             estimate(frameBytes: bytes.count - 1 - receiverCIDLength(direction) - 16, at: ts, from: direction)
         }
         _ = shortPacketAlone(bytes, at: ts, from: direction)
@@ -995,7 +1000,8 @@ final class QUICConnectionSession {
         // its packets say its requests.
         workspace.estimates -= pattern.series.exchanges.count
         if !info.decrypted, let offered = tls.alpnOffered, !offered.isEmpty, offered.allSatisfy({ $0 == "h3" || $0.hasPrefix("h3-") }) {
-            tls.inferred = InferredTraffic(protocolName: "h3", protocolInferred: true, exchanges: pattern.series.result(),
+            let exchanges = pattern.result()
+            tls.inferred = InferredTraffic(protocolName: "h3", protocolInferred: true, exchanges: exchanges,
                                            exchangeCount: pattern.series.count, exact: false)
         }
         pattern = QUICPacketPattern()

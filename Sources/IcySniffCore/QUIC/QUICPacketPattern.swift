@@ -9,6 +9,9 @@
 /// request with its body (or the body of the request before, while no response came), and the
 /// shorter packet that ends it is the body's last. A server packet
 /// of `ackOnly` frame bytes and more is response data. Several requests in one packet count once.
+/// Two of the client's packets look like small requests and are not: its control streams' set-up
+/// (SETTINGS, QPACK's streams) when a browser sends it apart, before its first request (fewer than
+/// `setUpBytes`), and its closing (CONNECTION_CLOSE, GOAWAY) at the end, answered by no data.
 struct QUICPacketPattern {
     static let ackOnly = 18
     static let full = 1000
@@ -18,16 +21,30 @@ struct QUICPacketPattern {
     /// Per packet, what is not a request's or a response's bytes: the packet number (2, usually)
     /// and a STREAM frame's header (type, stream, offset, length: about 6).
     static let framing = 8
+    /// The client's first packet of frames, this small, opens its control streams (Chrome: 44
+    /// frame bytes); a first request is larger (Chrome's 441; aioquic's, with its SETTINGS, 54-63).
+    static let setUpBytes = 50
+    /// An unanswered last packet this small is the connection's closing.
+    static let closingBytes = 32
 
     /// HEADERS and DATA frames' type and length: 2-4 bytes each.
     var series = RequestSeries(responseFraming: 6)
     private var inBody = false
+    private var sawClientFrames = false
+
+    /// What the packets said (the closing taken back).
+    mutating func result() -> [EncryptedExchange] {
+        series.dropUnansweredLast(under: Self.closingBytes - Self.framing)
+        return series.result()
+    }
 
     /// `keep`: the run's kept estimates have room for another request (else it is counted only).
     mutating func packet(fromClient: Bool, frameBytes: Int, at ts: Timestamp, keep: Bool) {
         guard frameBytes >= Self.ackOnly else { return }
         let bytes = frameBytes - Self.framing
         guard fromClient else { return series.response(first: ts, last: ts, bytes: bytes) }
+        defer { sawClientFrames = true }
+        if !sawClientFrames && frameBytes < Self.setUpBytes { return }
         if frameBytes >= Self.full {
             // A body goes on (or is sent again) until the server answers.
             if inBody || series.awaitingResponse { inBody = true; return series.requestContinued(last: ts, bytes: bytes) }

@@ -76,6 +76,14 @@ struct RequestSeries {
         }
     }
 
+    /// Takes back the last request when no server data followed it and it carried fewer than
+    /// `bytes` (a connection's closing frames, which look like a small request).
+    mutating func dropUnansweredLast(under bytes: Int) {
+        guard open, !serverDataSinceRequest, let last = exchanges.last, last.requestBytes < bytes, last.requestRecords == 1 else { return }
+        exchanges.removeLast()
+        open = false
+    }
+
     /// The exchanges, the last one closed.
     mutating func result() -> [EncryptedExchange] {
         close()

@@ -140,6 +140,16 @@ import Testing
         #expect(x.map(\.requestBytes) == [52, 42 + 3 * 1142 + 392, 32, 37, 1142 + 1142])
         #expect(x.map(\.alone) == [true, true, false, false, false])
         #expect(x.map(\.responseBytes) == [1092 + 1092 + 292 - 6, 32 - 6, nil, nil, nil])
+        // Chrome's shape (FoxIO's chrome-cloudflare-quic capture): its control streams' set-up in a
+        // first packet of 44 frame bytes, the request in the next (441), and at the end, after the
+        // response, an unanswered 25-byte packet, its closing: one request.
+        var chrome = QUICPacketPattern()
+        for (client, bytes) in [(true, 44), (true, 441), (false, 1160), (false, 1160), (true, 8), (false, 840), (true, 25)] {
+            t += 1_000_000
+            chrome.packet(fromClient: client, frameBytes: bytes, at: Timestamp(nanoseconds: t), keep: true)
+        }
+        let one = chrome.result()
+        #expect(one.count == 1 && one.first?.requestBytes == 433 && one.first?.responseBytes == 1152 + 1152 + 832 - 6, "\(one)")
         // The run's room for kept estimates spent: counted, not kept.
         var full = QUICPacketPattern()
         full.packet(fromClient: true, frameBytes: 60, at: Timestamp(nanoseconds: 1), keep: false)
