@@ -289,6 +289,9 @@ struct OutputOptions: ParsableArguments {
     @Flag(name: .customLong("bodies"), help: "Include request and response bodies in the HAR (content.text; base64 for binary types), each kept up to 16 MiB (beyond: cut and flagged body_truncated_in_memory; sizes stay exact).")
     var bodies = false
 
+    @Flag(name: .customLong("har-estimates"), help: "Also write the exchanges estimated from encrypted connections without keys into the HAR, as entries marked _inferred (no method, status or path: HAR consumers replay entries, so not by default).")
+    var harEstimates = false
+
     @Flag(name: .customLong("keep-secrets"), help: "Keep Cookie, Set-Cookie, Authorization values and secret query parameters (redacted by default).")
     var keepSecrets = false
 

@@ -124,6 +124,8 @@ struct DiffCommand: ParsableCommand {
         var time: Double?
         var _cache: Cache?
         var _clientIPAddress: String?
+        /// An estimate from an encrypted connection (`--har-estimates`): no request to compare.
+        var _inferred: Bool?
     }
 
     struct Row: Decodable {
@@ -158,7 +160,7 @@ struct DiffCommand: ParsableCommand {
             let found = input.forEachEntry { bytes in
                 guard let bytes else { tooLarge += 1; return }
                 guard let e = try? decoder.decode(HAREntry.self, from: Data(bytes)) else { bad += 1; return }
-                guard isFrom(e._clientIPAddress, client) else { return }
+                guard isFrom(e._clientIPAddress, client), e._inferred != true else { return }
                 side.add(ComparisonRow(method: e.request.method, url: e.request.url, status: e.response.status,
                                        bytes: max(0, e.response.bodySize ?? 0), verdict: e._cache?.verdict ?? "",
                                        timeMilliseconds: e.time ?? 0, options: options))

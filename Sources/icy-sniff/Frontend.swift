@@ -75,6 +75,7 @@ struct Frontend {
         var exportOptions = ExportOptions()
         exportOptions.includeBodies = output.bodies
         exportOptions.keepSecrets = output.keepSecrets
+        exportOptions.harEstimates = output.harEstimates
         exportOptions.pretty = !output.compact
         return exportOptions
     }

@@ -261,6 +261,18 @@ import Testing
                 }
                 checked += 1
             }
+            // --har-estimates: the same estimates as HAR entries, marked, in time order, valid HAR
+            // timings (time = send + wait + receive); without it, none (HAR consumers replay entries).
+            let withEstimates = try #require(try JSONSerialization.jsonObject(with: CLI.run(["-r", capture, "--har", "--har-estimates", "--quiet"]).stdout) as? [String: Any])
+            let estimateEntries = try #require((withEstimates["log"] as? [String: Any])?["entries"] as? [[String: Any]])
+            #expect(estimateEntries.count == estimated.count && estimateEntries.allSatisfy { $0["_inferred"] as? Bool == true }, "\(capture)")
+            #expect(estimateEntries.map { ($0["response"] as? [String: Any])?["_messageBytes"] as? Int } == estimated.sorted { ($0["ts"] as? String ?? "") < ($1["ts"] as? String ?? "") }.map { $0["response_bytes"] as? Int })
+            for e in estimateEntries {
+                let t = try #require(e["timings"] as? [String: Double])
+                #expect(abs((e["time"] as? Double ?? -1) - ((t["send"] ?? 0) + (t["wait"] ?? 0) + (t["receive"] ?? 0))) < 0.01)
+            }
+            let plain = try #require(try JSONSerialization.jsonObject(with: CLI.run(["-r", capture, "--har", "--quiet"]).stdout) as? [String: Any])
+            #expect(((plain["log"] as? [String: Any])?["entries"] as? [Any])?.isEmpty == true)
             let keyed = rows(try CLI.run(["-r", capture, "--keylog", keys, "--format", "ndjson", "--quiet"]).text)
             #expect(keyed.count == entries.count && keyed.allSatisfy { $0["inferred"] == nil && $0["type"] == nil }, "with keys, transactions instead")
             let keyedConnections = rows(try CLI.run(["-r", capture, "--keylog", keys, "--connections", "--format", "ndjson", "--quiet"]).text)

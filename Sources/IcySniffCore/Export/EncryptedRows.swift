@@ -1,5 +1,6 @@
 /// What the transaction outputs (table, TSV, CSV, NDJSON) show of an encrypted connection that no
-/// key opens — never a HAR, whose consumers replay entries:
+/// key opens — not a HAR, whose consumers replay entries (the estimates only with
+/// `--har-estimates`, `EntryEncoder.writeEstimate`):
 /// - a row of the connection when its handshake shows that no key opens it, and again when it
 ///   ends (`writeEncrypted`): NDJSON `"type": "connection"`, the table's method `TLS` or `QUIC`;
 /// - the exchanges estimated from its records (`RecordPattern`), written when it ends
@@ -280,5 +281,49 @@ extension TableWriter {
         w.endObject()
         w.append(0x0A)
         output.write(w.buffer)
+    }
+}
+
+extension EntryEncoder {
+    /// An estimated exchange as a HAR entry (`--har-estimates`): no method, status, headers or
+    /// path (the URL is `https://SNI/`); sizes and timings as the NDJSON row has them, the
+    /// response's only when the exchange was alone; `_inferred: true` and `_alone` say what it is.
+    static func writeEstimate(_ x: EncryptedExchange, _ traffic: InferredTraffic, _ c: Connection, to w: JSONWriter) {
+        func ms(_ a: Timestamp?, _ b: Timestamp?) -> Double? {
+            guard let a, let b else { return nil }
+            return max(0, b.milliseconds(since: a))
+        }
+        let send = x.alone ? ms(x.requestStart, x.requestEnd) ?? 0 : 0
+        let wait = ms(x.requestEnd, x.responseStart) ?? 0
+        let receive = ms(x.responseStart, x.responseEnd) ?? 0
+        w.beginObject()
+        w.string("startedDateTime", x.requestStart.iso8601(fractionDigits: 3))
+        w.number("time", send + wait + receive)
+        w.key("request"); w.beginObject()
+        w.string("method", "")
+        w.string("url", TableWriter.inferredURL(c))
+        w.string("httpVersion", traffic.protocolName)
+        w.key("cookies"); w.beginArray(); w.endArray()
+        w.key("headers"); w.beginArray(); w.endArray()
+        w.key("queryString"); w.beginArray(); w.endArray()
+        w.int("headersSize", -1)
+        w.int("bodySize", -1)
+        w.int("_messageBytes", x.requestBytes)
+        w.endObject()
+        w.key("response"); w.beginObject()
+        writeUnseenResponse(httpVersion: traffic.protocolName, to: w)
+        w.key("_messageBytes"); if let b = x.responseBytes { w.int(b) } else { w.null() }
+        w.endObject()
+        w.key("cache"); w.beginObject(); w.endObject()
+        w.key("timings"); w.beginObject()
+        w.number("blocked", -1); w.number("dns", -1); w.number("connect", -1); w.number("ssl", -1)
+        w.number("send", send); w.number("wait", wait); w.number("receive", receive)
+        w.endObject()
+        w.string("serverIPAddress", c.server.address.description)
+        w.string("connection", c.label)
+        w.string("_clientIPAddress", c.client.address.description)
+        w.bool("_inferred", true)
+        w.bool("_alone", x.alone)
+        w.endObject()
     }
 }

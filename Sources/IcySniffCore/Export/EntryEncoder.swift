@@ -270,18 +270,24 @@ enum EntryEncoder {
         w.endObject()
     }
 
+    /// The fields of a HAR response whose head was not seen (none in the capture; an estimate):
+    /// status 0, no headers, sizes -1. The caller closes the object.
+    static func writeUnseenResponse(httpVersion: String, to w: JSONWriter) {
+        w.int("status", 0)
+        w.string("statusText", "")
+        w.string("httpVersion", httpVersion)
+        w.key("cookies"); w.beginArray(); w.endArray()
+        w.key("headers"); w.beginArray(); w.endArray()
+        w.key("content"); w.beginObject(); w.int("size", 0); w.string("mimeType", ""); w.endObject()
+        w.string("redirectURL", "")
+        w.int("headersSize", -1)
+        w.int("bodySize", -1)
+    }
+
     static func writeResponse(_ t: Transaction, to w: JSONWriter, options: ExportOptions) {
         w.key("response"); w.beginObject()
         guard let r = t.response else {
-            w.int("status", 0)
-            w.string("statusText", "")
-            w.string("httpVersion", "")
-            w.key("cookies"); w.beginArray(); w.endArray()
-            w.key("headers"); w.beginArray(); w.endArray()
-            w.key("content"); w.beginObject(); w.int("size", 0); w.string("mimeType", ""); w.endObject()
-            w.string("redirectURL", "")
-            w.int("headersSize", -1)
-            w.int("bodySize", -1)
+            writeUnseenResponse(httpVersion: "", to: w)
             w.string("_error", "no response in the capture")
             w.endObject()
             return

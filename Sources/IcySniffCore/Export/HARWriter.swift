@@ -14,6 +14,9 @@ public struct ExportOptions: Sendable {
                                                 "apikey", "password", "passwd", "pwd", "secret", "client_secret",
                                                 "auth", "session", "sessionid", "sig", "signature"]
     public var pretty = true
+    /// `--har-estimates`: the exchanges estimated from encrypted connections without keys are
+    /// HAR entries too (`_inferred`), which HAR consumers would replay: not by default.
+    public var harEstimates = false
     public init() {}
 }
 
@@ -74,7 +77,20 @@ public final class HARWriter: TransactionSink {
     private var contradicted = Set<UInt64>()
     static let injectionKey: StaticString = "_injection_suspected"
 
+    /// Estimates' entries sort after transactions that start at the same microsecond.
+    private var estimateSequence = UInt64.max / 2
+
     public func connectionFinished(_ connection: Connection) {
+        if options.harEstimates, connection.encryptedWithoutKeys, let traffic = connection.tls?.inferred {
+            for x in traffic.exchanges {
+                entry.reset()
+                let offset = spill.size
+                EntryEncoder.writeEstimate(x, traffic, connection, to: entry)
+                _ = spill.append(entry.buffer)
+                estimateSequence += 1
+                index.append(IndexEntry(start: x.requestStart, sequence: estimateSequence, offset: offset, length: entry.drained + entry.count))
+            }
+        }
         contradicted.formUnion(connection.contradictedTransactions)
         // Connections that carried a transaction, and every TLS connection (its transactions
         // may be encrypted).
