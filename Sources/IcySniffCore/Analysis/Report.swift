@@ -182,12 +182,13 @@ public struct Report: Sendable {
             /// Connections that carried one exchange (a connection per request).
             public var singleExchange: Int
             public var exchanges: Int
-            /// Some count is not exact (h2, a cap, a lost record): `exchanges` is an estimate,
-            /// not a count; `counted`: some connection had a count at all (h3 has none).
+            /// Some count is not exact (HTTP/2 and HTTP/3's, a cap, a lost record): `exchanges` is
+            /// an estimate, not a count; `counted`: some connection had a count at all.
             public var atLeast: Bool
             public var counted: Bool = false
             public var responseBytes: UInt64
-            /// Time to first byte (send + wait) of HTTP/1.1 exchanges, ms.
+            /// Time to first byte (send + wait) of the exchanges alone on their connection (their
+            /// responses are known: all of HTTP/1.1's), ms.
             public var ttfbP50: Double?
             public var ttfbP90: Double?
         }
@@ -594,7 +595,7 @@ struct EstimatedAggregate {
         var times = ttfbs[key] ?? []
         for x in inferred.exchanges {
             h.responseBytes += UInt64(x.responseBytes ?? 0)
-            if times.count < Self.ttfbsKept, let start = x.responseStart { times.append(max(0, start.milliseconds(since: x.requestStart))) }
+            if times.count < Self.ttfbsKept, let ttfb = x.firstByteMilliseconds { times.append(ttfb) }
         }
         ttfbs[key] = times
         hosts[key] = h

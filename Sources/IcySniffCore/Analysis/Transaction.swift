@@ -46,7 +46,7 @@ public struct ConnectionSnapshot: Sendable {
         midstream = false
     }
 
-    public var label: String { "C\(id)" }
+    public var label: String { Connection.label(id) }
 
     /// The `label` of the connection `id`, appended without making a String.
     static func appendLabel(of id: UInt64, to out: ByteBuffer) {

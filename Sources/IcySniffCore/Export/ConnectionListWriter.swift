@@ -103,7 +103,7 @@ public final class ConnectionListWriter: OutputSink {
         case .ndjson, .har, .websocket:
             let w = JSONWriter(indent: 0)
             w.beginObject()
-            w.string("id", "C\(s.id)")
+            w.string("id", s.label)
             w.string("transport", s.transport.rawValue)
             w.string("start", s.start.iso8601(fractionDigits: 6))
             w.string("client", s.client.description)
@@ -134,7 +134,7 @@ public final class ConnectionListWriter: OutputSink {
             func text(_ t: String) -> String { TableWriter.escaped(t, tsv: format == .tsv) }
             let version: String = s.quic.map { QUICVersion.name($0.version) } ?? s.tls?.versionName ?? ""
             let resumed: String = s.tls.map { $0.resumed ? ($0.resumption ?? "yes") : "no" } ?? ""
-            var row: [String] = ["C\(s.id)", s.transport.rawValue, s.start.iso8601(fractionDigits: 6), s.client.description, s.server.description]
+            var row: [String] = [s.label, s.transport.rawValue, s.start.iso8601(fractionDigits: 6), s.client.description, s.server.description]
             row.append(s.handshakeMilliseconds.map { String(format3: $0) } ?? "")
             row += [String(s.bytesFromClient), String(s.bytesFromServer), String(s.packets), String(s.gaps), String(s.gapBytes), s.history]
             row.append(text(s.weirds.map { $0.0.rawValue }.joined(separator: ",")))
@@ -151,7 +151,7 @@ public final class ConnectionListWriter: OutputSink {
     /// terminal with its server name.
     private func tableCell(_ column: TableColumn, _ s: ConnectionSummary) -> String {
         switch column {
-        case .id: return "C\(s.id)"
+        case .id: return s.label
         case .time: return TableWriter.clock(s.start, millis: layout.first { $0.column == .time }.map { $0.width >= 12 } ?? true)
         case .client:
             // Too narrow for address and port: the address (the device) alone.

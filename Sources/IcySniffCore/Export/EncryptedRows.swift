@@ -42,19 +42,8 @@ extension TableWriter {
         return "https://\(host)" + (port == 443 ? "/" : ":\(port)/")
     }
 
-    private static func milliseconds(_ a: Timestamp?, _ b: Timestamp?) -> Double? {
-        guard let a, let b else { return nil }
-        return max(0, b.milliseconds(since: a))
-    }
-
     private func inferredValue(_ field: Field, _ x: EncryptedExchange, _ traffic: InferredTraffic, _ c: Connection) -> String {
         let missing = format == .table ? "-" : ""
-        func ms(_ v: Double?) -> String {
-            guard let v else { return missing }
-            let out = ByteBuffer(capacity: 32)
-            JSONWriter.appendNumber(v, decimals: format == .table ? 1 : 3, to: out)
-            return out.text
-        }
         switch field {
         case .time: return format == .table ? Self.clock(x.requestStart, millis: true) : x.requestStart.iso8601(fractionDigits: 6)
         case .connection: return c.label
@@ -67,10 +56,10 @@ extension TableWriter {
         case .proto: return traffic.protocolName
         case .requestSize: return String(x.requestBytes)
         case .size: return x.responseBytes.map(String.init) ?? missing
-        case .duration: return ms(x.alone ? Self.milliseconds(x.requestStart, x.responseEnd ?? x.requestEnd) : nil)
-        case .send: return ms(x.alone ? Self.milliseconds(x.requestStart, x.requestEnd) : nil)
-        case .wait: return ms(Self.milliseconds(x.requestEnd, x.responseStart))
-        case .receive: return ms(Self.milliseconds(x.responseStart, x.responseEnd))
+        case .duration: return x.totalMilliseconds.map(ms) ?? missing
+        case .send: return x.sendMilliseconds.map(ms) ?? missing
+        case .wait: return x.waitMilliseconds.map(ms) ?? missing
+        case .receive: return x.receiveMilliseconds.map(ms) ?? missing
         case .tlsVersion: return c.tls?.versionName ?? missing
         case .flags: return "inferred"
         default: return missing
@@ -97,10 +86,10 @@ extension TableWriter {
         w.int("request_bytes", x.requestBytes)
         w.key("response_bytes"); if let b = x.responseBytes { w.int(b) } else { w.null() }
         // Times only for an exchange alone on its connection (HTTP/1.1's always are).
-        w.optionalNumber("time_ms", x.alone ? Self.milliseconds(x.requestStart, x.responseEnd ?? x.requestEnd) : nil)
-        w.optionalNumber("send_ms", x.alone ? Self.milliseconds(x.requestStart, x.requestEnd) : nil)
-        w.optionalNumber("wait_ms", Self.milliseconds(x.requestEnd, x.responseStart))
-        w.optionalNumber("receive_ms", Self.milliseconds(x.responseStart, x.responseEnd))
+        w.optionalNumber("time_ms", x.totalMilliseconds)
+        w.optionalNumber("send_ms", x.sendMilliseconds)
+        w.optionalNumber("wait_ms", x.waitMilliseconds)
+        w.optionalNumber("receive_ms", x.receiveMilliseconds)
         w.bool("alone", x.alone)
         w.int("request_records", x.requestRecords)
         w.int("response_records", x.responseRecords)
@@ -222,7 +211,7 @@ extension TableWriter {
         case .time:
             let t = Self.time(c, moment)
             return format == .table ? Self.clock(t, millis: true) : t.iso8601(fractionDigits: 6)
-        case .connection: return "C\(c.id)"
+        case .connection: return c.label
         case .capture: return captureName
         case .client: return c.client.description
         case .server: return c.server.description
@@ -232,11 +221,7 @@ extension TableWriter {
         case .proto: return Self.encryptedProtocol(c, moment) ?? missing
         case .requestSize: return moment == .end ? String(c.bytesFromClient) : missing
         case .size: return moment == .end ? String(c.bytesFromServer) : missing
-        case .duration:
-            guard moment == .end else { return missing }
-            let out = ByteBuffer(capacity: 32)
-            JSONWriter.appendNumber(c.durationMilliseconds, decimals: format == .table ? 1 : 3, to: out)
-            return out.text
+        case .duration: return moment == .end ? ms(c.durationMilliseconds) : missing
         case .tlsVersion: return Self.encryptedVersion(c)
         case .flags: return "encrypted_connection," + (moment == .handshake ? "handshake" : "end")
         default: return missing
@@ -251,7 +236,7 @@ extension TableWriter {
         if !captureName.isEmpty { w.string("capture", captureName) }
         w.string("type", "connection")
         w.string("event", moment.rawValue)
-        w.string("connection", "C\(c.id)")
+        w.string("connection", c.label)
         w.string("transport", c.transport.rawValue)
         w.string("client_ip", c.client.address.description)
         w.int("client_port", c.client.port)
@@ -289,13 +274,7 @@ extension EntryEncoder {
     /// path (the URL is `https://SNI/`); sizes and timings as the NDJSON row has them, the
     /// response's only when the exchange was alone; `_inferred: true` and `_alone` say what it is.
     static func writeEstimate(_ x: EncryptedExchange, _ traffic: InferredTraffic, _ c: Connection, to w: JSONWriter) {
-        func ms(_ a: Timestamp?, _ b: Timestamp?) -> Double? {
-            guard let a, let b else { return nil }
-            return max(0, b.milliseconds(since: a))
-        }
-        let send = x.alone ? ms(x.requestStart, x.requestEnd) ?? 0 : 0
-        let wait = ms(x.requestEnd, x.responseStart) ?? 0
-        let receive = ms(x.responseStart, x.responseEnd) ?? 0
+        let send = x.sendMilliseconds ?? 0, wait = x.waitMilliseconds ?? 0, receive = x.receiveMilliseconds ?? 0
         w.beginObject()
         w.string("startedDateTime", x.requestStart.iso8601(fractionDigits: 3))
         w.number("time", send + wait + receive)

@@ -251,6 +251,8 @@ public struct ConnectionSummary: Sendable {
         tunnel = c.tunnel
     }
 
+    public var label: String { Connection.label(id) }
+
     /// From its first packet (a TCP connection's SYN) to its last, in ms.
     public var durationMilliseconds: Double { max(0, end.milliseconds(since: start)) }
 
@@ -285,7 +287,7 @@ public struct ConnectionSummary: Sendable {
 
     func write(to w: JSONWriter) {
         w.beginObject()
-        w.string("id", "C\(id)")
+        w.string("id", label)
         w.string("transport", transport.rawValue)
         w.string("client", client.description)
         w.string("server", server.description)

@@ -184,7 +184,8 @@ public final class TableWriter {
         }
     }
 
-    private func ms(_ v: Double) -> String {
+    /// A duration's cell: ms, one decimal in the table, three in TSV and CSV.
+    func ms(_ v: Double) -> String {
         let out = ByteBuffer(capacity: 64)
         JSONWriter.appendNumber(v, decimals: format == .table ? 1 : 3, to: out)
         return out.text

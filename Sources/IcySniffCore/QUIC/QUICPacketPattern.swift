@@ -16,7 +16,7 @@ struct QUICPacketPattern {
     static let ackOnly = 18
     static let full = 1000
     /// Estimated requests of a tracker's connections kept at once (`PacketWorkspace.estimates`):
-    /// 96 bytes each, 19 MiB.
+    /// `RecordPattern.bytesPerExchange` each, 19 MiB.
     static let maxKept = 200_000
     /// Per packet, what is not a request's or a response's bytes: the packet number (2, usually)
     /// and a STREAM frame's header (type, stream, offset, length: about 6).

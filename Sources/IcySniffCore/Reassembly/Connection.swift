@@ -293,7 +293,9 @@ public final class Connection {
     }
 
     /// The connection id as shown in outputs ("C" and a number).
-    public var label: String { "C\(id)" }
+    public var label: String { Self.label(id) }
+    /// The label of connection `id`: the one place that spells it.
+    public static func label(_ id: UInt64) -> String { "C\(id)" }
 }
 
 /// The transport of a connection, as outputs name it (`"transport"`).

@@ -41,6 +41,23 @@ public struct EncryptedExchange: Sendable, Equatable {
     public var alone: Bool = true
 }
 
+extension EncryptedExchange {
+    /// Its phases in ms, as every output writes them (rows, the HAR's estimates, the report):
+    /// the request's own time and the whole only when it was alone (otherwise the response's
+    /// fields are nil, and so are these).
+    var sendMilliseconds: Double? { alone ? Self.span(requestStart, requestEnd) : nil }
+    var waitMilliseconds: Double? { Self.span(requestEnd, responseStart) }
+    var receiveMilliseconds: Double? { Self.span(responseStart, responseEnd) }
+    var totalMilliseconds: Double? { alone ? Self.span(requestStart, responseEnd ?? requestEnd) : nil }
+    /// From the request's first byte to the response's (send + wait).
+    var firstByteMilliseconds: Double? { Self.span(requestStart, responseStart) }
+
+    private static func span(_ a: Timestamp?, _ b: Timestamp?) -> Double? {
+        guard let a, let b else { return nil }
+        return max(0, b.milliseconds(since: a))
+    }
+}
+
 /// Reads the application-data records of one TLS connection (`record`), then answers what they
 /// say (`result`). Memory: the exchanges, at most `maxExchanges`.
 struct RecordPattern {

@@ -10,7 +10,7 @@
 /// request is sent while the previous response is still streaming (both then look alone).
 /// Memory: at most `maxExchanges` exchanges; past it they are counted (`dropped`).
 struct RequestSeries {
-    static let maxExchanges = 10_000
+    static let maxExchanges = RecordPattern.maxExchanges
     private(set) var exchanges: [EncryptedExchange] = []
     private(set) var dropped = 0
     /// Server data came since the last request (true before the first: nothing before it).
