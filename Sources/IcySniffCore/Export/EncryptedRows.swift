@@ -45,7 +45,7 @@ extension TableWriter {
     private func inferredValue(_ field: Field, _ x: EncryptedExchange, _ traffic: InferredTraffic, _ c: Connection) -> String {
         let missing = format == .table ? "-" : ""
         switch field {
-        case .time: return format == .table ? Self.clock(x.requestStart, millis: true) : x.requestStart.iso8601(fractionDigits: 6)
+        case .time: return format == .table ? clock(x.requestStart) : x.requestStart.iso8601(fractionDigits: 6)
         case .connection: return c.label
         case .capture: return c.captureName
         case .client: return c.client.description
@@ -210,7 +210,7 @@ extension TableWriter {
         switch field {
         case .time:
             let t = Self.time(c, moment)
-            return format == .table ? Self.clock(t, millis: true) : t.iso8601(fractionDigits: 6)
+            return format == .table ? clock(t) : t.iso8601(fractionDigits: 6)
         case .connection: return c.label
         case .capture: return captureName
         case .client: return c.client.description

@@ -193,7 +193,7 @@ public final class TableWriter {
 
     /// The table's time: local time of day, as tcpdump prints it (TSV, NDJSON and HAR keep ISO
     /// 8601 in UTC), with milliseconds unless the column was narrowed.
-    private func clock(_ t: Timestamp) -> String { Self.clock(t, millis: clockMillis) }
+    func clock(_ t: Timestamp) -> String { Self.clock(t, millis: clockMillis) }
 
     static func clock(_ t: Timestamp, millis clockMillis: Bool) -> String {
         var seconds = time_t(t.nanoseconds >= 0 ? t.nanoseconds / 1_000_000_000 : (t.nanoseconds - 999_999_999) / 1_000_000_000)
