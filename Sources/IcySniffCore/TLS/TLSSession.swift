@@ -294,11 +294,7 @@ final class TLSSession: ConnectionSession {
                 if clientFinishedAt != nil { clientWroteAfterFinished = true }
                 let withFinished = clientFinishedAt.map { r.firstByte.nanoseconds - $0.nanoseconds < 1_000_000 } ?? false
                 // Keys found: the records are decrypted, nothing is estimated.
-                if secrets == nil {
-                    let kept = pattern.kept
-                    pattern.record(fromClient: true, length: r.length, first: r.firstByte, last: r.lastByte, withFinished: withFinished, lost: r.lost)
-                    if pattern.kept != kept { connection.chargeEstimates((pattern.kept - kept) * RecordPattern.bytesPerExchange) }
-                }
+                if secrets == nil { estimate(r, fromClient: true, withFinished: withFinished) }
             }
             sealed(r, from: .fromClient)
         case TLSContentType.alert:
@@ -306,6 +302,14 @@ final class TLSSession: ConnectionSession {
         default:
             break
         }
+    }
+
+    /// An application-data record for the estimates (`RecordPattern`): the exchanges it adds are
+    /// charged to the connection's state budget, whichever way the record came (0-RTT too).
+    private func estimate(_ r: TLSRecordReader.Record, fromClient: Bool, withFinished: Bool = false) {
+        let kept = pattern.kept
+        pattern.record(fromClient: fromClient, length: r.length, first: r.firstByte, last: r.lastByte, withFinished: withFinished, lost: r.lost)
+        if pattern.kept != kept { connection.chargeEstimates((pattern.kept - kept) * RecordPattern.bytesPerExchange) }
     }
 
     private func serverRecord(_ r: TLSRecordReader.Record) {
@@ -341,7 +345,7 @@ final class TLSSession: ConnectionSession {
                RecordPattern.ticketLengths.contains(r.length - pattern.overhead) {
                 ticketsTaken += 1
             } else if !isTLS13 || clientFinishedAt != nil || serverFinishedSeen {
-                if secrets == nil { pattern.record(fromClient: false, length: r.length, first: r.firstByte, last: r.lastByte, lost: r.lost) }
+                if secrets == nil { estimate(r, fromClient: false) }
             } else {
                 if serverHandshakeRecords > 0, let cipher, r.length - pattern.overhead == 4 + cipher.hashLength { serverFinishedSeen = true }
                 serverHandshakeRecords += 1
@@ -636,7 +640,7 @@ final class TLSSession: ConnectionSession {
         self.cipher = TLSCipherParameters(suite: hello.cipherSuite)
         pattern.overhead = cipher?.recordOverhead(tls13: hello.version == 0x0304) ?? 0
         // A request sent as 0-RTT data is the first exchange's.
-        for r in earlyRecords { pattern.record(fromClient: true, length: r.length, first: r.firstByte, last: r.lastByte, lost: r.lost) }
+        for r in earlyRecords { estimate(r, fromClient: true) }
         earlyRecords = []
         if cipher == nil && (keyLog?.count ?? 0) > 0 { connection.note(.tlsCipherUnsupported) }
         if hello.version == 0x0304 { server.encrypted = true }
