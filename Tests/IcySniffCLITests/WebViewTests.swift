@@ -236,6 +236,20 @@ import Glibc
             #expect(detail.contains("Estimated without keys") && detail.contains(cell), "\(name): \(detail)")
             #expect((f["text"] as? String ?? "").contains("≈ "), "\(name): the estimate in the row")
         }
+        // The exchanges estimated from records: a row each, as many as NDJSON's `inferred` rows;
+        // one's detail has its connection's waterfall, a bar per exchange, and no axe violation.
+        for (name, f) in keyless {
+            let estimates = f["ndjsonEstimates"] as? Int ?? -1
+            #expect(estimates > 0 && f["estimateRows"] as? Int == estimates, "\(name): \(f["estimateRows"] ?? "") rows for \(estimates)")
+            #expect((f["count"] as? String ?? "").contains("\(estimates) estimated exchanges"), "\(name): \(f["count"] ?? "")")
+            #expect((f["connectionEstimates"] as? Int ?? 0) > 0 && f["waterfallRows"] as? Int == f["connectionEstimates"] as? Int,
+                    "\(name): \(f["waterfallRows"] ?? "") bars for \(f["connectionEstimates"] ?? "")")
+            let detail = f["estimateDetail"] as? String ?? ""
+            let first = f["firstEstimate"] as? [String: Any] ?? [:]
+            #expect(detail.contains("Request bytes\t\(first["request_bytes"] ?? "?")"), "\(name): \(detail)")
+            #expect(detail.contains("Estimated without keys") && !detail.contains("Status"), "\(name): \(detail)")
+            #expect((f["axe"] as? [String])?.isEmpty == true, "\(name): \(f["axe"] ?? "")")
+        }
         #expect(keyless["h3-sample.pcap"]?["text"].map { "\($0)".contains("QUIC v1") } == true)
         #expect(keyless["tls-sample.pcap"]?["text"].map { "\($0)".contains("TLS 1.3") } == true)
 

@@ -83,21 +83,29 @@ extension TableWriter {
         w.string("protocol", traffic.protocolName)
         w.bool("protocol_inferred", traffic.protocolInferred)
         w.key("status"); w.null()
-        w.int("request_bytes", x.requestBytes)
-        w.key("response_bytes"); if let b = x.responseBytes { w.int(b) } else { w.null() }
-        // Times only for an exchange alone on its connection (HTTP/1.1's always are).
-        w.optionalNumber("time_ms", x.totalMilliseconds)
-        w.optionalNumber("send_ms", x.sendMilliseconds)
-        w.optionalNumber("wait_ms", x.waitMilliseconds)
-        w.optionalNumber("receive_ms", x.receiveMilliseconds)
-        w.bool("alone", x.alone)
-        w.int("request_records", x.requestRecords)
-        w.int("response_records", x.responseRecords)
+        x.writeMeasures(to: w)
         w.optionalString("tls_version", c.tls?.versionName)
         w.optionalString("sni", c.tls?.sni)
         w.endObject()
         w.append(0x0A)
         output.write(w.buffer)
+    }
+}
+
+extension EncryptedExchange {
+    /// Its sizes and times as NDJSON fields: the estimate's row, and the web view's list of a
+    /// connection's estimates (`ConnectionSummary.write(to:estimates:)`).
+    func writeMeasures(to w: JSONWriter) {
+        w.int("request_bytes", requestBytes)
+        w.key("response_bytes"); if let b = responseBytes { w.int(b) } else { w.null() }
+        // Times only for an exchange alone on its connection (HTTP/1.1's always are).
+        w.optionalNumber("time_ms", totalMilliseconds)
+        w.optionalNumber("send_ms", sendMilliseconds)
+        w.optionalNumber("wait_ms", waitMilliseconds)
+        w.optionalNumber("receive_ms", receiveMilliseconds)
+        w.bool("alone", alone)
+        w.int("request_records", requestRecords)
+        w.int("response_records", responseRecords)
     }
 }
 

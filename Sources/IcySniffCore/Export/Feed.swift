@@ -128,7 +128,7 @@ public final class FeedSink: TransactionSink {
 
     private func send(_ summary: ConnectionSummary, open: Bool) {
         json.reset()
-        summary.write(to: json)
+        summary.write(to: json, estimates: true)
         consumer.append(FeedItem(kind: .connection, row: json.buffer, start: summary.start,
                                  connection: summary.id, open: open))
     }

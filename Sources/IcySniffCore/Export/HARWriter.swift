@@ -285,7 +285,9 @@ public struct ConnectionSummary: Sendable {
         w.endObject()
     }
 
-    func write(to w: JSONWriter) {
+    /// `estimates`: also the exchanges its records showed (`inferred.estimates`, each with its
+    /// `ts` and the fields of an estimate's NDJSON row) — the web view's, not `_connections`'.
+    func write(to w: JSONWriter, estimates: Bool = false) {
         w.beginObject()
         w.string("id", label)
         w.string("transport", transport.rawValue)
@@ -303,19 +305,29 @@ public struct ConnectionSummary: Sendable {
         w.key("anomalies"); w.beginArray(); for (k, _) in weirds { w.string(k.rawValue) }; w.endArray()
         if let tls { Self.write(tls, to: w) }
         if let quic { Self.write(quic, tls: tls, to: w) }
-        if let inferred = tls?.inferred { Self.write(inferred, to: w) }
+        if let inferred = tls?.inferred { Self.write(inferred, estimates: estimates, to: w) }
         if let notHTTP { Self.write(notHTTP, to: w) }
         if let tunnel { Self.write(tunnel, to: w) }
         w.endObject()
     }
 
     /// `inferred`: without keys, what the records say (`RecordPattern`), an estimate.
-    static func write(_ inferred: InferredTraffic, to w: JSONWriter) {
+    static func write(_ inferred: InferredTraffic, estimates: Bool = false, to w: JSONWriter) {
         w.key("inferred"); w.beginObject()
         w.string("protocol", inferred.protocolName)
         w.string("protocol_from", inferred.protocolInferred ? "records" : "handshake")
         w.key("exchanges"); if let n = inferred.exchangeCount { w.int(n) } else { w.null() }
         w.bool("exchanges_exact", inferred.exchangeCount != nil && inferred.exact)
+        if estimates && !inferred.exchanges.isEmpty {
+            w.key("estimates"); w.beginArray()
+            for x in inferred.exchanges {
+                w.beginObject()
+                w.string("ts", x.requestStart.iso8601(fractionDigits: 6))
+                x.writeMeasures(to: w)
+                w.endObject()
+            }
+            w.endArray()
+        }
         w.endObject()
     }
 

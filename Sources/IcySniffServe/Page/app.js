@@ -150,6 +150,39 @@ function connectionRow(rec) {
   };
 }
 
+/** A connection's exchanges estimated from its records (docs/OUTPUT.md, "Encrypted exchanges"),
+ *  each a row of its own (kind "e"): no method, status or path — sizes and times only, the
+ *  response's only when the exchange had the connection to itself. */
+function estimateRows(conn, rec) {
+  const inferred = rec.data.inferred || {};
+  const list = inferred.estimates || [];
+  const port = Number((/:(\d+)$/.exec(conn.server) || [])[1] || 443);
+  const origin = conn.sni ? conn.sni + (port === 443 ? "" : ":" + port) : conn.server;
+  const word = inferred.protocol === "http/1.1" ? "exchange" : "request";
+  return list.map((x, i) => ({
+    seq: rec.seq + (i + 1) / (list.length + 1), kind: "e", index: i + 1, of: list.length, word, exact: !!inferred.exchanges_exact,
+    ts: parseTime(x.ts), client: conn.client, server: conn.server, sni: conn.sni, host: conn.sni, conn: conn.id,
+    method: "", url: `https://${origin}/`, status: -1, protocol: inferred.protocol || "", type: "other", mime: "",
+    size: x.response_bytes, requestBytes: x.request_bytes, time: x.time_ms, alone: !!x.alone, estimate: x,
+    phases: { dns: null, connect: null, ssl: null, send: x.send_ms, wait: x.wait_ms, receive: x.receive_ms },
+    cache: "", avoidable: false, flags: ["inferred"], encrypted: true,
+  }));
+}
+
+/** Puts a connection's estimated exchanges in the list, in place of those of its earlier record. */
+function replaceEstimates(conn, rec) {
+  const made = estimateRows(conn, rec);
+  if (conn.estimates && conn.estimates.length) {
+    const gone = new Set(conn.estimates);
+    state.rows = state.rows.filter(r => !gone.has(r));
+    for (const r of gone) state.bySeq.delete(r.seq);
+    state.refilter = true;
+  }
+  conn.estimates = made;
+  for (const r of made) { state.rows.push(r); state.fresh.push(r); state.bySeq.set(r.seq, r); }
+  return made.length > 0 && noteChoice(made[0]);
+}
+
 function ingest(records) {
   let changedFilters = false;
   for (const rec of records) {
@@ -177,12 +210,14 @@ function ingest(records) {
         Object.assign(old, row, { seq: old.seq });
         state.bySeq.set(rec.seq, old);
         if (matches(old, f) !== before) state.refilter = true;
+        changedFilters = replaceEstimates(old, rec) || changedFilters;
       } else {
         state.connections.set(row.id, row);
         state.rows.push(row);
         state.fresh.push(row);
         state.bySeq.set(row.seq, row);
         if (row.encrypted) changedFilters = noteChoice(row) || changedFilters;
+        changedFilters = replaceEstimates(row, rec) || changedFilters;
       }
     }
   }
@@ -259,9 +294,11 @@ function filtersFromHash() {
 }
 
 function matches(row, f) {
-  if (row.kind === "c") {
-    // An encrypted connection without keys: its own row (a decrypted one shows as its transactions).
-    if (!f.encrypted || !row.encrypted || row.decrypted || state.connectionsWithTransactions.has(row.id)) return false;
+  if (row.kind === "c" || row.kind === "e") {
+    // An encrypted connection without keys, and the exchanges its records show: rows of their own
+    // (a decrypted connection shows as its transactions). They have no status, type, method or cache.
+    const id = row.kind === "c" ? row.id : row.conn;
+    if (!f.encrypted || !row.encrypted || row.decrypted || state.connectionsWithTransactions.has(id)) return false;
     if (f.status || f.type || f.method || f.cache) return false;
   }
   if (f.client && row.client !== f.client) return false;
@@ -356,8 +393,11 @@ function render() {
   const wasAtBottom = list.scrollTop + list.clientHeight >= list.scrollHeight - ROW_HEIGHT * 2;
   applyFilter();
   const transactions = state.shownTransactions;
-  const conns = state.shown.length - transactions;
-  $("count").textContent = `${transactions} of ${state.transactions} transactions` + (conns ? `, ${conns} encrypted connections` : "");
+  let conns = 0;
+  for (const r of state.shown) if (r.kind === "c") conns++;
+  const estimates = state.shown.length - transactions - conns;
+  $("count").textContent = `${transactions} of ${state.transactions} transactions` + (conns ? `, ${conns} encrypted connections` : "")
+    + (estimates ? `, ${estimates} estimated exchanges` : "");
   $("list-spacer").style.height = (state.shown.length * ROW_HEIGHT) + "px";
   // Live, the list follows new rows while it is scrolled to its end (as DevTools does).
   if (state.live && state.running && wasAtBottom && !state.sort.key) list.scrollTop = list.scrollHeight;
@@ -422,13 +462,18 @@ function fillRow(e, row) {
     [String(row.status || "—"), row.reason, statusClass(row.status)], [row.protocol], [row.type, row.mime],
     [fmtBytes(row.size)], [fmtMs(row.time)], [row.avoidable ? "AVOIDABLE" : row.cache, "", row.avoidable ? "avoidable" : ""],
     [row.flags.join(" "), row.flags.join("\n")],
+  ] : row.kind === "e" ? [
+    [fmtClock(row.ts)], [row.client], ["≈", "Estimated from record sizes and times, without keys"],
+    [`${row.url} — ${row.protocol} ${row.word} ${row.index} of ${row.exact ? "" : "≥"}${row.of}${row.alone ? "" : " (sent with others: no response figures)"}`,
+     "No method, status or path without keys: sizes and times from the TLS records (or QUIC packets)"],
+    ["—"], [row.protocol + " ≈"], [""], [fmtBytes(row.size)], [fmtMs(row.time)], [""], ["inferred"],
   ] : [
     [fmtClock(row.ts)], [row.client], [row.transport === "quic" ? "QUIC" : "TLS"],
     [`${row.sni || row.server} — encrypted (${row.version}${row.alpn ? ", " + row.alpn : ""}) ${row.server}${row.open ? " — open" : ""}${estimateText(row.inferred)}`,
      "No keys for this connection: --keylog FILE decrypts it"],
     [""], [row.protocol], [""], [fmtBytes(row.bytes)], [fmtMs(row.time)], [""], [row.flags.join(" ")],
   ];
-  e.className = "row" + (row.kind === "c" ? " conn" : "");
+  e.className = "row" + (row.kind === "c" ? " conn" : row.kind === "e" ? " est" : "");
   e.dataset.seq = row.seq;
   const cells = e.children;
   for (let i = 0; i < COLUMNS.length; i++) {
@@ -467,6 +512,12 @@ function select(row) {
   if (row.kind === "c") {
     $("d-title").textContent = shown(`${row.id} ${row.sni || row.server} (encrypted)`);
     showConnection(body, row.data);
+    if (row.estimates && row.estimates.length) body.append(...section("Exchanges (estimated)", exchangeWaterfall(row, null)));
+    return;
+  }
+  if (row.kind === "e") {
+    $("d-title").textContent = shown(`≈ ${row.url} — ${row.word} ${row.index} of ${row.exact ? "" : "≥"}${row.of} (estimated)`);
+    showEstimate(body, row);
     return;
   }
   $("d-title").textContent = shown(`${row.method} ${row.url}`);
@@ -563,6 +614,57 @@ function estimateText(inferred) {
   return ` — ≈ ${inferred.protocol}${inferred.protocol_from === "records" ? " (inferred)" : ""}${count}`;
 }
 
+/** An estimated exchange: what its records say, its phases, and its place among its connection's. */
+function showEstimate(body, row) {
+  const x = row.estimate, c = state.connections.get(row.conn);
+  const v = n => (n === null || n === undefined ? -1 : n);
+  body.append(...section("Estimated without keys",
+    el("p", { class: "muted", text: "Sizes and times read from the encrypted records, not decrypted: no method, status, path or headers. "
+      + (row.alone ? "It had the connection to itself, so the response's bytes and times are its own." : "Other requests were in flight: its response cannot be told apart, so it has no response figures.") }),
+    kvTable([["Origin", row.url], ["Protocol", `${row.protocol} (estimated)`], ["Connection", row.conn], ["Client", row.client], ["Server", row.server],
+      ["Started", new Date(row.ts).toISOString()], ["Request bytes", x.request_bytes], ["Response bytes", x.response_bytes === null ? "not known" : x.response_bytes],
+      ["Alone on its connection", x.alone ? "yes" : "no"], ["Records (request, response)", `${x.request_records}, ${x.response_records}`]])));
+  body.append(...section("Timing", timingTable({ send: v(x.send_ms), wait: v(x.wait_ms), receive: v(x.receive_ms) })));
+  if (!c) return;
+  body.append(...section(`Exchanges of ${c.id}`, exchangeWaterfall(c, row)));
+  const holder = el("div");
+  body.append(...section("Connection " + c.id, holder));
+  showConnection(holder, c.data, true);
+}
+
+/** The waterfall of one connection's estimated exchanges, from the connection's start: each
+ *  exchange's send, wait and receive (a tick where it has none: sent with others). */
+function exchangeWaterfall(c, selected) {
+  const rows = c.estimates || [];
+  const t0 = c.ts;
+  const span = Math.max(1, c.time || 0, ...rows.map(r => r.ts - t0 + Math.max(0, r.time || 0)));
+  const width = 240, shownRows = rows.slice(0, 1000);
+  const holder = el("div", { class: "xwf", role: "list", "aria-label": `${rows.length} estimated exchanges of ${c.id} over ${fmtMs(span)}` });
+  holder.append(el("div", { class: "wf-axis" }, el("div", { class: "wf-label", text: `${rows.length} ${rows.length === 1 ? "exchange" : "exchanges"}, ${fmtMs(span)}` })));
+  for (const r of shownRows) {
+    const bar = el("div", { class: "wf-bar" });
+    bar.style.left = ((r.ts - t0) * width / span) + "px";
+    let drawnPhase = false;
+    for (const p of ["send", "wait", "receive"]) {
+      const ms = r.phases[p];
+      if (ms === null || ms === undefined || ms <= 0) continue;
+      const s = el("span", { class: "p-" + p, title: `${p} ${fmtMs(ms)}` });
+      s.style.width = Math.max(1, ms * width / span) + "px";
+      bar.append(s);
+      drawnPhase = true;
+    }
+    if (!drawnPhase) bar.append(el("span", { class: "p-unknown", title: "sent with other requests: no response figures" }));
+    const track = el("div", { class: "wf-track" }, bar);
+    track.style.width = (width + 8) + "px";
+    const line = el("div", { class: "wf-row" + (r === selected ? " selected" : ""), role: "listitem" },
+      el("div", { class: "wf-label", text: `#${r.index} ↑${fmtBytes(r.requestBytes)} ↓${r.size === null || r.size === undefined ? "?" : fmtBytes(r.size)}` }), track);
+    line.addEventListener("click", () => select(r));
+    holder.append(line);
+  }
+  if (rows.length > shownRows.length) holder.append(el("p", { class: "muted", text: `${rows.length - shownRows.length} more in --format ndjson` }));
+  return holder;
+}
+
 function showConnection(holder, d, nested) {
   const pairs = [["Transport", d.transport], ["Client", d.client], ["Server", d.server], ["Start", d.start], ["Duration", fmtMs(d.duration)],
     ["Bytes from client", d.bytesFromClient], ["Bytes from server", d.bytesFromServer], ["Packets", d.packets], ["Handshake RTT", fmtMs(d.handshakeRTT)],
@@ -570,7 +672,7 @@ function showConnection(holder, d, nested) {
   holder.append(kvTable(pairs));
   if (d.tls) { holder.append(el("h3", { text: nested ? "TLS" : "TLS handshake" })); holder.append(kvTable(Object.entries(d.tls).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : v]))); }
   if (d.quic) { holder.append(el("h3", { text: "QUIC" })); holder.append(kvTable(Object.entries(d.quic).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : v]))); }
-  if (d.inferred) { holder.append(el("h3", { text: "Estimated without keys" })); holder.append(kvTable(Object.entries(d.inferred))); }
+  if (d.inferred) { holder.append(el("h3", { text: "Estimated without keys" })); holder.append(kvTable(Object.entries(d.inferred).filter(([k]) => k !== "estimates"))); }
 }
 
 // ---- Bodies: an image as an image, JSON folded, text decoded, the rest as hex ------------------
@@ -648,7 +750,7 @@ const PHASES = ["dns", "connect", "ssl", "send", "wait", "receive"];
 function waterfallGroups() {
   const group = $("wf-group").value;
   const counts = new Map();
-  for (const r of state.shown) if (r.kind === "t") {
+  for (const r of state.shown) if (r.kind === "t" || (r.kind === "e" && group !== "page")) {
     const k = group === "page" ? r.page : r.conn;
     counts.set(k, (counts.get(k) || 0) + 1);
   }
@@ -658,8 +760,9 @@ function waterfallGroups() {
       return { key: k, label: `${p ? p.title : k} — ${counts.get(k)} requests${p ? " — " + p.client : ""}` };
     }
     const c = state.connections.get(k);
-    const first = state.shown.find(r => r.kind === "t" && r.conn === k);
-    return { key: k, label: `${k} ${first ? first.host : ""} ${c ? c.server : first ? first.server : ""} — ${counts.get(k)} requests` };
+    const first = state.shown.find(r => (r.kind === "t" || r.kind === "e") && r.conn === k);
+    const estimated = first && first.kind === "e" ? " (estimated)" : "";
+    return { key: k, label: `${k} ${first ? first.host : ""} ${c ? c.server : first ? first.server : ""} — ${counts.get(k)} requests${estimated}` };
   });
 }
 
@@ -669,10 +772,10 @@ function drawWaterfall() {
   const current = which.value;
   which.replaceChildren(...groups.map(g => el("option", { value: g.key, text: g.label })));
   if (groups.some(g => g.key === current)) which.value = current;
-  else if (state.selected && state.selected.kind === "t") which.value = $("wf-group").value === "page" ? state.selected.page : state.selected.conn;
+  else if (state.selected && (state.selected.kind === "t" || state.selected.kind === "e")) which.value = $("wf-group").value === "page" ? state.selected.page : state.selected.conn;
   const key = which.value;
   const byPage = $("wf-group").value === "page";
-  const rows = state.shown.filter(r => r.kind === "t" && (byPage ? r.page === key : r.conn === key)).sort((a, b) => a.ts - b.ts || a.seq - b.seq);
+  const rows = state.shown.filter(r => (r.kind === "t" || (r.kind === "e" && !byPage)) && (byPage ? r.page === key : r.conn === key)).sort((a, b) => a.ts - b.ts || a.seq - b.seq);
   const wf = $("wf");
   wf.replaceChildren();
   if (rows.length === 0) { wf.append(el("div", { class: "empty", text: "No transactions to draw: choose a page or a connection." })); return; }
@@ -698,7 +801,9 @@ function drawWaterfall() {
   for (const r of rows) {
     const isNew = !seenConnections.has(r.conn) && (r.phases.connect !== null && r.phases.connect >= 0);
     seenConnections.add(r.conn);
-    const label = el("div", { class: "wf-label", title: `${r.method} ${r.url}\n${r.conn}${isNew ? " (new connection)" : " (reused)"}` },
+    const label = r.kind === "e"
+      ? el("div", { class: "wf-label", title: `${r.url}\nestimated without keys` }, `≈ ${r.protocol} ${r.word} ${r.index} of ${r.exact ? "" : "≥"}${r.of}`)
+      : el("div", { class: "wf-label", title: `${r.method} ${r.url}\n${r.conn}${isNew ? " (new connection)" : " (reused)"}` },
       el("span", { class: "conn-tag" + (isNew ? " new" : ""), text: byPage ? r.conn : "" }), " ", el("span", { class: statusClass(r.status), text: String(r.status || "—") }), " ",
       shortURL(r.url));
     const bar = el("div", { class: "wf-bar" });
@@ -711,6 +816,7 @@ function drawWaterfall() {
       s.style.width = Math.max(1, v * scale) + "px";
       bar.append(s);
     }
+    if (r.kind === "e" && !bar.firstChild) bar.append(el("span", { class: "p-unknown", title: "sent with other requests: no response figures" }));
     const when = el("span", { class: "wf-time", text: fmtMs(r.time) });
     when.style.left = ((r.ts - t0 + Math.max(0, r.time || 0)) * scale + 4) + "px";
     const t = el("div", { class: "wf-track" }, bar, when);
