@@ -249,7 +249,13 @@ struct Frontend {
             return Exit.outputFailed
         }
         if !output.quiet {
-            Summary.print(pipeline.stats, keyLog: keyLog, shown: tally?.kept, estimatesListed: filter.choosesOnlyDevices)
+            let estimates: Summary.EstimatesShown
+            if writesNothing { estimates = .webView }
+            else if output.connections { estimates = .counted }
+            else if format == .har { estimates = output.harEstimates ? .harEntries : .notInHAR }
+            else if format == .heads || format == .websocket { estimates = .notInFormat }
+            else { estimates = filter.choosesOnlyDevices ? .rows : .filteredOut }
+            Summary.print(pipeline.stats, keyLog: keyLog, shown: tally?.kept, estimates: estimates)
         }
         // Reading files stopped by a signal: exit 130 (a live capture ends that way normally).
         if Signals.stop && live == nil { code = max(code, .interrupted) }
@@ -271,15 +277,28 @@ struct Frontend {
 }
 
 enum Summary {
+    /// Where the exchanges estimated from encrypted records went, as the summary says it.
+    enum EstimatesShown: String {
+        /// Rows of the table, TSV, CSV or NDJSON (`TabularOutput.writesEncrypted`).
+        case rows = "\"inferred\" rows"
+        /// A filter chose transactions (not only devices): estimates are not among them.
+        case filteredOut = "not listed: a filter chose the transactions"
+        /// A HAR holds them only when asked: its consumers replay entries.
+        case notInHAR = "not in the HAR: --har-estimates adds them as entries"
+        case harEntries = "HAR entries with _inferred"
+        case notInFormat = "not in this format: --format ndjson lists them"
+        case counted = "not in --connections: --format ndjson lists them"
+        case webView = "rows in the web view"
+    }
+
     /// `keyLog`: the key log named with `--keylog`: what stays encrypted had no secrets in it,
     /// and what it held is said (how many connections it has secrets for, from how many lines,
     /// how many lines were not key log lines), so a key log of other connections is told from
     /// one that is not a key log at all.
     /// `shown`: the transactions a filter kept, when one was given ("5 of 22 HTTP transactions
     /// shown": the rows above are not all there were).
-    /// `estimatesListed`: the filter, if any, chose devices only, so the rows of encrypted
-    /// connections and their estimates are in the output (`TabularOutput.writesEncrypted`).
-    static func print(_ stats: RunStats, keyLog: KeyLog? = nil, shown: UInt64? = nil, estimatesListed: Bool = true) {
+    /// `estimates`: where the output put the exchanges estimated from encrypted records.
+    static func print(_ stats: RunStats, keyLog: KeyLog? = nil, shown: UInt64? = nil, estimates: EstimatesShown = .rows) {
         let advice: String
         /// "1 TCP connection", "2 TCP connections".
         func count<N: BinaryInteger>(_ n: N, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
@@ -308,8 +327,7 @@ enum Summary {
         }
         if stats.inferredExchanges > 0 {
             line += "; \(count(stats.inferredExchanges, "exchange")) estimated from encrypted records"
-                + (shown == nil ? " (\"inferred\" rows)"
-                   : estimatesListed ? " (\"inferred\" rows, of the devices chosen)" : " (not listed: a filter chose the transactions)")
+                + " (\(estimates == .rows && shown != nil ? "\"inferred\" rows, of the devices chosen" : estimates.rawValue))"
         }
         func byCount(_ a: (key: Weird, value: UInt64), _ b: (key: Weird, value: UInt64)) -> Bool {
             (b.value, a.key.rawValue) < (a.value, b.key.rawValue)

@@ -271,8 +271,13 @@ import Testing
                 let t = try #require(e["timings"] as? [String: Double])
                 #expect(abs((e["time"] as? Double ?? -1) - ((t["send"] ?? 0) + (t["wait"] ?? 0) + (t["receive"] ?? 0))) < 0.01)
             }
-            let plain = try #require(try JSONSerialization.jsonObject(with: CLI.run(["-r", capture, "--har", "--quiet"]).stdout) as? [String: Any])
+            let plainRun = try CLI.run(["-r", capture, "--har"])
+            let plain = try #require(try JSONSerialization.jsonObject(with: plainRun.stdout) as? [String: Any])
             #expect(((plain["log"] as? [String: Any])?["entries"] as? [Any])?.isEmpty == true)
+            // The summary says where they are: not in a HAR unless asked (it said "inferred" rows).
+            #expect(plainRun.stderr.contains("; \(estimated.count) exchange") && plainRun.stderr.contains("estimated from encrypted records (not in the HAR: --har-estimates adds them"), "\(plainRun.stderr)")
+            #expect(try CLI.run(["-r", capture, "--har", "--har-estimates"]).stderr.contains("(HAR entries with _inferred)"))
+            #expect(try CLI.run(["-r", capture, "--format", "ndjson"]).stderr.contains("estimated from encrypted records (\"inferred\" rows)"))
             let keyed = rows(try CLI.run(["-r", capture, "--keylog", keys, "--format", "ndjson", "--quiet"]).text)
             #expect(keyed.count == entries.count && keyed.allSatisfy { $0["inferred"] == nil && $0["type"] == nil }, "with keys, transactions instead")
             let keyedConnections = rows(try CLI.run(["-r", capture, "--keylog", keys, "--connections", "--format", "ndjson", "--quiet"]).text)
