@@ -91,6 +91,14 @@ struct Analyze: ParsableCommand {
         if output.connections && (output.har || output.format == .har) {
             throw ValidationError("--connections lists connections as a table, TSV, CSV or NDJSON; a HAR has them in log._connections (use --har alone)")
         }
+        if output.devices {
+            let other = output.connections ? "--connections" : output.heads || output.format == .heads ? "-V" : output.har || output.format == .har ? "--har" : output.webSocketMessages ? "--websocket-messages" : nil
+            if let other { throw ValidationError("--devices lists devices as a table, TSV, CSV or NDJSON; \(other) writes something else: use one of them") }
+            if try output.serveAddress() != nil { throw ValidationError("--devices lists devices in a file; --serve shows the run in a page: use one of them") }
+            if try output.outDir != nil || output.rotationPolicy() != nil { throw ValidationError("--devices writes one list at the end of the run: drop --out-dir, -G, -C and -W") }
+            if output.fields != nil { throw ValidationError("--devices has its columns (\(DeviceListWriter.columns.joined(separator: ","))): drop --fields") }
+        }
+        if output.leases != nil && !output.devices { throw ValidationError("--leases names devices: give it with --devices") }
         let named = output.namedFormat ?? output.formatFromPath
         if output.fields != nil && !output.connections, let f = named, f == .ndjson || f == .har || f == .heads || f == .websocket {
             throw ValidationError("--fields chooses the columns of the table, TSV and CSV; \(f == .heads ? "-V shows whole heads" : "NDJSON and HAR carry every field") (drop --fields, or use --format tsv)")
@@ -285,6 +293,12 @@ struct OutputOptions: ParsableArguments {
 
     @Flag(name: .customLong("connections"), help: "List connections, TCP and QUIC (endpoints, handshake time, bytes, gaps, anomalies, TLS and QUIC facts) instead of transactions.")
     var connections = false
+
+    @Flag(name: .customLong("devices"), help: "List devices instead of transactions: one per link-layer (MAC) address where the capture has them (else per client address), with the names it gave itself (DHCP, DHCPv6, mDNS), its addresses and when, an OS hint, its connections, requests and bytes.")
+    var devices = false
+
+    @Option(name: .customLong("leases"), help: ArgumentHelp("With --devices: names and addresses from the hotspot's lease file (dnsmasq's, as NetworkManager and hostapd set-ups write it, or ISC dhcpd's), for phones that joined before the capture began. A hint: what the packets show wins.", valueName: "file"), completion: .file())
+    var leases: String? = nil
 
     @Flag(name: .customLong("bodies"), help: "Include request and response bodies in the HAR (content.text; base64 for binary types), each kept up to 16 MiB (beyond: cut and flagged body_truncated_in_memory; sizes stay exact).")
     var bodies = false

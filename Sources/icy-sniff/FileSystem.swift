@@ -10,6 +10,23 @@ import CIcyShims
 enum FileSystem {
     enum Kind { case missing, directory, file, other }
 
+    /// A small text file whole (at most `limit` bytes: a lease file, not a capture); nil with
+    /// errno set when it cannot be read.
+    static func readText(_ path: String, limit: Int = 64 << 20) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while bytes.count < limit {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 { if errno == EINTR { continue }; return nil }
+            if n == 0 { break }
+            bytes.append(contentsOf: chunk[0..<n])
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// What `path` is, following symbolic links.
     static func kind(of path: String) -> Kind {
         var st = stat()

@@ -35,7 +35,7 @@ struct Frontend {
             }
             // --connections lists the connections of all captures in one table (no per-capture outputs).
             // --serve: one pipeline reads every set in turn, so the page numbers one run.
-            if !output.connections && output.serve == nil && (expanded.sets.count > 1 || output.outDir != nil || expanded.fromDirectory) {
+            if !output.connections && !output.devices && output.serve == nil && (expanded.sets.count > 1 || output.outDir != nil || expanded.fromDirectory) {
                 if input.write != nil {
                     Diagnostics.error("-w with -r writes the packets of one capture (or of one rotated set): give one")
                     return 64
@@ -87,6 +87,7 @@ struct Frontend {
         // message for -V to show; otherwise sizes only.
         pipelineOptions.http.webSocket.keptBytes = output.bodies ? 1 << 20 : output.namedFormat == .heads ? 120 : 0
         pipelineOptions.keyLog = keyLog
+        pipelineOptions.devices = output.devices
         if let n = input.maxConnections { pipelineOptions.reassembly.maxConnections = n }
         return pipelineOptions
     }
@@ -160,7 +161,7 @@ struct Frontend {
         }
         let head: TransactionSink, sink: OutputSink
         var rotating: RotatingOutput? = nil
-        if writesNothing {
+        if writesNothing || output.devices {
             (head, sink) = factory.makeWithoutOutput()
         } else if rotates, let path = output.outputPath {
             let made = factory.make(rotating: path)
@@ -189,6 +190,13 @@ struct Frontend {
         let run = AnalysisRun(sink: head, options: runOptions)
         defer { run.abandon() }
         let pipeline = run.pipeline
+        if let path = output.leases, let devices = pipeline.devices {
+            guard let text = FileSystem.readText(path) else {
+                Diagnostics.error("--leases: cannot read '\(path)': \(String(cString: strerror(errno)))")
+                return Exit.badInput
+            }
+            if devices.load(leases: text) == 0 { Diagnostics.warning("--leases: '\(path)' holds no lease with a link-layer address (dnsmasq's or ISC dhcpd's format)") }
+        }
         let upkeep = Upkeep(statsSeconds: input.statsSeconds)
         run.driver.shouldStop = {
             if upkeep.heartbeat != nil { upkeep.tick(pipeline: pipeline, source: nil, live: false, now: Heartbeat.monotonicSeconds()) }
@@ -241,6 +249,15 @@ struct Frontend {
                 Diagnostics.warning("-w: \(writer.otherLinkType) packets of another link type than the first were not written to '\(writer.path)'")
             }
         }
+        var devicesLine: String? = nil
+        if output.devices, let out, let devices = pipeline.devices {
+            let list = devices.summaries()
+            DeviceListWriter.write(list, format: format, to: out)
+            let n = "\(list.count) device\(list.count == 1 ? "" : "s")"
+            devicesLine = devices.sawLinkLayer
+                ? "icy-sniff: \(n), by link-layer address" + (list.contains { $0.mac == nil } ? " (those without one, by client address)" : "")
+                : "icy-sniff: \(n), by client address: the capture has no link-layer addresses (raw IP, loopback or a tunnel)"
+        }
         do {
             try sink.finish(comment: comments.isEmpty ? nil : comments.joined(separator: "; "))
             try out?.commit()
@@ -251,11 +268,13 @@ struct Frontend {
         if !output.quiet {
             let estimates: Summary.EstimatesShown
             if writesNothing { estimates = .webView }
+            else if output.devices { estimates = .notInFormat }
             else if output.connections { estimates = .counted }
             else if format == .har { estimates = output.harEstimates ? .harEntries : .notInHAR }
             else if format == .heads || format == .websocket { estimates = .notInFormat }
             else { estimates = filter.choosesOnlyDevices ? .rows : .filteredOut }
             Summary.print(pipeline.stats, keyLog: keyLog, shown: tally?.kept, estimates: estimates)
+            if let devicesLine { Diagnostics.info(devicesLine) }
         }
         // Reading files stopped by a signal: exit 130 (a live capture ends that way normally).
         if Signals.stop && live == nil { code = max(code, .interrupted) }

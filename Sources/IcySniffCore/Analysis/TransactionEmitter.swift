@@ -52,6 +52,8 @@ public final class TransactionEmitter {
     private var sequence: UInt64 = 0
     var captureName = ""
     private(set) var emitted: UInt64 = 0
+    /// `--devices`: each transaction counted for its connection's device.
+    var devices: DeviceTable? = nil
 
     init(sink: TransactionSink, dns: DNSTracker) {
         self.sink = sink
@@ -71,6 +73,7 @@ public final class TransactionEmitter {
         }
         t.timings = TransactionTimings.compute(for: t, dns: lookup)
         emitted += 1
+        devices?.countRequest(on: t.connection.id)
         let number = sequence
         t.request?.releaseBodyBudget()
         t.response?.releaseBodyBudget()

@@ -82,17 +82,11 @@ public struct ClientNetwork: Sendable, Equatable {
     public init(parsing text: String) throws(FilterError) {
         let parts = text.split(separator: "/", maxSplits: 1).map(String.init)
         guard let first = parts.first else { throw FilterError(message: "invalid client '\(text)': use an address (10.0.0.7) or a network (10.0.0.0/24)") }
-        var v4 = in_addr(), v6 = in6_addr()
-        let bits: Int
-        if inet_pton(AF_INET, first, &v4) == 1 {
-            address = withUnsafeBytes(of: v4) { IPAddress(ipv4: $0.be32(0)) }
-            bits = 32
-        } else if inet_pton(AF_INET6, first, &v6) == 1 {
-            address = withUnsafeBytes(of: v6) { IPAddress(high: $0.be64(0), low: $0.be64(8)) }
-            bits = 128
-        } else {
+        guard let parsed = IPAddress(text: first) else {
             throw FilterError(message: "invalid client '\(text)': use an address (10.0.0.7) or a network (10.0.0.0/24)")
         }
+        address = parsed
+        let bits = parsed.isIPv4 ? 32 : 128
         var length = bits
         if parts.count == 2 {
             guard let n = Int(parts[1]), (0...bits).contains(n) else {

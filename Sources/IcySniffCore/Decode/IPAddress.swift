@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// An IPv4 or IPv6 address in 16 bytes held as two integers, so it hashes and compares without
 /// allocating. IPv4 addresses are stored v4-mapped (::ffff:a.b.c.d).
 public struct IPAddress: Hashable, Comparable, Sendable {
@@ -13,6 +17,18 @@ public struct IPAddress: Hashable, Comparable, Sendable {
     }
 
     public var isIPv4: Bool { high == 0 && (low >> 32) == 0xFFFF }
+
+    /// From text: a dotted quad or an IPv6 address (nil otherwise).
+    public init?(text: String) {
+        var v4 = in_addr(), v6 = in6_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 {
+            self = withUnsafeBytes(of: v4) { IPAddress(ipv4: $0.be32(0)) }
+        } else if inet_pton(AF_INET6, text, &v6) == 1 {
+            self = withUnsafeBytes(of: v6) { IPAddress(high: $0.be64(0), low: $0.be64(8)) }
+        } else {
+            return nil
+        }
+    }
 
     @inlinable public static func < (a: IPAddress, b: IPAddress) -> Bool {
         a.high != b.high ? a.high < b.high : a.low < b.low

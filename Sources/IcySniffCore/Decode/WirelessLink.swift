@@ -5,35 +5,40 @@
 /// as are A-MSDU aggregates (`wifi_amsdu_not_decoded`).
 extension PacketDecoder {
     mutating func decodeWireless(_ b: UnsafeRawBufferPointer, _ wire: WireContext) -> DecodeOutcome {
-        var offset = 0
-        switch linkType {
-        case .radiotap:
-            // Version 0, pad, little-endian length of the whole radiotap header.
-            guard b.count >= 8, b.u8(0) == 0 else { return .malformed(.truncatedLinkHeader) }
-            offset = Int(b.le16(2))
-        case .ppi:
-            // Version 0, flags, little-endian header length and the DLT of what follows.
-            guard b.count >= 8, b.u8(0) == 0 else { return .malformed(.truncatedLinkHeader) }
-            offset = Int(b.le16(2))
+        guard let offset = Self.radioHeaderLength(b, linkType) else { return .malformed(.truncatedLinkHeader) }
+        if linkType == .ppi {
+            // The DLT of what follows the PPI header: 802.11, or Ethernet.
             let dlt = Int32(bitPattern: UInt32(b.le16(4)) | UInt32(b.le16(6)) << 16)
             switch dlt {
             case 105: break
             case 1: return decodeEthernet(b, at: offset, wire, depth: 1)
             default: return .skippedNamed(.unknownLinkPayload)
             }
+        }
+        guard b.count >= offset + 24 else { return .malformed(.truncatedLinkHeader) }
+        return decode80211(b, at: offset, wire)
+    }
+
+    /// Where the 802.11 frame begins behind the radio header of `linkType` (0 for bare 802.11);
+    /// nil when the header is cut short. The one reading of these headers (`LinkSource` too).
+    static func radioHeaderLength(_ b: UnsafeRawBufferPointer, _ linkType: LinkType) -> Int? {
+        switch linkType {
+        case .radiotap, .ppi:
+            // Version 0, pad (radiotap) or flags (PPI), little-endian length of the whole header
+            // (PPI: then the DLT of what follows).
+            guard b.count >= 8, b.u8(0) == 0 else { return nil }
+            return Int(b.le16(2))
         case .prism:
             // Message code, then the message length (host order: little-endian in practice).
-            guard b.count >= 8 else { return .malformed(.truncatedLinkHeader) }
-            offset = Int(b.le16(4)) | Int(b.le16(6)) << 16
-            if offset > b.count || offset < 8 { offset = 144 }   // the fixed size Linux's drivers write
+            guard b.count >= 8 else { return nil }
+            let length = Int(b.le16(4)) | Int(b.le16(6)) << 16
+            return length > b.count || length < 8 ? 144 : length   // the fixed size Linux's drivers write
         case .avs:
-            guard b.count >= 8 else { return .malformed(.truncatedLinkHeader) }
-            offset = Int(b.be32(4))
+            guard b.count >= 8 else { return nil }
+            return Int(b.be32(4))
         default:
-            offset = 0
+            return 0
         }
-        guard offset >= 0, b.count >= offset + 24 else { return .malformed(.truncatedLinkHeader) }
-        return decode80211(b, at: offset, wire)
     }
 
     /// An 802.11 MAC frame at `start`.

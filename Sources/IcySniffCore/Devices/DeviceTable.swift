@@ -1,0 +1,480 @@
+/// Who is who on a hotspot (`--devices`): a device is its link-layer address where the capture
+/// has one (`LinkSource`), else its IP address; each holds the addresses it used, with the time
+/// ranges in which they were its, the names it gave itself (DHCPv4, DHCPv6, mDNS; a lease file
+/// as a hint), hints of its software (DHCP vendor classes, mDNS `model=`), and the connections,
+/// requests and bytes of which it was the client.
+///
+/// Input, on the pipeline's thread: the sender's link-layer and IP address of each decoded packet
+/// (`observe`), the UDP datagrams of DHCPv4, DHCPv6 and mDNS (`observeService`), each connection
+/// as it ends (`attribute`). Output: `summaries()`.
+///
+/// An address that a second link-layer address later uses starts a new assignment: two devices
+/// are never merged, and a connection belongs to the device that held its client address when
+/// it began. A link-layer address that sends from more than `maxAddressesPerDevice` addresses
+/// is a router (it forwards what others sent): it keeps the addresses it had, and is listed only
+/// if it was the client of a connection itself.
+///
+/// Bounded: `maxDevices` devices (a flood of random MACs is an attack too: past it the rest are
+/// counted, `devices_limited`), `maxAddressesPerDevice` addresses and `maxNames` names each,
+/// `maxAssignments` in all.
+public final class DeviceTable {
+    public static let maxDevices = 10_000
+    public static let maxAddressesPerDevice = 64
+    public static let maxNames = 16
+    public static let maxAssignments = 200_000
+
+    public enum NameSource: String, Sendable {
+        case dhcp, dhcpFQDN = "dhcp-fqdn", dhcpv6, mdns, netbios, leaseFile = "lease-file"
+    }
+
+    struct Assignment {
+        var address: IPAddress
+        var device: Int
+        var first: Timestamp
+        var last: Timestamp
+        /// A DHCP release ended it: the next user of the address starts a new assignment.
+        var released = false
+    }
+
+    struct Device {
+        var mac: MACAddress?
+        var firstSeen: Timestamp
+        var names: [(name: String, source: NameSource)] = []
+        var vendorClass: String? = nil
+        var model: String? = nil
+        var assignments: [Int] = []
+        /// Was the client of a connection, or spoke for itself (a DHCP client, an mDNS announcement).
+        var speaks = false
+        var dhcpServer = false
+        var router = false
+        var connections = 0
+        var requests = 0
+        var bytes: UInt64 = 0
+        var encryptedBytes: UInt64 = 0
+    }
+
+    private var devices: [Device] = []
+    private var byMAC: [MACAddress: Int] = [:]
+    private var byBareAddress: [IPAddress: Int] = [:]
+    private var assignments: [Assignment] = []
+    private var byAddress: [IPAddress: [Int]] = [:]
+    /// The addresses a lease file gives (`load(leases:)`): used for a client address that no
+    /// packet tied to a link-layer address.
+    private var leased: [IPAddress: Int] = [:]
+    /// DHCPv6 transactions of clients, by transaction id: whose Reply is it.
+    private var dhcpv6Clients: [UInt32: MACAddress] = [:]
+    /// The last packet's sender: most packets follow one of their flow.
+    private var lastMAC = MACAddress(raw: 0), lastAddress = IPAddress(high: 0, low: 0), lastAssignment = -1
+    /// Devices not kept past `maxDevices` (`devices_limited`).
+    public private(set) var devicesNotKept = 0
+    /// Link-layer addresses were seen: devices are keyed by them.
+    public private(set) var sawLinkLayer = false
+
+    public init() {}
+
+    // MARK: Input
+
+    /// A packet's sender: `mac` nil where the link type has none.
+    @inline(__always)
+    public func observe(mac: MACAddress?, address: IPAddress, at time: Timestamp) {
+        guard let mac, mac.isIndividual else { return }
+        if mac == lastMAC && address == lastAddress && lastAssignment >= 0 {
+            assignments[lastAssignment].last = time
+            return
+        }
+        sawLinkLayer = true
+        guard !Self.isUnspecified(address), let device = device(mac, at: time) else { return }
+        lastAssignment = assign(address, to: device, at: time) ?? -1
+        lastMAC = mac
+        lastAddress = address
+    }
+
+    /// Transactions of the connections still open, by connection id (`attribute` takes them).
+    private var requestsByConnection: [UInt64: Int] = [:]
+
+    func countRequest(on connection: UInt64) { requestsByConnection[connection, default: 0] += 1 }
+
+    /// A packet's receiver: weaker evidence than a sender, so it ties an address to a link-layer
+    /// address only while no sender has (a client whose own packets the capture missed).
+    @inline(__always)
+    public func observe(destination mac: MACAddress?, address: IPAddress, at time: Timestamp) {
+        guard let mac, mac.isIndividual, !Self.isUnspecified(address), byAddress[address] == nil,
+              let device = device(mac, at: time) else { return }
+        assign(address, to: device, at: time)
+    }
+
+    /// A connection that ended: counted for the device that held its client address when it began.
+    public func attribute(_ c: Connection) {
+        let address = c.client.address
+        var index: Int? = nil
+        if let list = byAddress[address] {
+            index = list.last(where: { assignments[$0].first <= c.began }).map { assignments[$0].device }
+                ?? list.first.map { assignments[$0].device }
+        }
+        if index == nil, let device = leased[address] {
+            index = device
+            assign(address, to: device, at: c.began)
+        }
+        if index == nil {
+            // No link-layer address for it: the device is its IP address.
+            if let known = byBareAddress[address] { index = known }
+            else if devices.count < Self.maxDevices {
+                devices.append(Device(mac: nil, firstSeen: c.began))
+                index = devices.count - 1
+                byBareAddress[address] = index
+                _ = assign(address, to: index!, at: c.began)
+            } else { devicesNotKept += 1 }
+        }
+        guard let i = index else { return }
+        if let list = byAddress[address], let a = list.last(where: { assignments[$0].device == i }) {
+            assignments[a].last = max(assignments[a].last, c.lastSeen)
+        }
+        devices[i].speaks = true
+        devices[i].connections += 1
+        devices[i].requests += requestsByConnection.removeValue(forKey: c.id) ?? 0
+        let bytes = c.clientHalf.bytes + c.serverHalf.bytes
+        devices[i].bytes += bytes
+        if c.encryptedWithoutKeys { devices[i].encryptedBytes += bytes }
+    }
+
+    // MARK: Devices and addresses
+
+    private func device(_ mac: MACAddress, at time: Timestamp) -> Int? {
+        if let i = byMAC[mac] {
+            if devices[i].firstSeen == .zero { devices[i].firstSeen = time }   // a lease file's, now seen
+            return i
+        }
+        guard devices.count < Self.maxDevices else { devicesNotKept += 1; return nil }
+        devices.append(Device(mac: mac, firstSeen: time))
+        byMAC[mac] = devices.count - 1
+        return devices.count - 1
+    }
+
+    /// The device's assignment of `address` now: its current one, or a new one.
+    @discardableResult
+    func assign(_ address: IPAddress, to device: Int, at time: Timestamp) -> Int? {
+        if let list = byAddress[address], let latest = list.last,
+           assignments[latest].device == device && !assignments[latest].released {
+            assignments[latest].last = max(assignments[latest].last, time)
+            if assignments[latest].first == .zero { assignments[latest].first = time }
+            return latest
+        }
+        guard devices[device].assignments.count < Self.maxAddressesPerDevice else {
+            devices[device].router = true
+            return nil
+        }
+        guard assignments.count < Self.maxAssignments else { return nil }
+        assignments.append(Assignment(address: address, device: device, first: time, last: time))
+        let index = assignments.count - 1
+        byAddress[address, default: []].append(index)
+        devices[device].assignments.append(index)
+        return index
+    }
+
+    private func release(_ address: IPAddress, by device: Int, at time: Timestamp) {
+        guard let latest = byAddress[address]?.last, assignments[latest].device == device else { return }
+        assignments[latest].last = max(assignments[latest].last, time)
+        assignments[latest].released = true
+        if lastAssignment == latest { lastAssignment = -1 }
+    }
+
+    private func name(_ device: Int, _ name: String, _ source: NameSource) {
+        let name = String(name.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.prefix(253).map(Character.init))
+        guard !name.isEmpty, devices[device].names.count < Self.maxNames,
+              !devices[device].names.contains(where: { $0.name == name && $0.source == source }) else { return }
+        devices[device].names.append((name, source))
+    }
+
+    static func isUnspecified(_ a: IPAddress) -> Bool {
+        (a.high == 0 && a.low == 0) || (a.isIPv4 && (a.low & 0xFFFF_FFFF == 0 || a.low & 0xFFFF_FFFF == 0xFFFF_FFFF))
+    }
+
+    // MARK: DHCPv4, DHCPv6, mDNS
+
+    /// A UDP datagram of DHCPv4 (ports 67, 68), DHCPv6 (546, 547) or mDNS (5353) from `mac`.
+    public func observeService(_ d: UDPDatagram, mac: MACAddress?) {
+        let s = d.source.port, t = d.destination.port
+        if (s == 68 && t == 67) || (s == 67 && t == 68) { dhcp(d) }
+        else if (s == 546 && t == 547) || (s == 547 && t == 546) { dhcpv6(d, mac: mac) }
+        else if s == 5353 { mdns(d, mac: mac) }
+    }
+
+    /// DHCPv4 (RFC 2131, 2132): a client's host name (option 12), FQDN (81) and vendor class (60);
+    /// a server's ACK gives `yiaddr` to `chaddr`; a RELEASE ends the client's `ciaddr`.
+    func dhcp(_ d: UDPDatagram) {
+        let p = d.payload
+        guard p.count >= 240, p.u8(1) == 1, p.u8(2) == 6, p.be32(236) == 0x6382_5363 else { return }
+        let op = p.u8(0)
+        let mac = MACAddress(p, at: 28)
+        guard mac.isIndividual else { return }
+        var type: UInt8 = 0, hostName: String? = nil, fqdn: String? = nil, vendor: String? = nil
+        var i = 240
+        while i < p.count {
+            let code = p.u8(i)
+            if code == 255 { break }
+            if code == 0 { i += 1; continue }
+            guard i + 1 < p.count else { break }
+            let length = Int(p.u8(i + 1)), v = i + 2
+            guard v + length <= p.count else { break }
+            switch code {
+            case 53 where length == 1: type = p.u8(v)
+            case 12: hostName = Self.text(p, v, length)
+            case 60: vendor = Self.text(p, v, length)
+            case 81 where length >= 3:
+                // Flags, two RCODEs, then the name: DNS wire format when the E bit is set.
+                fqdn = p.u8(v) & 0x04 != 0 ? Self.wireName(p, v + 3, length - 3) : Self.text(p, v + 3, length - 3)
+            default: break
+            }
+            i = v + length
+        }
+        guard let device = device(mac, at: d.timestamp) else { return }
+        if op == 1 {
+            devices[device].speaks = true
+            if let hostName { name(device, hostName, .dhcp) }
+            if let fqdn { name(device, fqdn, .dhcpFQDN) }
+            if let vendor { devices[device].vendorClass = vendor }
+            if type == 7 { release(IPAddress(ipv4: p.be32(12)), by: device, at: d.timestamp) }
+        } else if op == 2 && type == 5 {
+            let given = IPAddress(ipv4: p.be32(16))
+            if !Self.isUnspecified(given) { assign(given, to: device, at: d.timestamp) }
+            if let server = byMACForServer(d) { devices[server].dhcpServer = true }
+        }
+    }
+
+    private func byMACForServer(_ d: UDPDatagram) -> Int? {
+        guard let list = byAddress[d.source.address], let latest = list.last else { return nil }
+        return assignments[latest].device
+    }
+
+    /// DHCPv6 (RFC 8415): a client's FQDN (option 39, RFC 4704) and vendor class (16); a server's
+    /// Reply gives the IA_NA and IA_TA addresses to the client its Client Identifier names (a
+    /// DUID with a link-layer address) or whose transaction it answers.
+    func dhcpv6(_ d: UDPDatagram, mac: MACAddress?) {
+        let p = d.payload
+        guard p.count >= 4 else { return }
+        let type = p.u8(0)
+        let xid = UInt32(p.u8(1)) << 16 | UInt32(p.u8(2)) << 8 | UInt32(p.u8(3))
+        var duidMAC: MACAddress? = nil, fqdn: String? = nil, vendor: String? = nil
+        var given: [IPAddress] = []
+        func options(_ start: Int, _ end: Int, depth: Int) {
+            var i = start
+            while i + 4 <= end {
+                let code = p.be16(i), length = Int(p.be16(i + 2)), v = i + 4
+                guard v + length <= end else { return }
+                switch code {
+                case 1 where length >= 10:
+                    // DUID-LLT (1) or DUID-LL (3) of hardware type Ethernet (1).
+                    let duid = p.be16(v), hw = p.be16(v + 2)
+                    if hw == 1 && duid == 1 && length == 14 { duidMAC = MACAddress(p, at: v + 8) }
+                    if hw == 1 && duid == 3 && length == 10 { duidMAC = MACAddress(p, at: v + 4) }
+                case 39 where length >= 2: fqdn = Self.wireName(p, v + 1, length - 1)
+                case 16 where length >= 6:
+                    let n = Int(p.be16(v + 4))
+                    if v + 6 + n <= v + length { vendor = Self.text(p, v + 6, n) }
+                case 3 where depth == 0 && length >= 12: options(v + 12, v + length, depth: 1)   // IA_NA
+                case 4 where depth == 0 && length >= 4: options(v + 4, v + length, depth: 1)     // IA_TA
+                case 5 where depth == 1 && length >= 24: given.append(IPAddress(high: p.be64(v), low: p.be64(v + 8)))
+                default: break
+                }
+                i = v + length
+            }
+        }
+        options(4, p.count, depth: 0)
+        switch type {
+        case 1, 3, 5, 6, 8, 11:   // Solicit, Request, Renew, Rebind, Release, Information-request
+            guard let sender = mac ?? duidMAC, sender.isIndividual, let device = device(sender, at: d.timestamp) else { return }
+            devices[device].speaks = true
+            if dhcpv6Clients.count >= 1024 { dhcpv6Clients.removeAll() }
+            dhcpv6Clients[xid] = sender
+            if let fqdn { name(device, fqdn, .dhcpv6) }
+            if let vendor { devices[device].vendorClass = devices[device].vendorClass ?? vendor }
+            if type == 8 { for a in given { release(a, by: device, at: d.timestamp) } }
+        case 7:   // Reply
+            guard let client = duidMAC ?? dhcpv6Clients[xid], client.isIndividual, let device = device(client, at: d.timestamp) else { return }
+            for a in given { assign(a, to: device, at: d.timestamp) }
+            if let mac, let server = byMAC[mac] { devices[server].dhcpServer = true }
+        default:
+            break
+        }
+    }
+
+    /// mDNS (RFC 6762): an answer a device sends about itself — an A or AAAA record of a `.local`
+    /// name whose address is its own (the packet's source, or one it used) names it; a TXT record
+    /// of `_device-info._tcp.local` gives its `model=`.
+    func mdns(_ d: UDPDatagram, mac: MACAddress?) {
+        let p = d.payload
+        guard let mac, mac.isIndividual, p.count >= 12, p.be16(2) & 0x8000 != 0 else { return }
+        let questions = Int(p.be16(4))
+        let records = Int(p.be16(6)) + Int(p.be16(8)) + Int(p.be16(10))
+        var offset = 12
+        for _ in 0..<questions {
+            guard let (_, next) = DNSTracker.readName(p, at: offset), next + 4 <= p.count else { return }
+            offset = next + 4
+        }
+        guard let device = device(mac, at: d.timestamp) else { return }
+        for _ in 0..<min(records, 256) {
+            guard let (owner, next) = DNSTracker.readName(p, at: offset), next + 10 <= p.count else { return }
+            let type = p.be16(next), length = Int(p.be16(next + 8)), data = next + 10
+            guard data + length <= p.count else { return }
+            offset = data + length
+            let lower = owner.lowercased()
+            switch type {
+            case 1 where length == 4, 28 where length == 16:
+                let address = length == 4 ? IPAddress(ipv4: p.be32(data)) : IPAddress(high: p.be64(data), low: p.be64(data + 8))
+                guard lower.hasSuffix(".local") else { continue }
+                let own = address == d.source.address
+                    || devices[device].assignments.contains { assignments[$0].address == address }
+                guard own else { continue }
+                devices[device].speaks = true
+                name(device, owner, .mdns)
+                assign(address, to: device, at: d.timestamp)
+            case 16 where lower.hasSuffix("._device-info._tcp.local"):
+                var i = data
+                while i < data + length {
+                    let n = Int(p.u8(i))
+                    guard i + 1 + n <= data + length else { break }
+                    if let text = Self.text(p, i + 1, n), text.lowercased().hasPrefix("model=") {
+                        devices[device].model = String(text.dropFirst(6))
+                    }
+                    i += 1 + n
+                }
+            default:
+                break
+            }
+        }
+    }
+
+    static func text(_ p: UnsafeRawBufferPointer, _ start: Int, _ count: Int) -> String? {
+        guard count > 0, start >= 0, start + count <= p.count else { return nil }
+        var bytes = Array(UnsafeRawBufferPointer(rebasing: p[start..<(start + count)]))
+        while bytes.last == 0 { bytes.removeLast() }
+        return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// A DNS name in wire format (RFC 1035 labels, no compression), as DHCP's FQDN options carry it;
+    /// a partial name (no final zero) too.
+    static func wireName(_ p: UnsafeRawBufferPointer, _ start: Int, _ count: Int) -> String? {
+        var labels: [String] = []
+        var i = start
+        let end = start + count
+        while i < end {
+            let n = Int(p.u8(i))
+            if n == 0 { break }
+            guard n < 64, i + 1 + n <= end, let label = text(p, i + 1, n) else { return nil }
+            labels.append(label)
+            i += 1 + n
+        }
+        return labels.isEmpty ? nil : labels.joined(separator: ".")
+    }
+
+    // MARK: Lease files
+
+    /// Names and addresses from the hotspot's own lease file (`--leases`): dnsmasq's (`expiry mac
+    /// address name client-id` a line; its IPv6 lines name no link-layer address and are skipped)
+    /// or ISC dhcpd's (`lease ADDRESS { hardware ethernet MAC; client-hostname "NAME"; }`).
+    /// A hint: packets win (a device's own DHCP name is listed first), and an address a lease
+    /// names is used only for a client address no packet tied to a link-layer address.
+    /// Answers how many leases were read.
+    @discardableResult
+    public func load(leases text: String) -> Int {
+        var read = 0
+        func add(_ mac: MACAddress, _ address: IPAddress?, _ hostName: String?) {
+            guard mac.isIndividual, let device = device(mac, at: .zero) else { return }
+            if let hostName, hostName != "*" { name(device, hostName, .leaseFile) }
+            if let address { leased[address] = device }
+            read += 1
+        }
+        if text.contains("lease ") && text.contains("{") {
+            var address: IPAddress? = nil, mac: MACAddress? = nil, hostName: String? = nil
+            for raw in text.split(separator: "\n") {
+                let line = Self.trimmed(raw, " \t;")
+                let words = line.split(separator: " ", omittingEmptySubsequences: true)
+                if words.first == "lease", words.count >= 2 { address = IPAddress(text: String(words[1])); mac = nil; hostName = nil }
+                else if words.count >= 3, words[0] == "hardware", words[1] == "ethernet" { mac = MACAddress(text: String(words[2])) }
+                else if words.count >= 2, words[0] == "client-hostname" { hostName = Self.trimmed(Substring(words[1...].joined(separator: " ")), "\"") }
+                else if line == "}", let m = mac { add(m, address, hostName); mac = nil }
+            }
+        } else {
+            for raw in text.split(separator: "\n") {
+                let words = raw.split(separator: " ", omittingEmptySubsequences: true)
+                guard words.count >= 4, let mac = MACAddress(text: String(words[1])) else { continue }
+                add(mac, IPAddress(text: String(words[2])), String(words[3]))
+            }
+        }
+        return read
+    }
+
+    static func trimmed(_ s: Substring, _ set: String) -> String {
+        var s = s
+        while let c = s.first, set.contains(c) { s.removeFirst() }
+        while let c = s.last, set.contains(c) { s.removeLast() }
+        return String(s)
+    }
+
+    // MARK: Output
+
+    /// The devices to list: those that spoke for themselves or were the client of a connection;
+    /// not a DHCP server nor a router unless it was a client itself. In order of first sight.
+    public func summaries() -> [DeviceSummary] {
+        var out: [DeviceSummary] = []
+        let order = devices.indices.sorted { (devices[$0].firstSeen, $0) < (devices[$1].firstSeen, $1) }
+        for d in order.map({ devices[$0] }) where d.speaks && (d.connections > 0 || !(d.dhcpServer || d.router)) {
+            let addresses = d.assignments.map { a in
+                DeviceSummary.AddressRange(address: assignments[a].address,
+                                           first: assignments[a].first == .zero ? nil : assignments[a].first,
+                                           last: assignments[a].last == .zero ? nil : assignments[a].last)
+            }
+            let sources: [NameSource] = [.dhcp, .dhcpFQDN, .dhcpv6, .mdns, .netbios, .leaseFile]
+            let names = d.names.sorted { sources.firstIndex(of: $0.source)! < sources.firstIndex(of: $1.source)! }
+            out.append(DeviceSummary(id: "D\(out.count + 1)", mac: d.mac, names: names.map { ($0.name, $0.source.rawValue) },
+                                     addresses: addresses, osHint: DeviceSummary.osHint(vendorClass: d.vendorClass, model: d.model),
+                                     vendorClass: d.vendorClass, model: d.model, connections: d.connections, requests: d.requests,
+                                     bytes: d.bytes, encryptedBytes: d.encryptedBytes, firstSeen: d.firstSeen))
+        }
+        return out
+    }
+}
+
+/// One device as `--devices` lists it.
+public struct DeviceSummary: Sendable {
+    public struct AddressRange: Sendable {
+        public var address: IPAddress
+        /// nil: known from a lease file only.
+        public var first: Timestamp?
+        public var last: Timestamp?
+    }
+    public var id: String
+    public var mac: MACAddress?
+    public var names: [(name: String, source: String)]
+    public var addresses: [AddressRange]
+    public var osHint: String?
+    public var vendorClass: String?
+    public var model: String?
+    public var connections: Int
+    public var requests: Int
+    public var bytes: UInt64
+    public var encryptedBytes: UInt64
+    public var firstSeen: Timestamp
+
+    /// The best name: its own DHCP or mDNS name before a lease file's.
+    public var name: String? { names.first?.name }
+
+    /// A hint of the operating system from documented behaviour, never a fingerprint database:
+    /// Android's DHCP client sends `android-dhcp-VERSION` (its dhcpcd and DhcpClient), Windows
+    /// `MSFT 5.0`, BusyBox's udhcpc `udhcp VERSION`, dhcpcd `dhcpcd-VERSION:OS:…`; an mDNS
+    /// `_device-info` record's `model=` (Apple's devices send it) is given as the model.
+    static func osHint(vendorClass: String?, model: String?) -> String? {
+        if let v = vendorClass?.lowercased() {
+            if v.hasPrefix("android-dhcp-") { return "Android \(v.dropFirst("android-dhcp-".count))" }
+            if v.hasPrefix("android") { return "Android" }
+            if v.hasPrefix("msft") { return "Windows" }
+            if v.hasPrefix("udhcp") { return "Linux (BusyBox udhcpc)" }
+            if v.hasPrefix("dhcpcd") {
+                let parts = vendorClass!.split(separator: ":")
+                return parts.count >= 2 ? "\(parts[1]) (dhcpcd)" : "dhcpcd"
+            }
+        }
+        if let model { return "model \(model)" }
+        return nil
+    }
+}

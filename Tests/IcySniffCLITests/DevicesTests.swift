@@ -1,0 +1,123 @@
+import Foundation
+import Testing
+
+/// `--devices` (issue 53): who is who on a hotspot, on a real one (captures/hotspot-sample.pcap,
+/// scripts/record-hotspot-sample: dnsmasq, udhcpc, dhclient -6, SLAAC, zeroconf, nginx, curl in
+/// network namespaces), against what each phone did (hotspot-sample.json).
+@Suite struct DevicesTests {
+    static func rows(_ text: String) -> [[String: Any]] {
+        text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    static var truth: [[String: Any]] {
+        get throws {
+            let data = try Data(contentsOf: URL(fileURLWithPath: CLI.capture("hotspot-sample.json")))
+            return try #require((try JSONSerialization.jsonObject(with: data) as? [String: Any])?["phones"] as? [[String: Any]])
+        }
+    }
+
+    /// Each phone is one device under its MAC, with the names it gave (DHCP host name, DHCPv6
+    /// FQDN, mDNS), its OS hint, its IPv4 and IPv6 traffic together, and the requests it made;
+    /// the address the second phone was given after the first left is split between them.
+    @Test func eachPhoneIsOneDeviceWithItsNamesAddressesAndRequests() throws {
+        let run = try CLI.run(["-r", CLI.capture("hotspot-sample.pcap"), "--devices", "--format", "ndjson"])
+        #expect(run.status == 0)
+        let devices = Self.rows(run.text)
+        let phones = try Self.truth
+        #expect(devices.count == phones.count, "\(devices)")
+        #expect(run.stderr.contains("\(phones.count) devices, by link-layer address"), "\(run.stderr)")
+        var ranges: [(first: String, last: String)] = []
+        for phone in phones {
+            let mac = try #require(phone["mac"] as? String)
+            let device = try #require(devices.first { $0["mac"] as? String == mac }, "\(mac) in \(devices)")
+            let names = (device["names"] as? [[String: String]] ?? []).map { $0["name"] ?? "" }
+            #expect(names == phone["names"] as? [String], "\(mac): \(device["names"] ?? "")")
+            #expect(device["name"] as? String == names.first)
+            let sources = (device["names"] as? [[String: String]] ?? []).compactMap { $0["source"] }
+            #expect(sources.first == "dhcp" && Set(sources).isSubset(of: ["dhcp", "dhcp-fqdn", "dhcpv6", "mdns"]), "\(sources)")
+            #expect(device["os_hint"] as? String == phone["os_hint"] as? String)
+            #expect(device["model"] as? String == phone["model"] as? String)
+            #expect(device["requests"] as? Int == phone["requests"] as? Int, "\(mac): \(device["requests"] ?? "")")
+            let addresses = device["addresses"] as? [[String: String]] ?? []
+            let held = Set(addresses.compactMap { $0["address"] })
+            #expect(held.contains(phone["ipv4"] as? String ?? "?"), "\(mac): \(held)")
+            // Its IPv6 traffic is its own: some global address it used is listed.
+            #expect(!held.isDisjoint(with: phone["ipv6"] as? [String] ?? []), "\(mac): \(held) against \(phone["ipv6"] ?? "")")
+            let v4 = try #require(addresses.first { $0["address"] == phone["ipv4"] as? String })
+            ranges.append((v4["first"] ?? "", v4["last"] ?? ""))
+        }
+        // The reused address: the second phone's time with it begins after the first's ends.
+        #expect(ranges.count == 2 && ranges[0].last < ranges[1].first, "\(ranges)")
+        // No address but the reused one under two devices.
+        let all = devices.flatMap { ($0["addresses"] as? [[String: String]] ?? []).compactMap { $0["address"] } }
+        #expect(all.count - Set(all).count == 1, "\(all)")
+        // Every transaction is some device's request.
+        let transactions = Self.rows(try CLI.run(["-r", CLI.capture("hotspot-sample.pcap"), "--format", "ndjson", "--quiet"]).text)
+        #expect(devices.reduce(0) { $0 + ($1["requests"] as? Int ?? 0) } == transactions.count)
+    }
+
+    /// A capture that began after the phones joined (only their TCP: no DHCP, no mDNS) names
+    /// them from the hotspot's lease file, said to come from it; the table and TSV list them too.
+    @Test func aLeaseFileNamesPhonesWhoseDHCPWasNotCaptured() throws {
+        let capture = CLI.capture("hotspot-sample.pcap"), leases = CLI.capture("hotspot-sample.leases")
+        let bare = Self.rows(try CLI.run(["-r", capture, "--devices", "--format", "ndjson", "--quiet", "tcp"]).text)
+        #expect(bare.count == 2 && bare.allSatisfy { ($0["names"] as? [Any])?.isEmpty == true }, "\(bare)")
+        let named = Self.rows(try CLI.run(["-r", capture, "--devices", "--format", "ndjson", "--quiet", "--leases", leases, "tcp"]).text)
+        let galaxy = try #require(named.first { $0["mac"] as? String == "02:00:00:00:00:22" })
+        #expect((galaxy["names"] as? [[String: String]])?.first == ["name": "Galaxy-S24", "source": "lease-file"], "\(galaxy)")
+        // The lease file of the end names only the phone that holds a lease then.
+        #expect(named.first { $0["mac"] as? String == "02:00:00:00:00:11" }.map { ($0["names"] as? [Any])?.isEmpty == true } == true)
+        let tsv = try CLI.run(["-r", capture, "--devices", "--format", "tsv", "--quiet", "--leases", leases]).text
+        let lines = tsv.split(separator: "\n")
+        #expect(lines.first?.hasPrefix("id\tmac\tname\tnames") == true && lines.count == 3, "\(tsv)")
+        #expect(tsv.contains("Galaxy-S24 (dhcp), Galaxy-S24 (lease-file)"), "packets first, then the lease file: \(tsv)")
+        // Errors a user makes: one line, the documented exit codes.
+        let missing = try CLI.run(["-r", capture, "--devices", "--leases", "/nonexistent/leases"])
+        #expect(missing.status == 2, "\(missing.status)")
+        #expect(missing.stderr.contains("--leases: cannot read '/nonexistent/leases'"), "\(missing.stderr)")
+        let alone = try CLI.run(["-r", capture, "--leases", leases])
+        #expect(alone.status == 64 && alone.stderr.contains("--leases names devices: give it with --devices"), "\(alone.stderr)")
+        let har = try CLI.run(["-r", capture, "--devices", "--har"])
+        #expect(har.status == 64 && har.stderr.contains("--devices lists devices"), "\(har.stderr)")
+    }
+
+    /// Without link-layer addresses (loopback, raw IP) a device is a client address, and the
+    /// summary says so.
+    @Test func withoutLinkLayerAddressesADeviceIsAClientAddress() throws {
+        let run = try CLI.run(["-r", CLI.capture("nginx-sll2.pcap"), "--devices", "--format", "ndjson"])
+        let devices = Self.rows(run.text)
+        let transactions = Self.rows(try CLI.run(["-r", CLI.capture("nginx-sll2.pcap"), "--format", "ndjson", "--quiet"]).text)
+        #expect(devices.count == 1 && devices[0]["mac"] is NSNull, "\(devices)")
+        #expect(devices.first?["requests"] as? Int == transactions.count && (devices.first?["connections"] as? Int ?? 0) > 0)
+        #expect(run.stderr.contains("1 device, by client address: the capture has no link-layer addresses"), "\(run.stderr)")
+    }
+
+    /// A flood of DHCP DISCOVERs from random MACs: at most `maxDevices` devices, the cap named.
+    @Test func aFloodOfMACsIsCappedAndNamed() throws {
+        var pcap = Data([0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 1, 0, 0, 0])
+        func be16(_ v: Int) -> [UInt8] { [UInt8(v >> 8 & 0xff), UInt8(v & 0xff)] }
+        for i in 0..<10_500 {
+            let mac: [UInt8] = [0x02, 0x10, UInt8(i >> 16 & 0xff), UInt8(i >> 8 & 0xff), UInt8(i & 0xff), 0x01]
+            var dhcp = [UInt8](repeating: 0, count: 240)
+            dhcp[0] = 1; dhcp[1] = 1; dhcp[2] = 6
+            dhcp.replaceSubrange(28..<34, with: mac)
+            dhcp.replaceSubrange(236..<240, with: [0x63, 0x82, 0x53, 0x63])
+            dhcp += [53, 1, 1, 12, 4, 0x68, 0x6f, 0x73, 0x74, 255]
+            let udp = be16(68) + be16(67) + be16(8 + dhcp.count) + [0, 0] + dhcp
+            let ip: [UInt8] = [0x45, 0] + be16(20 + udp.count) + [0, 0, 0, 0, 64, 17, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255]
+            let frame: [UInt8] = [255, 255, 255, 255, 255, 255] + mac + [0x08, 0x00] + ip + udp
+            var header = [UInt8]()
+            for v in [UInt32(1_700_000_000 + i / 1000), UInt32(i % 1000 * 1000), UInt32(frame.count), UInt32(frame.count)] {
+                header += [UInt8(v & 0xff), UInt8(v >> 8 & 0xff), UInt8(v >> 16 & 0xff), UInt8(v >> 24 & 0xff)]
+            }
+            pcap.append(contentsOf: header + frame)
+        }
+        let path = CLI.temporaryDirectory().appendingPathComponent("macflood.pcap").path
+        try pcap.write(to: URL(fileURLWithPath: path))
+        let run = try CLI.run(["-r", path, "--devices", "--format", "ndjson"])
+        let devices = Self.rows(run.text)
+        #expect(devices.count == 10_000, "\(devices.count)")
+        #expect(devices.allSatisfy { ($0["names"] as? [[String: String]])?.first?["name"] == "host" })
+        #expect(run.stderr.contains("devices_limited"), "\(run.stderr)")
+    }
+}
