@@ -28,7 +28,7 @@ docs/SPARK.md has the schema, the model of what it costs and the figures.
 import argparse, hashlib, json, os, shutil, signal, stat, subprocess, sys, tempfile, threading, time, uuid
 from datetime import datetime, timezone
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # The first bytes of a remote capture that icy-sniff plans on (link type, snapshot length, the
 # first packet; a compressed capture's first packets decompress from its first blocks).
 PROBE_BYTES = 256 * 1024
@@ -56,6 +56,8 @@ def arrow_schemas():
         # schema_version 2: a WebSocket's totals (null for other transactions).
         ("ws_messages_sent", l), ("ws_messages_received", l), ("ws_bytes_sent", l), ("ws_bytes_received", l),
         ("ws_close_code", i),
+        # schema_version 4: the link-layer address of the client's device (docs/OUTPUT.md, Devices).
+        ("device", s),
     ]
     # Added by the job. capture_date, the partition column, is in the path (capture_date=D), not in
     # the files, as Spark writes a partitioned dataset.

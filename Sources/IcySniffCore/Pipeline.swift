@@ -11,8 +11,6 @@ public struct PipelineOptions: Sendable {
     /// outputs of a TLS connection may then come a few batches later. Not for live captures,
     /// whose rows must come as they happen.
     public var decryptOnSecondThreadAfter: Int? = nil
-    /// `--devices`: who is who (`DeviceTable`), from every packet's sender, DHCP and mDNS.
-    public var devices = false
     public init() {}
 }
 
@@ -38,8 +36,9 @@ public final class Pipeline {
     private let quic: QUICTracker
     private let emitter: TransactionEmitter
     private let dns = DNSTracker()
-    /// `options.devices`: the devices of the run (nil: not asked, no cost per packet).
-    public let devices: DeviceTable?
+    /// Who is who (`DeviceTable`): from every packet's sender and receiver, DHCP and mDNS; the
+    /// `device` of transactions and connections, and `--devices`' list.
+    public let devices = DeviceTable()
     private let options: PipelineOptions
     /// TLS secrets: `--keylog` files, and the key logs embedded in the captures read.
     private let keyLog: KeyLog
@@ -50,7 +49,7 @@ public final class Pipeline {
         var s = counts
         s.connections = table.connectionsSeen
         s.transactions = emitter.emitted
-        if let n = devices?.devicesNotKept, n > 0 { s.weirds[.devicesLimited] = UInt64(n) }
+        if devices.devicesNotKept > 0 { s.count(.devicesLimited, by: UInt64(devices.devicesNotKept)) }
         return s
     }
     private var lastIdleCheck: Timestamp = .zero
@@ -65,7 +64,6 @@ public final class Pipeline {
         self.sink = sink
         let emitter = TransactionEmitter(sink: sink, dns: dns)
         self.emitter = emitter
-        devices = options.devices ? DeviceTable() : nil
         emitter.devices = devices
         let keyLog = options.keyLog ?? KeyLog(text: "")
         self.keyLog = keyLog
@@ -101,7 +99,7 @@ public final class Pipeline {
         connection.captureName = emitter.captureName
         for (weird, n) in connection.weirds { counts.count(weird, by: UInt64(n)) }
         counts.countEncryption(of: connection)
-        devices?.attribute(connection)
+        devices.attribute(connection)
         sink.connectionFinished(connection)
     }
 
@@ -181,17 +179,13 @@ public final class Pipeline {
         switch decoder.decode(packet) {
         case .tcp(let segment):
             counts.tcpSegments &+= 1
-            if let devices {
-                devices.observe(mac: LinkSource.address(of: packet.bytes, linkType: decoder.linkType), address: segment.source.address, at: segment.timestamp)
-                devices.observe(destination: LinkSource.destination(of: packet.bytes, linkType: decoder.linkType), address: segment.destination.address, at: segment.timestamp)
-            }
+            devices.observe(mac: LinkSource.address(of: packet.bytes, linkType: decoder.linkType), address: segment.source.address, at: segment.timestamp)
+            devices.observe(destination: LinkSource.destination(of: packet.bytes, linkType: decoder.linkType), address: segment.destination.address, at: segment.timestamp)
             table.ingest(segment)
         case .udp(let datagram):
-            if let devices {
-                let mac = LinkSource.address(of: packet.bytes, linkType: decoder.linkType)
-                devices.observe(mac: mac, address: datagram.source.address, at: datagram.timestamp)
-                devices.observeService(datagram, mac: mac)
-            }
+            let mac = LinkSource.address(of: packet.bytes, linkType: decoder.linkType)
+            devices.observe(mac: mac, address: datagram.source.address, at: datagram.timestamp)
+            devices.observeService(datagram, mac: mac)
             udp(datagram)
         case .skipped:
             counts.skippedPackets &+= 1

@@ -222,7 +222,7 @@ struct InputOptions: ParsableArguments {
 }
 
 struct FilterOptions: ParsableArguments {
-    @Option(name: .customLong("client"), help: ArgumentHelp("Only this device: a client address or network, e.g. 192.168.1.23 or 192.168.1.0/24 or fd00::/8 (repeatable). Its connections only, too.", valueName: "address[/bits]"))
+    @Option(name: .customLong("client"), help: ArgumentHelp("Only this device: its link-layer address (02:00:00:00:00:11: its IPv4 and IPv6 traffic alike; --devices lists them), or a client address or network, e.g. 192.168.1.23 or 192.168.1.0/24 or fd00::/8 (repeatable). Its connections only, too.", valueName: "mac|address[/bits]"))
     var client: [String] = []
 
     @Option(name: .customLong("status"), help: ArgumentHelp("Only these statuses: codes and classes, e.g. 4xx,5xx,304 (0: no response).", valueName: "list"))
@@ -245,7 +245,7 @@ struct FilterOptions: ParsableArguments {
 
     func makeFilter() throws -> TransactionFilter {
         var f = TransactionFilter()
-        do { f.clients = try client.map { (text) throws(FilterError) in try ClientNetwork(parsing: text) } } catch { throw ValidationError(error.message) }
+        do { for text in client { try f.addClient(text) } } catch { throw ValidationError(error.message) }
         if let status {
             do { try f.addStatuses(status) } catch { throw ValidationError(error.message) }
         }

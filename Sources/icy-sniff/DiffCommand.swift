@@ -27,13 +27,13 @@ struct DiffCommand: ParsableCommand {
     @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Write to a file (atomically).", valueName: "file"))
     var outputPath: String?
 
-    @Option(name: .customLong("client"), help: ArgumentHelp("Compare only this device's requests on both sides: a client address or network (192.168.1.23, 192.168.1.0/24, fd00::/8).", valueName: "address[/bits]"))
+    @Option(name: .customLong("client"), help: ArgumentHelp("Compare only this device's requests on both sides: its link-layer address (02:00:00:00:00:11, its IPv4 and IPv6 requests alike; icy-sniff --devices lists them), or a client address or network (192.168.1.23, 192.168.1.0/24, fd00::/8).", valueName: "mac|address[/bits]"))
     var client: String?
 
-    @Option(name: .customLong("client-before"), help: ArgumentHelp("Only this device's requests before; with --client-after, two phones of one capture compare: icy-sniff diff hotspot.pcap hotspot.pcap --client-before 192.168.4.21 --client-after 192.168.4.37.", valueName: "address[/bits]"))
+    @Option(name: .customLong("client-before"), help: ArgumentHelp("Only this device's requests before; with --client-after, two phones of one capture compare: icy-sniff diff hotspot.pcap hotspot.pcap --client-before 192.168.4.21 --client-after 192.168.4.37 (or their link-layer addresses).", valueName: "mac|address[/bits]"))
     var clientBefore: String?
 
-    @Option(name: .customLong("client-after"), help: ArgumentHelp("Only this device's requests after.", valueName: "address[/bits]"))
+    @Option(name: .customLong("client-after"), help: ArgumentHelp("Only this device's requests after.", valueName: "mac|address[/bits]"))
     var clientAfter: String?
 
     @Flag(name: .customLong("keep-secrets"), help: "Keep secret query parameters (token, key, password, …) in the URLs listed (redacted by default, as in every output).")
@@ -44,7 +44,7 @@ struct DiffCommand: ParsableCommand {
             throw ValidationError("give --client for both sides, or --client-before and --client-after, not both")
         }
         for text in [client, clientBefore, clientAfter].compactMap({ $0 }) {
-            do { _ = try ClientNetwork(parsing: text) } catch { throw ValidationError(error.message) }
+            do { var f = TransactionFilter(); try f.addClient(text) } catch { throw ValidationError(error.message) }
         }
     }
 
@@ -54,7 +54,7 @@ struct DiffCommand: ParsableCommand {
         let keyLog = try Diagnostics.loadKeyLog(keylog)
         var sides: [ComparisonSide] = []
         for (path, device) in [(before, clientBefore ?? client), (after, clientAfter ?? client)] {
-            let network = try device.map { text in try ClientNetwork(parsing: text) }
+            let network = try device.map { (text) throws(FilterError) in var f = TransactionFilter(); try f.addClient(text); return f }
             let name = device.map { "\(path) (client \($0))" } ?? path
             switch Self.read(path, name: name, client: network, keyLog: keyLog, options: exportOptions) {
             case .success(let side): sides.append(side)
@@ -78,7 +78,7 @@ struct DiffCommand: ParsableCommand {
 
     /// One side: by its content, a HAR (a JSON object with `log`), NDJSON (JSON objects, one per
     /// line), or else a capture.
-    static func read(_ path: String, name: String, client: ClientNetwork?, keyLog: KeyLog?,
+    static func read(_ path: String, name: String, client: TransactionFilter?, keyLog: KeyLog?,
                      options: ExportOptions) -> Result<ComparisonSide, Problem> {
         let side = ComparisonSide(name: name)
         var capturePath = path
@@ -97,8 +97,7 @@ struct DiffCommand: ParsableCommand {
         var runOptions = AnalysisRun.Options()
         runOptions.pipeline = pipelineOptions
         for set in expanded.sets {
-            var filter = TransactionFilter()
-            if let client { filter.clients = [client] }
+            let filter = client ?? TransactionFilter()
             let rows = ComparisonSink(side: side, options: options)
             let run = AnalysisRun(sink: CacheJudgingSink(next: filter.isEmpty ? rows : FilteringSink(filter: filter, next: rows)),
                                   options: runOptions)
@@ -124,6 +123,7 @@ struct DiffCommand: ParsableCommand {
         var time: Double?
         var _cache: Cache?
         var _clientIPAddress: String?
+        var _device: String?
         /// An estimate from an encrypted connection (`--har-estimates`): no request to compare.
         var _inferred: Bool?
     }
@@ -136,23 +136,25 @@ struct DiffCommand: ParsableCommand {
         var cache: String?
         var time_ms: Double?
         var client_ip: String?
+        var device: String?
         /// An exchange estimated from an encrypted connection's records: no request to compare.
         var inferred: Bool?
         /// "connection": the row of an encrypted connection (its handshake or its end).
         var type: String?
     }
 
-    /// Whether a row's client address (as an output wrote it) is in `client` (always without one).
-    static func isFrom(_ address: String?, _ client: ClientNetwork?) -> Bool {
+    /// Whether a row's client (its address and device, as an output wrote them) is the one
+    /// `client` names: an address or network, or a device's link-layer address (always without one).
+    static func isFrom(_ address: String?, device: String?, _ client: TransactionFilter?) -> Bool {
         guard let client else { return true }
-        guard let address, let parsed = try? ClientNetwork(parsing: address) else { return false }
-        return client.contains(parsed.address)
+        guard let address, let parsed = IPAddress(text: address) else { return false }
+        return client.matchesClient(parsed, device: device.flatMap(MACAddress.init(text:))?.raw ?? 0)
     }
 
     /// A HAR entry at a time, or an NDJSON line at a time (`DiffInput`): a HAR by its first
     /// key, `log`. A line that is no transaction row, or longer than a row can be, fails the side
     /// with its number; so does a HAR entry that is not one (one past the cap is counted, said).
-    static func readJSON(_ input: DiffInput, path: String, into side: ComparisonSide, client: ClientNetwork?,
+    static func readJSON(_ input: DiffInput, path: String, into side: ComparisonSide, client: TransactionFilter?,
                          options: ExportOptions) -> Result<ComparisonSide, Problem> {
         let decoder = JSONDecoder()
         if input.firstKey() == "log" {
@@ -160,7 +162,7 @@ struct DiffCommand: ParsableCommand {
             let found = input.forEachEntry { bytes in
                 guard let bytes else { tooLarge += 1; return }
                 guard let e = try? decoder.decode(HAREntry.self, from: Data(bytes)) else { bad += 1; return }
-                guard isFrom(e._clientIPAddress, client), e._inferred != true else { return }
+                guard isFrom(e._clientIPAddress, device: e._device, client), e._inferred != true else { return }
                 side.add(ComparisonRow(method: e.request.method, url: e.request.url, status: e.response.status,
                                        bytes: max(0, e.response.bodySize ?? 0), verdict: e._cache?.verdict ?? "",
                                        timeMilliseconds: e.time ?? 0, options: options))
@@ -185,7 +187,7 @@ struct DiffCommand: ParsableCommand {
                 guard let row = try? decoder.decode(Row.self, from: Data(l)), let url = row.url else {
                     return .failure(Problem(text: "\(path): line \(lineNumber) is not a transaction of icy-sniff's NDJSON (nor is the file a HAR)"))
                 }
-                guard isFrom(row.client_ip, client), row.inferred != true, row.type == nil else { continue }
+                guard isFrom(row.client_ip, device: row.device, client), row.inferred != true, row.type == nil else { continue }
                 side.add(ComparisonRow(method: row.method ?? "", url: url, status: row.status ?? 0, bytes: row.response_encoded_len ?? 0,
                                        verdict: row.cache.map(CacheAssessment.verdict(ofLabel:)) ?? "", timeMilliseconds: row.time_ms ?? 0,
                                        options: options))

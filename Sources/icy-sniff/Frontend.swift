@@ -87,7 +87,6 @@ struct Frontend {
         // message for -V to show; otherwise sizes only.
         pipelineOptions.http.webSocket.keptBytes = output.bodies ? 1 << 20 : output.namedFormat == .heads ? 120 : 0
         pipelineOptions.keyLog = keyLog
-        pipelineOptions.devices = output.devices
         if let n = input.maxConnections { pipelineOptions.reassembly.maxConnections = n }
         return pipelineOptions
     }
@@ -190,7 +189,7 @@ struct Frontend {
         let run = AnalysisRun(sink: head, options: runOptions)
         defer { run.abandon() }
         let pipeline = run.pipeline
-        if let path = output.leases, let devices = pipeline.devices {
+        if let path = output.leases { let devices = pipeline.devices
             guard let text = FileSystem.readText(path) else {
                 Diagnostics.error("--leases: cannot read '\(path)': \(String(cString: strerror(errno)))")
                 return Exit.badInput
@@ -250,7 +249,7 @@ struct Frontend {
             }
         }
         var devicesLine: String? = nil
-        if output.devices, let out, let devices = pipeline.devices {
+        if output.devices, let out { let devices = pipeline.devices
             let list = devices.summaries()
             DeviceListWriter.write(list, format: format, to: out)
             let n = "\(list.count) device\(list.count == 1 ? "" : "s")"

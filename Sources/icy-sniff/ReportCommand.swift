@@ -73,6 +73,7 @@ struct ReportCommand: ParsableCommand {
         exportOptions.keepSecrets = keepSecrets
         let combined = ReportCollector(options: exportOptions)
         var analysed = 0
+        var allNames: [UInt64: String] = [:]
         for set in expanded.sets {
             let collector = ReportCollector(options: exportOptions)
             let sink: any TransactionSink = expanded.sets.count > 1 ? TeeSink(collector, combined) : collector
@@ -88,9 +89,17 @@ struct ReportCommand: ParsableCommand {
             guard outcomes.contains(where: \.analysed) else { continue }
             run.finish()
             analysed += 1
-            reports.append(collector.report(capture: set.pieces.count == 1 ? set.pieces[0].path : set.name))
+            var report = collector.report(capture: set.pieces.count == 1 ? set.pieces[0].path : set.name)
+            let names = run.pipeline.devices.names()
+            report.nameDevices(names)
+            reports.append(report)
+            allNames.merge(names) { first, _ in first }
         }
-        if analysed > 1 { reports.append(combined.report(capture: "all \(analysed) captures")) }
+        if analysed > 1 {
+            var report = combined.report(capture: "all \(analysed) captures")
+            report.nameDevices(allNames)
+            reports.append(report)
+        }
         // Stopped by a signal: each report says it is partial, in the file too.
         if Signals.stop { for i in reports.indices { reports[i].interrupted = true } }
         try CommandOutput.write(to: outputPath) { out, width in

@@ -56,6 +56,55 @@ import Testing
         #expect(devices.reduce(0) { $0 + ($1["requests"] as? Int ?? 0) } == transactions.count)
     }
 
+    /// Every output carries the device (its MAC) of each transaction; `--client MAC` keeps one
+    /// phone's IPv4 and IPv6 traffic; `report` counts per device and names it.
+    @Test func transactionsCarryTheirDeviceAndReportNamesIt() throws {
+        let capture = CLI.capture("hotspot-sample.pcap")
+        let phones = try Self.truth
+        let rows = Self.rows(try CLI.run(["-r", capture, "--format", "ndjson", "--quiet"]).text)
+        for phone in phones {
+            let mac = try #require(phone["mac"] as? String)
+            let mine = rows.filter { $0["device"] as? String == mac }
+            #expect(mine.count == phone["requests"] as? Int, "\(mac): \(mine.count)")
+            // Over both address families.
+            #expect(Set(mine.compactMap { ($0["client_ip"] as? String)?.contains(":") }) == [true, false], "\(mac)")
+            let chosen = Self.rows(try CLI.run(["-r", capture, "--format", "ndjson", "--quiet", "--client", mac]).text)
+            #expect(chosen.count == mine.count && chosen.allSatisfy { $0["device"] as? String == mac })
+            let har = try #require(try JSONSerialization.jsonObject(with: CLI.run(["-r", capture, "--har", "--quiet", "--client", mac]).stdout) as? [String: Any])
+            let entries = (har["log"] as? [String: Any])?["entries"] as? [[String: Any]] ?? []
+            #expect(entries.count == mine.count && entries.allSatisfy { $0["_device"] as? String == mac })
+        }
+        // The address both phones held: its rows split by device, not merged.
+        let reused = rows.filter { $0["client_ip"] as? String == "10.77.0.50" }
+        #expect(Set(reused.compactMap { $0["device"] as? String }).count == 2)
+        let report = try #require(try JSONSerialization.jsonObject(with: CLI.run(["report", "-r", capture, "--format", "json"]).stdout) as? [[String: Any]])
+        let devices = report.first?["devices"] as? [[String: Any]] ?? []
+        #expect(devices.count == phones.count, "\(devices)")
+        for phone in phones {
+            let d = devices.first { $0["mac"] as? String == phone["mac"] as? String }
+            #expect(d?["name"] as? String == (phone["names"] as? [String])?.first, "\(devices)")
+            #expect(d?["requests"] as? Int == phone["requests"] as? Int)
+        }
+    }
+
+    /// `diff` compares two phones of one capture by their link-layer addresses, from the
+    /// capture and from its NDJSON alike: the same 5 requests each, nothing only on one side.
+    @Test func diffComparesTwoPhonesByTheirMACs() throws {
+        let capture = CLI.capture("hotspot-sample.pcap")
+        let ndjson = CLI.temporaryDirectory().appendingPathComponent("hotspot.ndjson").path
+        try CLI.run(["-r", capture, "--format", "ndjson", "--quiet"]).stdout.write(to: URL(fileURLWithPath: ndjson))
+        for (before, after) in [(capture, capture), (ndjson, ndjson)] {
+            let run = try CLI.run(["diff", before, after, "--client-before", "02:00:00:00:00:11", "--client-after", "02:00:00:00:00:22", "--format", "json"])
+            let out = try #require(try JSONSerialization.jsonObject(with: run.stdout) as? [String: Any], "\(run.stderr)")
+            #expect(run.status == 0, "\(run.stderr)")
+            // Each side holds its phone's 5 requests, over IPv4 and IPv6 (an address alone gave
+            // 6 on both sides: the reused IPv4 address's requests of both phones).
+            #expect((out["totalsBefore"] as? [String: Any])?["requests"] as? Int == 5, "\(out)")
+            #expect((out["totalsAfter"] as? [String: Any])?["requests"] as? Int == 5, "\(out)")
+            #expect((out["before"] as? String ?? "").hasSuffix("(client 02:00:00:00:00:11)"))
+        }
+    }
+
     /// A capture that began after the phones joined (only their TCP: no DHCP, no mDNS) names
     /// them from the hotspot's lease file, said to come from it; the table and TSV list them too.
     @Test func aLeaseFileNamesPhonesWhoseDHCPWasNotCaptured() throws {

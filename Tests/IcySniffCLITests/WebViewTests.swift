@@ -250,6 +250,15 @@ import Glibc
             #expect(detail.contains("Estimated without keys") && !detail.contains("Status"), "\(name): \(detail)")
             #expect((f["axe"] as? [String])?.isEmpty == true, "\(name): \(f["axe"] ?? "")")
         }
+        // Devices by link-layer address (captures/hotspot-sample.pcap): a choice each, and one
+        // chosen shows its requests over IPv4 and IPv6 alike.
+        let devices = try #require(all["devices"] as? [String: Any])
+        let phones = devices["phones"] as? [[String: Any]] ?? []
+        #expect(Set(devices["choices"] as? [String] ?? []) == Set(phones.compactMap { $0["mac"] as? String }), "\(devices)")
+        for phone in phones {
+            #expect(phone["shown"] as? Int == phone["requests"] as? Int, "\(phone)")
+            #expect((phone["clients"] as? [String] ?? []).contains { $0.contains(":") } && (phone["clients"] as? [String] ?? []).contains { $0.contains(".") }, "\(phone)")
+        }
         #expect(keyless["h3-sample.pcap"]?["text"].map { "\($0)".contains("QUIC v1") } == true)
         #expect(keyless["tls-sample.pcap"]?["text"].map { "\($0)".contains("TLS 1.3") } == true)
 

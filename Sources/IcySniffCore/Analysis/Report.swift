@@ -109,7 +109,11 @@ public struct Report: Sendable {
     /// should have served (docs/CACHE.md), and the apps it spoke as (User-Agents, most requests
     /// first).
     public struct Device: Sendable {
+        /// How the report names it: its client address; for a device known by its link-layer
+        /// address (`DeviceTable`), that address, and its name before it once named (`named`).
         public var client: String
+        public var mac: String? = nil
+        public var name: String? = nil
         public var connections = 0
         public var encryptedConnections = 0
         public var wireBytes: UInt64 = 0
@@ -124,6 +128,15 @@ public struct Report: Sendable {
     }
     /// Devices, most bytes first: the first `hostsCounted` one by one, the rest as "other devices".
     public var devices: [Device] = []
+
+    /// Names its devices known by link-layer address (`DeviceTable.names`): "Pixel-7 (02:…)".
+    public mutating func nameDevices(_ names: [UInt64: String]) {
+        for i in devices.indices {
+            guard let mac = devices[i].mac, let raw = MACAddress(text: mac)?.raw, let name = names[raw] else { continue }
+            devices[i].name = name
+            devices[i].client = "\(name) (\(mac))"
+        }
+    }
     /// User-Agents kept per device (the rest are counted as "other").
     static let agentsPerDevice = 20
     public var avoidable = Lines()
@@ -340,20 +353,32 @@ public final class ReportCollector: TransactionSink {
     private var encrypted = (tls: 0, quic: 0)
 
     /// Per device (client address), the first `Report.hostsCounted`; later ones under one key.
-    private var byDevice: [IPAddress: (device: Report.Device, agents: [String: Int], ja4s: [String: Int])] = [:]
-    private static let otherDevices = IPAddress(high: ~0, low: ~0)
+    /// A device: its link-layer address where known (its IPv4 and IPv6 traffic together), else
+    /// its client address.
+    private enum DeviceKey: Hashable { case mac(UInt64), address(IPAddress), other }
+    private var byDevice: [DeviceKey: (device: Report.Device, agents: [String: Int], ja4s: [String: Int])] = [:]
 
     /// Counts into the device of `client` (or "other devices" past the first `Report.hostsCounted`).
-    private func countDevice(_ client: IPAddress, _ body: (inout (device: Report.Device, agents: [String: Int], ja4s: [String: Int])) -> Void) {
-        let address = Report.counted(client, in: byDevice, limit: Report.hostsCounted, other: Self.otherDevices)
-        var entry = byDevice.removeValue(forKey: address)     // modified, then put back: not copied
-            ?? (Report.Device(client: address == Self.otherDevices ? "other devices" : address.description), [:], [:])
+    private func countDevice(_ client: IPAddress, mac: UInt64, _ body: (inout (device: Report.Device, agents: [String: Int], ja4s: [String: Int])) -> Void) {
+        let key = Report.counted(mac != 0 ? .mac(mac) : .address(client), in: byDevice, limit: Report.hostsCounted, other: DeviceKey.other)
+        var entry = byDevice.removeValue(forKey: key)     // modified, then put back: not copied
+            ?? {
+                switch key {
+                case .other: return (Report.Device(client: "other devices"), [:], [:])
+                case .address(let a): return (Report.Device(client: a.description), [:], [:])
+                case .mac(let m):
+                    // Its link-layer address and the address it was first seen with, until it is
+                    // named (`Report.nameDevices`).
+                    let text = MACAddress(raw: m).description
+                    return (Report.Device(client: "\(text) (\(client.description))", mac: text), [:], [:])
+                }
+            }()
         body(&entry)
-        byDevice[address] = entry
+        byDevice[key] = entry
     }
 
     private func countDevice(_ t: Transaction) {
-        countDevice(t.connection.client.address) { entry in
+        countDevice(t.connection.client.address, mac: t.connection.deviceMAC) { entry in
             if t.request != nil { entry.device.requests += 1 }
             if t.request != nil, (t.response?.status ?? 0) >= 400 || t.response == nil { entry.device.failed += 1 }
             if t.cache?.avoidable ?? false { entry.device.avoidable += 1; entry.device.avoidableBytes += t.response?.wireBytes ?? 0 }
@@ -452,7 +477,7 @@ public final class ReportCollector: TransactionSink {
         if let q = connection.quic { if !q.decrypted { encrypted.quic += 1 } }
         else if let tls = connection.tls, !tls.decrypted { encrypted.tls += 1 }
         let hidden = connection.quic.map { !$0.decrypted } ?? connection.tls.map { !$0.decrypted } ?? false
-        countDevice(connection.client.address) { entry in
+        countDevice(connection.client.address, mac: connection.deviceMAC) { entry in
             entry.device.connections += 1
             if hidden { entry.device.encryptedConnections += 1 }
             entry.device.wireBytes += connection.clientHalf.bytes + connection.serverHalf.bytes

@@ -14,6 +14,9 @@ public struct ConnectionSnapshot: Sendable {
     public var sni: String?
     /// The transaction came over QUIC.
     public var quic = false
+    /// The link-layer address of the device that was its client (0: none known; `DeviceTable.mac`).
+    public var deviceMAC: UInt64 = 0
+    public var device: MACAddress? { deviceMAC == 0 ? nil : MACAddress(raw: deviceMAC) }
 
     /// The connection as a transaction of `scheme` sees it: the TLS fields only for one that
     /// TLS carried (a CONNECT before a tunnel's TLS handshake was not).

@@ -73,7 +73,10 @@ public final class TransactionEmitter {
         }
         t.timings = TransactionTimings.compute(for: t, dns: lookup)
         emitted += 1
-        devices?.countRequest(on: t.connection.id)
+        if let devices {
+            devices.countRequest(on: t.connection.id)
+            t.connection.deviceMAC = devices.mac(of: t.connection.client.address, at: t.connection.setup.start ?? t.startTime)
+        }
         let number = sequence
         t.request?.releaseBodyBudget()
         t.response?.releaseBodyBudget()
@@ -85,6 +88,7 @@ public final class TransactionEmitter {
     /// `connectionSecured`: a TLS or QUIC ServerHello was read (once per connection; again with
     /// `.none` when keys awaited did not come).
     func secured(_ connection: Connection, keys: SecuredConnection.Keys) {
+        if let devices { connection.deviceMAC = devices.mac(of: connection.client.address, at: connection.began) }
         sink.connectionSecured(SecuredConnection(connection, keys: keys, captureName: captureName))
     }
 }
@@ -138,11 +142,11 @@ public final class FilteringSink: TransactionSink {
     }
 
     public func connectionSecured(_ secured: SecuredConnection) {
-        if filter.matchesClient(secured.summary.client.address) { next.connectionSecured(secured) }
+        if filter.matchesClient(secured.summary.client.address, device: secured.summary.deviceMAC) { next.connectionSecured(secured) }
     }
 
     public func connectionFinished(_ connection: Connection) {
         // Connections pass, but not those of other devices when the filter names devices.
-        if filter.matchesClient(connection.client.address) { next.connectionFinished(connection) }
+        if filter.matchesClient(connection.client.address, device: connection.deviceMAC) { next.connectionFinished(connection) }
     }
 }

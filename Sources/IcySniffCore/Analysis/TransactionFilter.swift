@@ -9,6 +9,9 @@ public struct TransactionFilter: Sendable {
     /// Client addresses or networks (`--client 10.0.0.7`, `--client 192.168.1.0/24`, IPv6 too):
     /// a transaction, or a connection, passes when its client is in one of them.
     public var clients: [ClientNetwork] = []
+    /// Devices by link-layer address (`--client 02:00:00:00:00:11`): a transaction, or a
+    /// connection, passes when its client's device is one of them, whatever address it used.
+    public var devices: Set<UInt64> = []
     /// "2xx"-style classes (1...5) and exact codes; a missing response counts as status 0.
     public var statusClasses: Set<Int> = []
     public var statuses: Set<Int> = []
@@ -23,7 +26,7 @@ public struct TransactionFilter: Sendable {
     public init() {}
 
     public var isEmpty: Bool {
-        clients.isEmpty && statusClasses.isEmpty && statuses.isEmpty && methods.isEmpty && hosts.isEmpty && contentTypes.isEmpty
+        clients.isEmpty && devices.isEmpty && statusClasses.isEmpty && statuses.isEmpty && methods.isEmpty && hosts.isEmpty && contentTypes.isEmpty
             && minDurationMilliseconds == nil && minSize == nil
     }
 
@@ -31,6 +34,7 @@ public struct TransactionFilter: Sendable {
     public var choosesOnlyDevices: Bool {
         var rest = self
         rest.clients = []
+        rest.devices = []
         return rest.isEmpty
     }
 
@@ -44,13 +48,19 @@ public struct TransactionFilter: Sendable {
         }
     }
 
-    /// Whether a connection's client address is one the filter asks for (always, without `clients`).
-    public func matchesClient(_ address: IPAddress) -> Bool {
-        clients.isEmpty || clients.contains { $0.contains(address) }
+    /// Whether a connection's client (its address, its device's link-layer address) is one the
+    /// filter asks for (always, without `clients` and `devices`).
+    public func matchesClient(_ address: IPAddress, device: UInt64 = 0) -> Bool {
+        (clients.isEmpty && devices.isEmpty) || clients.contains { $0.contains(address) } || (device != 0 && devices.contains(device))
+    }
+
+    /// `--client`'s value: a link-layer address, or an address or network.
+    public mutating func addClient(_ text: String) throws(FilterError) {
+        if let mac = MACAddress(text: text) { devices.insert(mac.raw) } else { clients.append(try ClientNetwork(parsing: text)) }
     }
 
     public func matches(_ t: Transaction) -> Bool {
-        if !matchesClient(t.connection.client.address) { return false }
+        if !matchesClient(t.connection.client.address, device: t.connection.deviceMAC) { return false }
         if !statusClasses.isEmpty || !statuses.isEmpty {
             let status = t.response?.status ?? 0
             if !(statuses.contains(status) || statusClasses.contains(status / 100)) { return false }

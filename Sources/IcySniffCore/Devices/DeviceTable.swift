@@ -22,6 +22,7 @@ public final class DeviceTable {
     public static let maxAddressesPerDevice = 64
     public static let maxNames = 16
     public static let maxAssignments = 200_000
+    public static let maxAssignmentsPerAddress = 64
 
     public enum NameSource: String, Sendable {
         case dhcp, dhcpFQDN = "dhcp-fqdn", dhcpv6, mdns, netbios, leaseFile = "lease-file"
@@ -63,8 +64,15 @@ public final class DeviceTable {
     private var leased: [IPAddress: Int] = [:]
     /// DHCPv6 transactions of clients, by transaction id: whose Reply is it.
     private var dhcpv6Clients: [UInt32: MACAddress] = [:]
-    /// The last packet's sender: most packets follow one of their flow.
-    private var lastMAC = MACAddress(raw: 0), lastAddress = IPAddress(high: 0, low: 0), lastAssignment = -1
+    /// Recent senders and receivers, direct-mapped by a hash of the pair: a packet whose pair
+    /// is here costs a compare and a store, not a dictionary look-up (both directions of the
+    /// flows in progress stay in it).
+    private struct Recent { var mac: UInt64 = 0; var address = IPAddress(high: 0, low: 0); var assignment = -1 }
+    private var recent = [Recent](repeating: Recent(), count: 256)
+    private var recentReceivers = [Recent](repeating: Recent(), count: 256)
+    @inline(__always) private static func slot(_ mac: MACAddress, _ a: IPAddress) -> Int {
+        Int(truncatingIfNeeded: ((mac.raw ^ a.low ^ (a.high &* 31)) &* 0x9E37_79B9_7F4A_7C15) >> 56)
+    }
     /// Devices not kept past `maxDevices` (`devices_limited`).
     public private(set) var devicesNotKept = 0
     /// Link-layer addresses were seen: devices are keyed by them.
@@ -77,16 +85,18 @@ public final class DeviceTable {
     /// A packet's sender: `mac` nil where the link type has none.
     @inline(__always)
     public func observe(mac: MACAddress?, address: IPAddress, at time: Timestamp) {
-        guard let mac, mac.isIndividual else { return }
-        if mac == lastMAC && address == lastAddress && lastAssignment >= 0 {
-            assignments[lastAssignment].last = time
+        guard let mac else { return }
+        let slot = Self.slot(mac, address)
+        let r = recent[slot]
+        if r.mac == mac.raw && r.address == address && r.assignment >= 0 {
+            assignments[r.assignment].last = time
             return
         }
+        guard mac.isIndividual else { return }
         sawLinkLayer = true
         guard !Self.isUnspecified(address), let device = device(mac, at: time) else { return }
-        lastAssignment = assign(address, to: device, at: time) ?? -1
-        lastMAC = mac
-        lastAddress = address
+        let index = assign(address, to: device, at: time, sent: true) ?? -1
+        recent[slot] = Recent(mac: mac.raw, address: address, assignment: index)
     }
 
     /// Transactions of the connections still open, by connection id (`attribute` takes them).
@@ -98,7 +108,11 @@ public final class DeviceTable {
     /// address only while no sender has (a client whose own packets the capture missed).
     @inline(__always)
     public func observe(destination mac: MACAddress?, address: IPAddress, at time: Timestamp) {
-        guard let mac, mac.isIndividual, !Self.isUnspecified(address), byAddress[address] == nil,
+        guard let mac else { return }
+        let slot = Self.slot(mac, address)
+        if recentReceivers[slot].mac == mac.raw && recentReceivers[slot].address == address { return }
+        recentReceivers[slot] = Recent(mac: mac.raw, address: address, assignment: 0)
+        guard mac.isIndividual, !Self.isUnspecified(address), byAddress[address] == nil,
               let device = device(mac, at: time) else { return }
         assign(address, to: device, at: time)
     }
@@ -125,6 +139,7 @@ public final class DeviceTable {
                 _ = assign(address, to: index!, at: c.began)
             } else { devicesNotKept += 1 }
         }
+        c.deviceMAC = mac(of: address, at: c.began)
         guard let i = index else { return }
         if let list = byAddress[address], let a = list.last(where: { assignments[$0].device == i }) {
             assignments[a].last = max(assignments[a].last, c.lastSeen)
@@ -135,6 +150,16 @@ public final class DeviceTable {
         let bytes = c.clientHalf.bytes + c.serverHalf.bytes
         devices[i].bytes += bytes
         if c.encryptedWithoutKeys { devices[i].encryptedBytes += bytes }
+    }
+
+    /// The link-layer address of the device that held `address` at `time` (0: none known, or a
+    /// router's, which forwards what several devices sent): the `device` of transactions and
+    /// connections, and what `--client MAC` matches.
+    public func mac(of address: IPAddress, at time: Timestamp) -> UInt64 {
+        guard let list = byAddress[address], let first = list.first else { return 0 }
+        let a = list.last(where: { assignments[$0].first <= time }) ?? first
+        let d = devices[assignments[a].device]
+        return d.router ? 0 : d.mac?.raw ?? 0
     }
 
     // MARK: Devices and addresses
@@ -151,8 +176,10 @@ public final class DeviceTable {
     }
 
     /// The device's assignment of `address` now: its current one, or a new one.
+    /// `sent`: the device sent from it. A second IPv4 address it sends from while it still sends
+    /// from another (within a second) makes it a router: it forwards what others sent.
     @discardableResult
-    func assign(_ address: IPAddress, to device: Int, at time: Timestamp) -> Int? {
+    func assign(_ address: IPAddress, to device: Int, at time: Timestamp, sent: Bool = false) -> Int? {
         if let list = byAddress[address], let latest = list.last,
            assignments[latest].device == device && !assignments[latest].released {
             assignments[latest].last = max(assignments[latest].last, time)
@@ -164,9 +191,18 @@ public final class DeviceTable {
             return nil
         }
         guard assignments.count < Self.maxAssignments else { return nil }
+        if sent && address.isIPv4 && !devices[device].router {
+            let recently = Timestamp(nanoseconds: time.nanoseconds - 1_000_000_000)
+            if devices[device].assignments.contains(where: { a in
+                assignments[a].address.isIPv4 && !assignments[a].released && assignments[a].last >= recently && assignments[a].first != .zero
+            }) { devices[device].router = true }
+        }
         assignments.append(Assignment(address: address, device: device, first: time, last: time))
         let index = assignments.count - 1
+        // At most `maxAssignmentsPerAddress` kept per address (the newest): an address handed
+        // between MACs over and over is not a list that every look-up walks.
         byAddress[address, default: []].append(index)
+        if byAddress[address]!.count > Self.maxAssignmentsPerAddress { byAddress[address]!.removeFirst() }
         devices[device].assignments.append(index)
         return index
     }
@@ -175,7 +211,7 @@ public final class DeviceTable {
         guard let latest = byAddress[address]?.last, assignments[latest].device == device else { return }
         assignments[latest].last = max(assignments[latest].last, time)
         assignments[latest].released = true
-        if lastAssignment == latest { lastAssignment = -1 }
+        for i in recent.indices where recent[i].assignment == latest { recent[i].assignment = -1 }
     }
 
     private func name(_ device: Int, _ name: String, _ source: NameSource) {
@@ -413,6 +449,15 @@ public final class DeviceTable {
 
     // MARK: Output
 
+    /// Each named device's first name, by link-layer address (`Report.nameDevices`).
+    public func names() -> [UInt64: String] {
+        var out: [UInt64: String] = [:]
+        for d in devices { if let mac = d.mac, let name = d.names.sorted(by: { Self.rank($0.source) < Self.rank($1.source) }).first?.name { out[mac.raw] = name } }
+        return out
+    }
+
+    static func rank(_ s: NameSource) -> Int { [NameSource.dhcp, .dhcpFQDN, .dhcpv6, .mdns, .netbios, .leaseFile].firstIndex(of: s)! }
+
     /// The devices to list: those that spoke for themselves or were the client of a connection;
     /// not a DHCP server nor a router unless it was a client itself. In order of first sight.
     public func summaries() -> [DeviceSummary] {
@@ -424,8 +469,7 @@ public final class DeviceTable {
                                            first: assignments[a].first == .zero ? nil : assignments[a].first,
                                            last: assignments[a].last == .zero ? nil : assignments[a].last)
             }
-            let sources: [NameSource] = [.dhcp, .dhcpFQDN, .dhcpv6, .mdns, .netbios, .leaseFile]
-            let names = d.names.sorted { sources.firstIndex(of: $0.source)! < sources.firstIndex(of: $1.source)! }
+            let names = d.names.sorted { Self.rank($0.source) < Self.rank($1.source) }
             out.append(DeviceSummary(id: "D\(out.count + 1)", mac: d.mac, names: names.map { ($0.name, $0.source.rawValue) },
                                      addresses: addresses, osHint: DeviceSummary.osHint(vendorClass: d.vendorClass, model: d.model),
                                      vendorClass: d.vendorClass, model: d.model, connections: d.connections, requests: d.requests,

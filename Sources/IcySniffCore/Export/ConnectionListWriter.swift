@@ -107,6 +107,7 @@ public final class ConnectionListWriter: OutputSink {
             w.string("transport", s.transport.rawValue)
             w.string("start", s.start.iso8601(fractionDigits: 6))
             w.string("client", s.client.description)
+            if s.deviceMAC != 0 { w.string("device", MACAddress(raw: s.deviceMAC).description) }
             w.string("server", s.server.description)
             w.optionalNumber("handshake_ms", s.handshakeMilliseconds)
             w.number("duration_ms", s.durationMilliseconds)

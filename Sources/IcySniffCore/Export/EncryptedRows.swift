@@ -49,6 +49,7 @@ extension TableWriter {
         case .connection: return c.label
         case .capture: return c.captureName
         case .client: return c.client.description
+        case .device: return c.deviceMAC == 0 ? missing : MACAddress(raw: c.deviceMAC).description
         case .server: return c.server.description
         case .method: return format == .table ? "≈" : missing
         case .host, .sni: return c.tls?.sni ?? missing
@@ -75,6 +76,7 @@ extension TableWriter {
         w.string("connection", c.label)
         w.string("client_ip", c.client.address.description)
         w.int("client_port", c.client.port)
+        if c.deviceMAC != 0 { w.string("device", MACAddress(raw: c.deviceMAC).description) }
         w.string("server_ip", c.server.address.description)
         w.int("server_port", c.server.port)
         w.key("method"); w.null()
@@ -222,6 +224,7 @@ extension TableWriter {
         case .connection: return c.label
         case .capture: return captureName
         case .client: return c.client.description
+        case .device: return c.deviceMAC == 0 ? missing : MACAddress(raw: c.deviceMAC).description
         case .server: return c.server.description
         case .method: return format == .table ? (c.quic == nil ? "TLS" : "QUIC") : missing
         case .host, .sni: return c.tls?.sni ?? missing
@@ -248,6 +251,7 @@ extension TableWriter {
         w.string("transport", c.transport.rawValue)
         w.string("client_ip", c.client.address.description)
         w.int("client_port", c.client.port)
+        if c.deviceMAC != 0 { w.string("device", MACAddress(raw: c.deviceMAC).description) }
         w.string("server_ip", c.server.address.description)
         w.int("server_port", c.server.port)
         w.optionalString("host", tls?.sni)

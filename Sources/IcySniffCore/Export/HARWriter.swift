@@ -210,6 +210,8 @@ public struct ConnectionSummary: Sendable {
     /// What a QUIC connection showed (nil for TCP).
     public var quic: QUICInfo?
     public var client: Endpoint
+    /// Its client's device (`Connection.deviceMAC`; 0: none known).
+    public var deviceMAC: UInt64
     public var server: Endpoint
     public var start: Timestamp
     public var end: Timestamp
@@ -234,6 +236,7 @@ public struct ConnectionSummary: Sendable {
         transport = c.transport
         quic = c.quic
         client = c.client
+        deviceMAC = c.deviceMAC
         server = c.server
         start = c.began
         end = c.lastSeen
@@ -292,6 +295,7 @@ public struct ConnectionSummary: Sendable {
         w.string("id", label)
         w.string("transport", transport.rawValue)
         w.string("client", client.description)
+        if deviceMAC != 0 { w.string("device", MACAddress(raw: deviceMAC).description) }
         w.string("server", server.description)
         w.string("start", start.iso8601(fractionDigits: 6))
         w.number("duration", end.milliseconds(since: start))

@@ -324,7 +324,7 @@ public enum ReportWriter {
             w.key("devices"); w.beginArray()
             for d in r.devices {
                 w.beginObject()
-                w.string("client", d.client); w.int("connections", d.connections); w.int("encryptedConnections", d.encryptedConnections)
+                w.string("client", d.client); w.optionalString("mac", d.mac); w.optionalString("name", d.name); w.int("connections", d.connections); w.int("encryptedConnections", d.encryptedConnections)
                 w.int("wireBytes", d.wireBytes); w.int("requests", d.requests)
                 w.int("avoidable", d.avoidable); w.int("avoidableBytes", d.avoidableBytes); w.int("failed", d.failed)
                 w.key("userAgents"); w.beginArray()

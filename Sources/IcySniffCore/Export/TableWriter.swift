@@ -14,7 +14,7 @@ public enum Field: String, CaseIterable, Sendable {
     case time, capture, connection, depth, client, server, method, host, path, url, version, proto = "protocol", status, reason,
          contentType = "type", requestSize = "req_size", size, encodedSize = "encoded_size",
          duration, connect, send, wait, receive, ssl, cache, tlsVersion = "tls_version", sni, stream,
-         wsMessages = "ws_messages", wsBytes = "ws_bytes", flags
+         wsMessages = "ws_messages", wsBytes = "ws_bytes", flags, device
 
     public static let defaultColumns: [Field] = [.time, .client, .method, .url, .status, .proto, .contentType, .size, .duration, .cache, .flags]
 
@@ -144,6 +144,7 @@ public final class TableWriter {
         case .connection: return t.connection.label
         case .depth: return String(t.depth)
         case .client: return t.connection.client.description
+        case .device: return t.connection.device?.description ?? missing
         case .server: return t.connection.server.description
         case .method: return req?.method ?? missing
         case .host: return t.host
@@ -603,6 +604,7 @@ enum NDJSONEncoder {
         w.int("depth", t.depth)
         w.plainString("client_ip") { client.address.appendText(to: $0) }
         w.int("client_port", client.port)
+        if let device = t.connection.device { w.string("device", device.description) }
         w.plainString("server_ip") { server.address.appendText(to: $0) }
         w.int("server_port", server.port)
         w.optionalString("method", req?.method)

@@ -27,6 +27,7 @@ enum TransactionArchive {
         w.u64(c.id)
         w.endpoint(c.client)
         w.endpoint(c.server)
+        w.u64(c.deviceMAC)
         w.int(t.depth)
         w.string(t.scheme)
         w.optionalString(t.proxyTunnel?.kind.rawValue)
@@ -235,6 +236,7 @@ enum TransactionArchive {
         private mutating func readTransaction() throws -> Transaction {
             let id = try u64()
             let client = try endpoint(), server = try endpoint()
+            let device = try u64()
             let depth = try int()
             let scheme = try string()
             var via: ProxyTunnel? = nil
@@ -242,7 +244,8 @@ enum TransactionArchive {
                 guard let k = ProxyTunnel.Kind(rawValue: kind) else { throw Failed() }
                 via = ProxyTunnel(kind: k, target: try string())
             }
-            let snapshot = ConnectionSnapshot(archived: id, client: client, server: server)
+            var snapshot = ConnectionSnapshot(archived: id, client: client, server: server)
+            snapshot.deviceMAC = device
             let t = Transaction(connection: snapshot, depth: depth, scheme: scheme, tunnel: via)
             t.streamID = try optionalU64()
             t.pushed = try bool()

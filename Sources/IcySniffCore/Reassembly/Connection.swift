@@ -152,6 +152,9 @@ public final class Connection {
     public internal(set) var clientEvidence: ClientEvidence? = nil
     public internal(set) var firstSeen: Timestamp
     public internal(set) var lastSeen: Timestamp
+    /// The link-layer address of its client's device (0: none known; `DeviceTable.mac`), set
+    /// when its handshake is told and when it ends.
+    public internal(set) var deviceMAC: UInt64 = 0
     /// What only TCP has (its handshake, RST, Zeek's history letters); empty for QUIC. Readers
     /// that do not care what carries the connection use `setup` and `began`.
     public internal(set) var tcp = TCPFacts()

@@ -123,7 +123,7 @@ function rowFromRecord(rec) {
   const d = rec.data;
   const ts = parseTime(d.ts);
   return {
-    seq: rec.seq, kind: "t", ts, client: d.client_ip, clientPort: d.client_port, server: d.server_ip + ":" + d.server_port,
+    seq: rec.seq, kind: "t", ts, client: d.client_ip, clientPort: d.client_port, device: d.device || "", server: d.server_ip + ":" + d.server_port,
     method: d.method || "", url: d.url || (d.host ? d.host + (d.target || "") : ""), host: d.host || "",
     status: d.status === null ? 0 : d.status, reason: d.reason || "", protocol: d.protocol || "",
     mime: d.content_type || "", type: typeOf(d.content_type, d.url, d.status),
@@ -139,7 +139,7 @@ function connectionRow(rec) {
   const d = rec.data;
   const tls = d.tls || {}, quic = d.quic || null;
   return {
-    seq: rec.seq, kind: "c", id: d.id, ts: parseTime(d.start), client: (d.client || "").replace(/:\d+$/, "").replace(/^\[|\]$/g, ""),
+    seq: rec.seq, kind: "c", id: d.id, ts: parseTime(d.start), client: (d.client || "").replace(/:\d+$/, "").replace(/^\[|\]$/g, ""), device: d.device || "",
     server: d.server, transport: d.transport, sni: tls.sni || (quic && quic.sni) || "", version: quic ? quic.version : (tls.version || ""),
     alpn: tls.alpn || (tls.alpnOffered || []).join(","), decrypted: !!(tls.decrypted || (quic && quic.decrypted)),
     encrypted: !!(d.tls || d.quic), bytes: (d.bytesFromClient || 0) + (d.bytesFromServer || 0),
@@ -161,7 +161,7 @@ function estimateRows(conn, rec) {
   const word = inferred.protocol === "http/1.1" ? "exchange" : "request";
   return list.map((x, i) => ({
     seq: rec.seq + (i + 1) / (list.length + 1), kind: "e", index: i + 1, of: list.length, word, exact: !!inferred.exchanges_exact,
-    ts: parseTime(x.ts), client: conn.client, server: conn.server, sni: conn.sni, host: conn.sni, conn: conn.id,
+    ts: parseTime(x.ts), client: conn.client, device: conn.device, server: conn.server, sni: conn.sni, host: conn.sni, conn: conn.id,
     method: "", url: `https://${origin}/`, status: -1, protocol: inferred.protocol || "", type: "other", mime: "",
     size: x.response_bytes, requestBytes: x.request_bytes, time: x.time_ms, alone: !!x.alone, estimate: x,
     phases: { dns: null, connect: null, ssl: null, send: x.send_ms, wait: x.wait_ms, receive: x.receive_ms },
@@ -232,7 +232,8 @@ const choices = { client: new Set(), protocol: new Set(), method: new Set(), cac
 function noteChoice(row) {
   let changed = false;
   const add = (set, v) => { if (v && !set.has(v)) { set.add(v); changed = true; } };
-  add(choices.client, row.client);
+  // A device: its link-layer address where the capture names one (its IPv4 and IPv6 rows alike).
+  add(choices.client, row.device || row.client);
   add(choices.protocol, row.protocol);
   add(choices.method, row.method);
   if (row.cache) add(choices.cache, row.cache.split(" ")[0]);
@@ -301,7 +302,7 @@ function matches(row, f) {
     if (!f.encrypted || !row.encrypted || row.decrypted || state.connectionsWithTransactions.has(id)) return false;
     if (f.status || f.type || f.method || f.cache) return false;
   }
-  if (f.client && row.client !== f.client) return false;
+  if (f.client && (row.device || row.client) !== f.client) return false;
   if (f.host && !(row.host || "").toLowerCase().includes(f.host.toLowerCase()) && !(row.sni || "").toLowerCase().includes(f.host.toLowerCase())) return false;
   if (f.status && String(row.status === 0 ? 0 : Math.floor(row.status / 100)) !== f.status) return false;
   if (f.type && row.type !== f.type) return false;
@@ -458,7 +459,7 @@ function newRowElement(list) {
 /** Puts a row's text into an element (as text: the strings are the capture's). */
 function fillRow(e, row) {
   const values = row.kind === "t" ? [
-    [fmtClock(row.ts)], [row.client, endpoint(row.client, row.clientPort)], [row.method], [row.url, row.url],
+    [fmtClock(row.ts)], [row.client, endpoint(row.client, row.clientPort) + (row.device ? " — device " + row.device : "")], [row.method], [row.url, row.url],
     [String(row.status || "—"), row.reason, statusClass(row.status)], [row.protocol], [row.type, row.mime],
     [fmtBytes(row.size)], [fmtMs(row.time)], [row.avoidable ? "AVOIDABLE" : row.cache, "", row.avoidable ? "avoidable" : ""],
     [row.flags.join(" "), row.flags.join("\n")],
