@@ -169,4 +169,18 @@ import Testing
         #expect(devices.allSatisfy { ($0["names"] as? [[String: String]])?.first?["name"] == "host" })
         #expect(run.stderr.contains("devices_limited"), "\(run.stderr)")
     }
+
+    /// A phone's private cache is its device's (RFC 9111 §1): its IPv6 request for a page it
+    /// fetched fresh over IPv4 is avoidable; the second phone's first download of what the first
+    /// fetched, from the address the first phone left, is not (it was judged avoidable when the
+    /// cache was keyed by address).
+    @Test func eachPhoneHasOnePrivateCacheAcrossItsAddresses() throws {
+        let rows = Self.rows(try CLI.run(["-r", CLI.capture("hotspot-sample.pcap"), "--format", "ndjson", "--quiet"]).text)
+        let avoidable = rows.filter { $0["cache_avoidable"] as? Bool == true }
+        #expect(avoidable.count == 2, "\(avoidable.map { "\($0["device"] ?? "") \($0["url"] ?? "")" })")
+        for r in avoidable {
+            #expect((r["client_ip"] as? String ?? "").contains(":") && (r["url"] as? String ?? "").hasSuffix("/page.html"), "\(r)")
+        }
+        #expect(Set(avoidable.compactMap { $0["device"] as? String }) == ["02:00:00:00:00:11", "02:00:00:00:00:22"])
+    }
 }

@@ -247,7 +247,8 @@ public final class CacheTracker {
     ///
     /// A private cache belongs to one user agent (RFC 9111 §1): on a hotspot, phone B's first
     /// download of a file is not avoidable because phone A fetched it. A client is the address
-    /// the requests come from and the User-Agent they carry: two apps (or a browser and an app)
+    /// the requests come from (its device, where the capture names one: `DeviceTable`) and the
+    /// User-Agent they carry: two apps (or a browser and an app)
     /// behind one address, or behind a NAT, have caches of their own.
     public static func client(of t: Transaction) -> String {
         let text = ByteBuffer(capacity: 96)
@@ -255,10 +256,15 @@ public final class CacheTracker {
         return text.text
     }
 
-    /// `client(of:)` appended to `key` (the address as text, a NUL, the User-Agent's bytes),
-    /// without making a String.
+    /// `client(of:)` appended to `key` (the device's link-layer address where known, so that a
+    /// phone's IPv4 and IPv6 requests share one cache, else the client address; a NUL; the
+    /// User-Agent's bytes), without making a String.
     static func appendClient(of t: Transaction, to key: ByteBuffer) {
-        t.connection.client.address.appendText(to: key)
+        if let device = t.connection.device {
+            device.appendText(to: key)
+        } else {
+            t.connection.client.address.appendText(to: key)
+        }
         key.append(0)
         if let headers = t.request?.headers, let i = headers.index(of: .userAgent) {
             headers.withValueBytes(at: i) { key.append($0) }

@@ -36,6 +36,18 @@ public struct MACAddress: Hashable, Comparable, Sendable, CustomStringConvertibl
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// `description`'s bytes appended to `out`, without making a String.
+    func appendText(to out: ByteBuffer) {
+        let hex: StaticString = "0123456789abcdef"
+        hex.withUTF8Buffer { digits in
+            for i in stride(from: 40, through: 0, by: -8) {
+                let byte = Int((raw >> UInt64(i)) & 0xFF)
+                if i != 40 { out.append(0x3A) }
+                out.append(digits[byte >> 4], digits[byte & 0xF])
+            }
+        }
+    }
+
     /// One station's own address: not a group (multicast or broadcast) address, not all zeros.
     public var isIndividual: Bool { raw != 0 && (raw >> 40) & 1 == 0 }
 }
