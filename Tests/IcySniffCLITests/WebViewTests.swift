@@ -212,6 +212,11 @@ import Glibc
         #expect(file["chromeClientTitles"] as? [String] == ["|", "|"], "\(file["chromeClientTitles"] ?? "")")
         #expect((file["pageErrors"] as? [Any])?.isEmpty == true, "\(file["pageErrors"] ?? "")")
         #expect(file["violations"] as? Int == 0)
+        // Copy as cURL (parsed as a shell parses it), as fetch, as HAR, the URL: the entry's.
+        let curl = file["curl"] as? [String: Any] ?? [:]
+        #expect(curl["program"] as? String == "curl" && curl["url"] as? Bool == true && curl["headers"] as? Bool == true
+                && curl["compressed"] as? Bool == true && curl["hostDropped"] as? Bool == true, "\(curl)")
+        #expect(file["fetch"] as? Bool == true && file["copiedEntry"] as? Bool == true && file["copiedURL"] as? Bool == true)
         // axe-core's WCAG rules on the list, the detail pane, the waterfall and an opened HAR:
         // none violated (before: landmarks, heading order, a scrollable pane the keyboard could
         // not reach, contrast of the waterfall's labels).
