@@ -187,6 +187,11 @@ public final class Pipeline {
             devices.observe(mac: mac, address: datagram.source.address, at: datagram.timestamp)
             devices.observeService(datagram, mac: mac)
             udp(datagram)
+        case .neighbor(let n):
+            // Not traffic icy-sniff analyses (counted as skipped, as before), but who holds an
+            // IPv6 address: the device table's.
+            counts.skippedPackets &+= 1
+            devices.observe(n, mac: LinkSource.address(of: packet.bytes, linkType: decoder.linkType))
         case .skipped:
             counts.skippedPackets &+= 1
         case .skippedNamed(let weird):

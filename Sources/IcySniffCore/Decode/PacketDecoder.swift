@@ -312,6 +312,10 @@ public struct PacketDecoder {
                 source: Endpoint(address: source, port: sourcePort),
                 destination: Endpoint(address: destination, port: destinationPort),
                 payload: payload, timestamp: timestamp))
+        case 58 where b.count >= 24 && (b.u8(0) == 135 || b.u8(0) == 136) && b.u8(1) == 0:
+            // ICMPv6 Neighbor Solicitation (135) or Advertisement (136): its target address.
+            return .neighbor(NeighborDiscovery(advertisement: b.u8(0) == 136, source: source,
+                                               target: IPAddress(high: b.be64(8), low: b.be64(16)), timestamp: timestamp))
         case 4, 41, 47:
             // IP in IP (RFC 2003), IPv6 in IPv4 / IPv4 in IPv6 (6in4, RFC 4213), GRE (RFC 2784).
             guard depth < Self.maxEncapsulationDepth else { return .malformed(.encapsulationTooDeep) }

@@ -54,9 +54,22 @@ public struct UDPDatagram {
 }
 
 /// What the decoder made of a packet.
+/// An IPv6 Neighbor Solicitation or Advertisement (RFC 4861): who says an address is theirs.
+public struct NeighborDiscovery {
+    /// A Neighbor Advertisement (else a Solicitation).
+    public var advertisement: Bool
+    /// The IPv6 source address (`::` in Duplicate Address Detection, RFC 4862).
+    public var source: IPAddress
+    /// The address solicited or advertised.
+    public var target: IPAddress
+    public var timestamp: Timestamp
+}
+
 public enum DecodeOutcome {
     case tcp(TCPSegment)
     case udp(UDPDatagram)
+    /// ICMPv6 neighbor discovery (`--devices`' addresses; nothing else reads it).
+    case neighbor(NeighborDiscovery)
     /// Not TCP or UDP over IP (ICMP, …), or an IP fragment waiting for the rest.
     case skipped
     /// Skipped, and counted under a name: the link layer carries something other than IP

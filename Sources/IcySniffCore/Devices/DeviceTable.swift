@@ -117,6 +117,19 @@ public final class DeviceTable {
         assign(address, to: device, at: time)
     }
 
+    /// IPv6 neighbor discovery: an Advertisement's target is its sender's, as is the target of
+    /// a Solicitation sent from `::` (Duplicate Address Detection: an address about to be used);
+    /// any other Solicitation's source is its sender's.
+    public func observe(_ n: NeighborDiscovery, mac: MACAddress?) {
+        if n.advertisement || Self.isUnspecified(n.source) {
+            guard let mac, mac.isIndividual, !Self.isUnspecified(n.target), let device = device(mac, at: n.timestamp) else { return }
+            sawLinkLayer = true
+            assign(n.target, to: device, at: n.timestamp)
+        } else {
+            observe(mac: mac, address: n.source, at: n.timestamp)
+        }
+    }
+
     /// A connection that ended: counted for the device that held its client address when it began.
     public func attribute(_ c: Connection) {
         let address = c.client.address

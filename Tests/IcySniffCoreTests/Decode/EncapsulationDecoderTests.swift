@@ -41,7 +41,7 @@ import Testing
             switch decoder.decode(CapturedPacket(bytes: b, timestamp: Timestamp(nanoseconds: 1), wireLength: wireLength ?? b.count)) {
             case .tcp(let s): return .tcp(sourcePort: s.source.port, payload: s.payload.count, missing: s.missingPayload)
             case .udp(let d): return .udp(destinationPort: d.destination.port)
-            case .skipped: return .skipped
+            case .skipped, .neighbor: return .skipped
             case .skippedNamed(let w): return .skippedNamed(w)
             case .malformed(let w): return .malformed(w)
             }
