@@ -11,6 +11,8 @@ public struct PipelineOptions: Sendable {
     /// outputs of a TLS connection may then come a few batches later. Not for live captures,
     /// whose rows must come as they happen.
     public var decryptOnSecondThreadAfter: Int? = nil
+    /// Where the device table puts the names it learns, for `--client NAME`.
+    public var deviceDirectory: DeviceDirectory? = nil
     public init() {}
 }
 
@@ -65,6 +67,7 @@ public final class Pipeline {
         let emitter = TransactionEmitter(sink: sink, dns: dns)
         self.emitter = emitter
         emitter.devices = devices
+        devices.directory = options.deviceDirectory
         let keyLog = options.keyLog ?? KeyLog(text: "")
         self.keyLog = keyLog
         let decryption = options.decryptOnSecondThreadAfter.map { DecryptionQueue(startAfter: $0) }

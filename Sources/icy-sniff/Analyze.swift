@@ -222,7 +222,7 @@ struct InputOptions: ParsableArguments {
 }
 
 struct FilterOptions: ParsableArguments {
-    @Option(name: .customLong("client"), help: ArgumentHelp("Only this device: its link-layer address (02:00:00:00:00:11: its IPv4 and IPv6 traffic alike; --devices lists them), or a client address or network, e.g. 192.168.1.23 or 192.168.1.0/24 or fd00::/8 (repeatable). Its connections only, too.", valueName: "mac|address[/bits]"))
+    @Option(name: .customLong("client"), help: ArgumentHelp("Only this device: its link-layer address (02:00:00:00:00:11: its IPv4 and IPv6 traffic alike; --devices lists them), the name it gave itself (a glob: 'Pixel*', from DHCP, mDNS or --leases), or a client address or network, e.g. 192.168.1.23 or 192.168.1.0/24 or fd00::/8 (repeatable). Its connections only, too.", valueName: "mac|address[/bits]"))
     var client: [String] = []
 
     @Option(name: .customLong("status"), help: ArgumentHelp("Only these statuses: codes and classes, e.g. 4xx,5xx,304 (0: no response).", valueName: "list"))

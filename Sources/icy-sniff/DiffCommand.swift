@@ -94,6 +94,7 @@ struct DiffCommand: ParsableCommand {
         guard !expanded.sets.isEmpty else { return .failure(Problem(text: "\(path): no captures found")) }
         var pipelineOptions = PipelineOptions()
         pipelineOptions.keyLog = keyLog
+        pipelineOptions.deviceDirectory = client?.directory
         var runOptions = AnalysisRun.Options()
         runOptions.pipeline = pipelineOptions
         for set in expanded.sets {

@@ -87,6 +87,7 @@ struct Frontend {
         // message for -V to show; otherwise sizes only.
         pipelineOptions.http.webSocket.keptBytes = output.bodies ? 1 << 20 : output.namedFormat == .heads ? 120 : 0
         pipelineOptions.keyLog = keyLog
+        pipelineOptions.deviceDirectory = filter.directory
         if let n = input.maxConnections { pipelineOptions.reassembly.maxConnections = n }
         return pipelineOptions
     }
@@ -273,6 +274,10 @@ struct Frontend {
             else if format == .heads || format == .websocket { estimates = .notInFormat }
             else { estimates = filter.choosesOnlyDevices ? .rows : .filteredOut }
             Summary.print(pipeline.stats, keyLog: keyLog, shown: tally?.kept, estimates: estimates)
+            let names = pipeline.devices.allNames
+            for pattern in filter.deviceNames where !names.contains(where: { DeviceDirectory.glob(pattern, matches: $0) }) {
+                Diagnostics.warning("--client '\(pattern)': no device gave itself that name (DHCP, mDNS, --leases); --devices lists the names seen")
+            }
             if let devicesLine { Diagnostics.info(devicesLine) }
         }
         // Reading files stopped by a signal: exit 130 (a live capture ends that way normally).

@@ -88,6 +88,27 @@ import Testing
         }
     }
 
+    /// `--client` takes the name a device gave itself, as a glob (case ignored), for
+    /// transactions and `--connections` alike; a name no device gave is said.
+    @Test func clientByName() throws {
+        let capture = CLI.capture("hotspot-sample.pcap")
+        let phones = try Self.truth
+        for (pattern, mac) in [("pixel*", "02:00:00:00:00:11"), ("Galaxy-S24", "02:00:00:00:00:22")] {
+            let rows = Self.rows(try CLI.run(["-r", capture, "--format", "ndjson", "--quiet", "--client", pattern]).text)
+            #expect(rows.count == phones.first { $0["mac"] as? String == mac }?["requests"] as? Int && rows.allSatisfy { $0["device"] as? String == mac },
+                    "\(pattern): \(rows.count)")
+            let connections = Self.rows(try CLI.run(["-r", capture, "--connections", "--format", "ndjson", "--quiet", "--client", pattern]).text)
+            #expect(connections.count == rows.count && connections.allSatisfy { $0["device"] as? String == mac }, "\(pattern): \(connections.count)")
+        }
+        // A MAC alone chooses connections too (it let every connection through).
+        let byMAC = Self.rows(try CLI.run(["-r", capture, "--connections", "--format", "ndjson", "--quiet", "--client", "02:00:00:00:00:22"]).text)
+        #expect(byMAC.count == 5, "\(byMAC.count)")
+        let nobody = try CLI.run(["-r", capture, "--client", "nobody"])
+        #expect(nobody.status == 0 && nobody.stderr.contains("--client 'nobody': no device gave itself that name"), "\(nobody.stderr)")
+        let typo = try CLI.run(["-r", capture, "--client", "10.77.0.300"])
+        #expect(typo.status == 64 && typo.stderr.contains("invalid client '10.77.0.300'"), "\(typo.stderr)")
+    }
+
     /// `diff` compares two phones of one capture by their link-layer addresses, from the
     /// capture and from its NDJSON alike: the same 5 requests each, nothing only on one side.
     @Test func diffComparesTwoPhonesByTheirMACs() throws {

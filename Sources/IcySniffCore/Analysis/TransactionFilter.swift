@@ -12,6 +12,12 @@ public struct TransactionFilter: Sendable {
     /// Devices by link-layer address (`--client 02:00:00:00:00:11`): a transaction, or a
     /// connection, passes when its client's device is one of them, whatever address it used.
     public var devices: Set<UInt64> = []
+    /// Devices by the names they gave themselves (`--client 'Pixel*'`: shell globs, case
+    /// ignored), looked up in `directory` as the run learns them.
+    public var deviceNames: [String] = []
+    /// What the run's device table has learned of names (set when `deviceNames` is not empty;
+    /// `PipelineOptions.deviceDirectory` hands it to the table).
+    public private(set) var directory: DeviceDirectory? = nil
     /// "2xx"-style classes (1...5) and exact codes; a missing response counts as status 0.
     public var statusClasses: Set<Int> = []
     public var statuses: Set<Int> = []
@@ -26,7 +32,7 @@ public struct TransactionFilter: Sendable {
     public init() {}
 
     public var isEmpty: Bool {
-        clients.isEmpty && devices.isEmpty && statusClasses.isEmpty && statuses.isEmpty && methods.isEmpty && hosts.isEmpty && contentTypes.isEmpty
+        clients.isEmpty && devices.isEmpty && deviceNames.isEmpty && statusClasses.isEmpty && statuses.isEmpty && methods.isEmpty && hosts.isEmpty && contentTypes.isEmpty
             && minDurationMilliseconds == nil && minSize == nil
     }
 
@@ -35,7 +41,13 @@ public struct TransactionFilter: Sendable {
         var rest = self
         rest.clients = []
         rest.devices = []
+        rest.deviceNames = []
         return rest.isEmpty
+    }
+
+    /// It names devices (by address, link-layer address or name).
+    public var choosesDevices: Bool {
+        !clients.isEmpty || !devices.isEmpty || !deviceNames.isEmpty
     }
 
     /// Parses "4xx,5xx,304".
@@ -51,12 +63,25 @@ public struct TransactionFilter: Sendable {
     /// Whether a connection's client (its address, its device's link-layer address) is one the
     /// filter asks for (always, without `clients` and `devices`).
     public func matchesClient(_ address: IPAddress, device: UInt64 = 0) -> Bool {
-        (clients.isEmpty && devices.isEmpty) || clients.contains { $0.contains(address) } || (device != 0 && devices.contains(device))
+        if !choosesDevices || clients.contains(where: { $0.contains(address) }) { return true }
+        guard device != 0 else { return false }
+        if devices.contains(device) { return true }
+        guard let directory, !deviceNames.isEmpty else { return false }
+        return directory.names(of: device).contains { name in deviceNames.contains { DeviceDirectory.glob($0, matches: name) } }
     }
 
-    /// `--client`'s value: a link-layer address, or an address or network.
+    /// `--client`'s value: a link-layer address, an address or network, or else a device's name
+    /// (a glob). Something that looks like an address but is not one is an error, not a name.
     public mutating func addClient(_ text: String) throws(FilterError) {
-        if let mac = MACAddress(text: text) { devices.insert(mac.raw) } else { clients.append(try ClientNetwork(parsing: text)) }
+        if let mac = MACAddress(text: text) { devices.insert(mac.raw); return }
+        do {
+            clients.append(try ClientNetwork(parsing: text))
+        } catch {
+            let addressLike = !text.isEmpty && text.allSatisfy { $0.isHexDigit || $0 == "." || $0 == ":" || $0 == "/" }
+            guard !addressLike else { throw error }
+            deviceNames.append(text)
+            if directory == nil { directory = DeviceDirectory() }
+        }
     }
 
     public func matches(_ t: Transaction) -> Bool {

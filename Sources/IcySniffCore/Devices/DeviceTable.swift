@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Who is who on a hotspot (`--devices`): a device is its link-layer address where the capture
 /// has one (`LinkSource`), else its IP address; each holds the addresses it used, with the time
 /// ranges in which they were its, the names it gave itself (DHCPv4, DHCPv6, mDNS; a lease file
@@ -75,6 +79,8 @@ public final class DeviceTable {
     }
     /// Devices not kept past `maxDevices` (`devices_limited`).
     public private(set) var devicesNotKept = 0
+    /// Where names go for `--client NAME` (`TransactionFilter.directory`).
+    public var directory: DeviceDirectory? = nil
     /// Link-layer addresses were seen: devices are keyed by them.
     public private(set) var sawLinkLayer = false
 
@@ -232,6 +238,7 @@ public final class DeviceTable {
         guard !name.isEmpty, devices[device].names.count < Self.maxNames,
               !devices[device].names.contains(where: { $0.name == name && $0.source == source }) else { return }
         devices[device].names.append((name, source))
+        if let mac = devices[device].mac { directory?.add(name, for: mac.raw) }
     }
 
     static func isUnspecified(_ a: IPAddress) -> Bool {
@@ -469,6 +476,9 @@ public final class DeviceTable {
         return out
     }
 
+    /// Every name any device gave itself (`--client NAME` says when none matches).
+    public var allNames: [String] { devices.flatMap { $0.names.map(\.name) } }
+
     static func rank(_ s: NameSource) -> Int { [NameSource.dhcp, .dhcpFQDN, .dhcpv6, .mdns, .netbios, .leaseFile].firstIndex(of: s)! }
 
     /// The devices to list: those that spoke for themselves or were the client of a connection;
@@ -533,5 +543,27 @@ public struct DeviceSummary: Sendable {
         }
         if let model { return "model \(model)" }
         return nil
+    }
+}
+
+/// The names the run's devices gave themselves, by link-layer address, for a filter on another
+/// thread (`--client NAME`: the export thread filters while the pipeline's table learns). The
+/// table writes (`DeviceTable.directory`), filters read, under one lock; a name learned after a
+/// transaction was filtered does not bring that transaction back.
+public final class DeviceDirectory: @unchecked Sendable {
+    private let lock = Lock()
+    private var names: [UInt64: [String]] = [:]
+
+    public init() {}
+
+    func add(_ name: String, for mac: UInt64) {
+        lock.withLock { if names[mac]?.contains(name) != true { names[mac, default: []].append(name) } }
+    }
+
+    public func names(of mac: UInt64) -> [String] { lock.withLock { names[mac] ?? [] } }
+
+    /// A shell glob (`*`, `?`, `[…]`), case ignored.
+    public static func glob(_ pattern: String, matches name: String) -> Bool {
+        fnmatch(pattern.lowercased(), name.lowercased(), 0) == 0
     }
 }

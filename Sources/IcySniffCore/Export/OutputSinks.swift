@@ -154,7 +154,7 @@ public struct SinkFactory {
         }
         // --connections: only the devices the filter names (the other filters are about
         // transactions).
-        if connections { return (filter.clients.isEmpty ? last : FilteringSink(filter: filter, next: last), end) }
+        if connections { return (filter.choosesDevices ? FilteringSink(filter: filter, next: last) : last, end) }
         let filtered: TransactionSink = filter.isEmpty ? last : FilteringSink(filter: filter, next: last, tally: filterTally)
         return (CacheJudgingSink(next: filtered), end)
     }
