@@ -253,6 +253,7 @@ public final class DeviceTable {
         if (s == 68 && t == 67) || (s == 67 && t == 68) { dhcp(d) }
         else if (s == 546 && t == 547) || (s == 547 && t == 546) { dhcpv6(d, mac: mac) }
         else if s == 5353 { mdns(d, mac: mac) }
+        else if t == 137 { netbios(d, mac: mac) }
     }
 
     /// DHCPv4 (RFC 2131, 2132): a client's host name (option 12), FQDN (81) and vendor class (60);
@@ -398,6 +399,28 @@ public final class DeviceTable {
                 break
             }
         }
+    }
+
+    /// NetBIOS name service (RFC 1002): a name registration or refresh (opcode 5, 8 or 9) that a
+    /// device sends for its own workstation or server name (suffix 0x00 or 0x20) names it; the
+    /// name is the question's, first-level encoded (two letters 'A'…'P' a byte).
+    func netbios(_ d: UDPDatagram, mac: MACAddress?) {
+        let p = d.payload
+        guard let mac, mac.isIndividual, p.count >= 12 + 34, p.be16(2) & 0x8000 == 0, p.be16(4) == 1 else { return }
+        let opcode = (p.be16(2) >> 11) & 0xF
+        guard opcode == 5 || opcode == 8 || opcode == 9, p.u8(12) == 32 else { return }
+        var bytes: [UInt8] = []
+        for i in 0..<16 {
+            let hi = p.u8(13 + 2 * i), lo = p.u8(14 + 2 * i)
+            guard (0x41...0x50).contains(hi), (0x41...0x50).contains(lo) else { return }
+            bytes.append((hi - 0x41) << 4 | (lo - 0x41))
+        }
+        guard bytes[15] == 0x00 || bytes[15] == 0x20 else { return }
+        var name = bytes[0..<15]
+        while name.last == 0x20 { name.removeLast() }
+        guard !name.isEmpty, name.allSatisfy({ $0 >= 0x21 && $0 < 0x7F }), let device = device(mac, at: d.timestamp) else { return }
+        devices[device].speaks = true
+        self.name(device, String(decoding: name, as: UTF8.self), .netbios)
     }
 
     static func text(_ p: UnsafeRawBufferPointer, _ start: Int, _ count: Int) -> String? {
