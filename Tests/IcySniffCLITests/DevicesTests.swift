@@ -152,6 +152,26 @@ import Testing
         #expect(har.status == 64 && har.stderr.contains("--devices lists devices"), "\(har.stderr)")
     }
 
+    /// Zeek's DHCP traces, against Zeek's own dhcp.log (Tests/Fixtures/corpus/zeek-dhcp): the
+    /// client's MAC, the host name it sent, the address it was given or used.
+    @Test func zeeksDHCPTracesAgreeWithZeeksLog() throws {
+        let folder = CLI.packageRoot.appendingPathComponent("Tests/Fixtures/corpus/zeek-dhcp")
+        let expected = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: folder.appendingPathComponent("expected.json"))) as? [String: Any])
+        var checked = 0
+        for (file, value) in expected where file.hasSuffix(".pcap") {
+            let want = try #require(value as? [String: Any])
+            let devices = Self.rows(try CLI.run(["-r", folder.appendingPathComponent(file).path, "--devices", "--format", "ndjson", "--quiet"]).text)
+            let device = try #require(devices.first { $0["mac"] as? String == want["mac"] as? String }, "\(file): \(devices)")
+            #expect(devices.count == 1, "\(file): the DHCP server is no device: \(devices)")
+            let names = (device["names"] as? [[String: String]] ?? []).filter { $0["source"] == "dhcp" }.compactMap { $0["name"] }
+            #expect(names == [want["host_name"] as? String].compactMap { $0 }, "\(file): \(names)")
+            let addresses = (device["addresses"] as? [[String: Any]] ?? []).compactMap { $0["address"] as? String }
+            #expect(addresses.contains(want["address"] as? String ?? "?"), "\(file): \(addresses)")
+            checked += 1
+        }
+        #expect(checked == 2)
+    }
+
     /// Without link-layer addresses (loopback, raw IP) a device is a client address, and the
     /// summary says so.
     @Test func withoutLinkLayerAddressesADeviceIsAClientAddress() throws {
