@@ -182,8 +182,11 @@ public final class Pipeline {
         switch decoder.decode(packet) {
         case .tcp(let segment):
             counts.tcpSegments &+= 1
-            devices.observe(mac: LinkSource.address(of: packet.bytes, linkType: decoder.linkType), address: segment.source.address, at: segment.timestamp)
-            devices.observe(destination: LinkSource.destination(of: packet.bytes, linkType: decoder.linkType), address: segment.destination.address, at: segment.timestamp)
+            let link = LinkSource.addresses(of: packet.bytes, linkType: decoder.linkType)
+            // The receiver only for a sender not seen lately: a flow's later packets skip it.
+            if !devices.observe(mac: link.source, address: segment.source.address, at: segment.timestamp) {
+                devices.observe(destination: link.destination, address: segment.destination.address, at: segment.timestamp)
+            }
             table.ingest(segment)
         case .udp(let datagram):
             let mac = LinkSource.address(of: packet.bytes, linkType: decoder.linkType)

@@ -54,6 +54,8 @@ public final class TransactionEmitter {
     private(set) var emitted: UInt64 = 0
     /// `--devices`: each transaction counted for its connection's device.
     var devices: DeviceTable? = nil
+    /// The device of the connection whose transaction came last.
+    private var deviceOf: (connection: UInt64, mac: UInt64) = (0, 0)
 
     init(sink: TransactionSink, dns: DNSTracker) {
         self.sink = sink
@@ -75,7 +77,11 @@ public final class TransactionEmitter {
         emitted += 1
         if let devices {
             devices.countRequest(on: t.connection.id)
-            t.connection.deviceMAC = devices.mac(of: t.connection.client.address, at: t.connection.setup.start ?? t.startTime)
+            // One look-up per connection, not per transaction (keep-alive's come together).
+            if t.connection.id != deviceOf.connection {
+                deviceOf = (t.connection.id, devices.mac(of: t.connection.client.address, at: t.connection.setup.start ?? t.startTime))
+            }
+            t.connection.deviceMAC = deviceOf.mac
         }
         let number = sequence
         t.request?.releaseBodyBudget()

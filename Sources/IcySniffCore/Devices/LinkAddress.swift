@@ -37,7 +37,7 @@ public struct MACAddress: Hashable, Comparable, Sendable, CustomStringConvertibl
     }
 
     /// `description`'s bytes appended to `out`, without making a String.
-    func appendText(to out: ByteBuffer) {
+    public func appendText(to out: ByteBuffer) {
         let hex: StaticString = "0123456789abcdef"
         hex.withUTF8Buffer { digits in
             for i in stride(from: 40, through: 0, by: -8) {
@@ -58,6 +58,17 @@ public struct MACAddress: Hashable, Comparable, Sendable, CustomStringConvertibl
 /// headers) the source address (SA: address 2, 3 or 4 by the To/From DS bits). Raw IP, loopback,
 /// tunnels and the rest have none: nil.
 public enum LinkSource {
+    /// The sender's and the receiver's addresses of a frame (`address`, `destination`), read
+    /// with one look at the link type: what the pipeline asks of every packet.
+    @inline(__always)
+    public static func addresses(of b: UnsafeRawBufferPointer, linkType: LinkType) -> (source: MACAddress?, destination: MACAddress?) {
+        if linkType == .ethernet {
+            guard b.count >= 14 else { return (nil, nil) }
+            return (MACAddress(b, at: 6), MACAddress(b, at: 0))
+        }
+        return (address(of: b, linkType: linkType), destination(of: b, linkType: linkType))
+    }
+
     /// The receiver's address where the frame names it (Ethernet's destination; 802.11's DA);
     /// Linux cooked captures keep only the sender's.
     @inline(__always)

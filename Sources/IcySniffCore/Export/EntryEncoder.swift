@@ -28,7 +28,7 @@ enum EntryEncoder {
         w.plainString("connection") { ConnectionSnapshot.appendLabel(of: t.connection.id, to: $0) }
         w.plainString("_clientIPAddress") { t.connection.client.address.appendText(to: $0) }
         w.int("_clientPort", t.connection.client.port)
-        if let device = t.connection.device { w.string("_device", device.description) }
+        if let device = t.connection.device { w.plainString("_device") { device.appendText(to: $0) } }
         w.int("_serverPort", t.connection.server.port)
         w.int("_depth", t.depth)
         if let r = t.request { w.key("_requestTarget"); writeTarget(of: r, to: w, options: options) }

@@ -604,7 +604,7 @@ enum NDJSONEncoder {
         w.int("depth", t.depth)
         w.plainString("client_ip") { client.address.appendText(to: $0) }
         w.int("client_port", client.port)
-        if let device = t.connection.device { w.string("device", device.description) }
+        if let device = t.connection.device { w.plainString("device") { device.appendText(to: $0) } }
         w.plainString("server_ip") { server.address.appendText(to: $0) }
         w.int("server_port", server.port)
         w.optionalString("method", req?.method)
