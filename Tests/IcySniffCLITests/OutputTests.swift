@@ -152,8 +152,11 @@ import Testing
         #expect(!clients(mine.text).isEmpty && Set(clients(mine.text)) == ["141.142.220.118"])
         let rows = try CLI.run(["-r", capture, "--format", "tsv", "--fields", "client", "--quiet", "--client", "141.142.220.0/24"])
         #expect(rows.text.split(separator: "\n").dropFirst().allSatisfy { $0.hasPrefix("141.142.220.") })
-        let bad = try CLI.run(["-r", capture, "--client", "phone"])
-        #expect(bad.status == 64 && bad.stderr.contains("invalid client 'phone'"))
+        let bad = try CLI.run(["-r", capture, "--client", "141.142.220.999"])
+        #expect(bad.status == 64 && bad.stderr.contains("invalid client '141.142.220.999'"))
+        // A word is a device's name (a glob); one no device gave is said, not an error.
+        let unnamed = try CLI.run(["-r", capture, "--client", "phone"])
+        #expect(unnamed.status == 0 && unnamed.stderr.contains("--client 'phone': no device gave itself that name"))
         // The summary says what the filter kept of how many (it said "15 HTTP transactions"
         // under fewer rows).
         let demo = CLI.capture("nginx-cache-demo.pcap.gz")
