@@ -37,6 +37,9 @@ import Testing
             #expect(sources.first == "dhcp" && Set(sources).isSubset(of: ["dhcp", "dhcp-fqdn", "dhcpv6", "mdns"]), "\(sources)")
             #expect(device["os_hint"] as? String == phone["os_hint"] as? String)
             #expect(device["model"] as? String == phone["model"] as? String)
+            // What it sent: curl's User-Agent (its requests are curl's), no JA4 (no TLS).
+            #expect((device["user_agents"] as? [String] ?? []).count == 1 && (device["user_agents"] as? [String])?.first?.hasPrefix("curl/") == true, "\(device["user_agents"] ?? "")")
+            #expect((device["ja4"] as? [String])?.isEmpty == true)
             #expect(device["requests"] as? Int == phone["requests"] as? Int, "\(mac): \(device["requests"] ?? "")")
             let addresses = device["addresses"] as? [[String: String]] ?? []
             let held = Set(addresses.compactMap { $0["address"] })
@@ -170,6 +173,16 @@ import Testing
             checked += 1
         }
         #expect(checked == 2)
+    }
+
+    /// A device's TLS ClientHellos give its JA4 (tls-sample: curl over loopback, one client).
+    @Test func aDevicesJA4IsAHint() throws {
+        let devices = Self.rows(try CLI.run(["-r", CLI.capture("tls-sample.pcap"), "--devices", "--format", "ndjson", "--quiet"]).text)
+        let connections = Self.rows(try CLI.run(["-r", CLI.capture("tls-sample.pcap"), "--connections", "--format", "ndjson", "--quiet"]).text)
+        let ja4s = connections.compactMap { ($0["tls"] as? [String: Any])?["ja4"] as? String }
+        var unique: [String] = []
+        for j in ja4s where !unique.contains(j) { unique.append(j) }
+        #expect(devices.count == 1 && devices.first?["ja4"] as? [String] == unique && !unique.isEmpty, "\(devices)")
     }
 
     /// Without link-layer addresses (loopback, raw IP) a device is a client address, and the

@@ -80,6 +80,8 @@ public final class TransactionEmitter {
             // One look-up per connection, not per transaction (keep-alive's come together).
             if t.connection.id != deviceOf.connection {
                 deviceOf = (t.connection.id, devices.mac(of: t.connection.client.address, at: t.connection.setup.start ?? t.startTime))
+                // A hint of who the device is: the User-Agent of a connection's first request.
+                if let agent = t.request?.headers.first(.userAgent) { devices.noteAgent(agent, of: deviceOf.mac) }
             }
             t.connection.deviceMAC = deviceOf.mac
         }

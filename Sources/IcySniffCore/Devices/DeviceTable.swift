@@ -27,6 +27,7 @@ public final class DeviceTable {
     public static let maxNames = 16
     public static let maxAssignments = 200_000
     public static let maxAssignmentsPerAddress = 64
+    public static let maxHints = 8
 
     public enum NameSource: String, Sendable {
         case dhcp, dhcpFQDN = "dhcp-fqdn", dhcpv6, mdns, netbios, leaseFile = "lease-file"
@@ -47,6 +48,10 @@ public final class DeviceTable {
         var names: [(name: String, source: NameSource)] = []
         var vendorClass: String? = nil
         var model: String? = nil
+        /// Hints from what it sent: the User-Agents of its clear HTTP and its ClientHellos' JA4
+        /// (at most `maxHints` each, first seen first).
+        var userAgents: [String] = []
+        var ja4s: [String] = []
         var assignments: [Int] = []
         /// Was the client of a connection, or spoke for itself (a DHCP client, an mDNS announcement).
         var speaks = false
@@ -138,6 +143,17 @@ public final class DeviceTable {
         return false
     }
 
+    /// A User-Agent the device's clear HTTP carried (the emitter gives one per connection).
+    func noteAgent(_ agent: String, of mac: UInt64) {
+        guard mac != 0, let i = byMAC[MACAddress(raw: mac)] else { return }
+        Self.note(agent, in: &devices[i].userAgents)
+    }
+
+    private static func note(_ hint: String, in list: inout [String]) {
+        guard list.count < maxHints, !list.contains(hint) else { return }
+        list.append(String(hint.prefix(255)))
+    }
+
     /// Transactions of the connections still open, by connection id (`attribute` takes them).
     private var requestsByConnection: [UInt64: Int] = [:]
 
@@ -211,6 +227,7 @@ public final class DeviceTable {
             assignments[a].last = max(assignments[a].last, c.lastSeen)
         }
         devices[i].speaks = true
+        if let ja4 = c.tls?.ja4 { Self.note(ja4, in: &devices[i].ja4s) }
         devices[i].connections += 1
         devices[i].requests += takeRequests(of: c.id)
         let bytes = c.clientHalf.bytes + c.serverHalf.bytes
@@ -571,7 +588,8 @@ public final class DeviceTable {
             let names = d.names.sorted { Self.rank($0.source) < Self.rank($1.source) }
             out.append(DeviceSummary(id: "D\(out.count + 1)", mac: d.mac, names: names.map { ($0.name, $0.source.rawValue) },
                                      addresses: addresses, osHint: DeviceSummary.osHint(vendorClass: d.vendorClass, model: d.model),
-                                     vendorClass: d.vendorClass, model: d.model, connections: d.connections, requests: d.requests,
+                                     vendorClass: d.vendorClass, model: d.model, userAgents: d.userAgents, ja4s: d.ja4s,
+                                     connections: d.connections, requests: d.requests,
                                      bytes: d.bytes, encryptedBytes: d.encryptedBytes, firstSeen: d.firstSeen))
         }
         return out
@@ -593,6 +611,8 @@ public struct DeviceSummary: Sendable {
     public var osHint: String?
     public var vendorClass: String?
     public var model: String?
+    public var userAgents: [String]
+    public var ja4s: [String]
     public var connections: Int
     public var requests: Int
     public var bytes: UInt64

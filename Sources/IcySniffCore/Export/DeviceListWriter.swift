@@ -63,6 +63,8 @@ public enum DeviceListWriter {
         w.optionalString("os_hint", d.osHint)
         w.optionalString("vendor_class", d.vendorClass)
         w.optionalString("model", d.model)
+        w.key("user_agents"); w.beginArray(); for a in d.userAgents { w.string(a) }; w.endArray()
+        w.key("ja4"); w.beginArray(); for j in d.ja4s { w.string(j) }; w.endArray()
         w.int("connections", d.connections)
         w.int("requests", d.requests)
         w.int("bytes", d.bytes)
