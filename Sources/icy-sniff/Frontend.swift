@@ -254,7 +254,9 @@ struct Frontend {
             let list = devices.summaries()
             DeviceListWriter.write(list, format: format, to: out)
             let n = "\(list.count) device\(list.count == 1 ? "" : "s")"
-            devicesLine = devices.sawLinkLayer
+            devicesLine = list.isEmpty
+                ? "icy-sniff: no devices: no connection's client, and no DHCP, mDNS or NetBIOS message of one, was seen"
+                : devices.sawLinkLayer
                 ? "icy-sniff: \(n), by link-layer address" + (list.contains { $0.mac == nil } ? " (those without one, by client address)" : "")
                 : "icy-sniff: \(n), by client address: the capture has no link-layer addresses (raw IP, loopback or a tunnel)"
         }

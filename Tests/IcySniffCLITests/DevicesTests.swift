@@ -194,6 +194,11 @@ import Testing
         #expect(devices.count == 1 && devices[0]["mac"] is NSNull, "\(devices)")
         #expect(devices.first?["requests"] as? Int == transactions.count && (devices.first?["connections"] as? Int ?? 0) > 0)
         #expect(run.stderr.contains("1 device, by client address: the capture has no link-layer addresses"), "\(run.stderr)")
+        // An empty capture: no devices, and why (it said "0 devices, by client address").
+        let empty = CLI.temporaryDirectory().appendingPathComponent("empty.pcap")
+        try Data([0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 1, 0, 0, 0]).write(to: empty)
+        let none = try CLI.run(["-r", empty.path, "--devices"])
+        #expect(none.status == 0 && none.stderr.contains("no devices: no connection's client"), "\(none.stderr)")
     }
 
     /// A flood of DHCP DISCOVERs from random MACs: at most `maxDevices` devices, the cap named.
