@@ -217,7 +217,7 @@ struct InputOptions: ParsableArguments {
     @Option(name: .customLong("max-connections"), help: ArgumentHelp("TCP connections followed at once, and half as many QUIC connections (default: \(ReassemblyLimits().maxConnections)): past it the longest idle quarter is ended early, flagged connection_evicted, so that a flood of connections cannot exhaust memory (about 5 KiB each with a request waiting). Raise it for a busy link.", valueName: "n"))
     var maxConnections: Int?
 
-    @Option(name: .customLong("stats"), help: ArgumentHelp("Print a line of figures on standard error every this many seconds: packets, kernel and interface drops since the last line, open connections, transactions per second, memory.", valueName: "seconds"))
+    @Option(name: .customLong("stats"), help: ArgumentHelp("Print a line of figures on standard error every this many seconds, and once more when a live capture ends: packets, kernel and interface drops since the last line, open connections, transactions per second, memory.", valueName: "seconds"))
     var statsSeconds: Double?
 }
 

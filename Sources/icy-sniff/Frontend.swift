@@ -240,6 +240,9 @@ struct Frontend {
         // written (an empty capture, by contrast, gives a valid empty output).
         if !outcomes.contains(where: \.analysed) && live == nil && code != .ok && !sets.isEmpty { return code.rawValue }
         run.finish()
+        // --stats, live: a last line with the final figures (the last interval's may predate
+        // the transactions written at the stop).
+        if let live { upkeep.heartbeat?.beat(pipeline: pipeline, source: live.source, now: Heartbeat.monotonicSeconds()) }
         if let writer = packetWriter {
             if !writer.close() {
                 if writer.lost > 0 { Diagnostics.error("-w: \(writer.lost) packets could not be written") }

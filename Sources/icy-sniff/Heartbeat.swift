@@ -26,6 +26,12 @@ struct Heartbeat {
     /// Prints a line when an interval has passed (`now`: `monotonicSeconds()`).
     mutating func beatIfDue(pipeline: Pipeline, source: PcapSource?, now: Double) {
         guard now - lastTime >= interval else { return }
+        beat(pipeline: pipeline, source: source, now: now)
+    }
+
+    /// Prints a line now: at an interval, and once more when a live capture has ended and its
+    /// last transactions are written, so that the last line holds the run's final figures.
+    mutating func beat(pipeline: Pipeline, source: PcapSource?, now: Double) {
         let elapsed = now - lastTime
         lastTime = now
         let stats = pipeline.statsSoFar
