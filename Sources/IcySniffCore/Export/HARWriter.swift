@@ -309,20 +309,25 @@ public struct ConnectionSummary: Sendable {
         w.key("anomalies"); w.beginArray(); for (k, _) in weirds { w.string(k.rawValue) }; w.endArray()
         if let tls { Self.write(tls, to: w) }
         if let quic { Self.write(quic, tls: tls, to: w) }
-        if let inferred = tls?.inferred { Self.write(inferred, estimates: estimates, to: w) }
+        if let inferred = tls?.inferred {
+            Self.write(inferred, estimates: estimates ? TableWriter.inferredURL(sni: tls?.sni, tunnel: tunnel, server: server) : nil, to: w)
+        }
         if let notHTTP { Self.write(notHTTP, to: w) }
         if let tunnel { Self.write(tunnel, to: w) }
         w.endObject()
     }
 
     /// `inferred`: without keys, what the records say (`RecordPattern`), an estimate.
-    static func write(_ inferred: InferredTraffic, estimates: Bool = false, to w: JSONWriter) {
+    /// `estimates`: the estimates' URL (`https://SNI/`, as their rows write it), to list them
+    /// too (the web view's feed), or nil.
+    static func write(_ inferred: InferredTraffic, estimates url: String? = nil, to w: JSONWriter) {
         w.key("inferred"); w.beginObject()
         w.string("protocol", inferred.protocolName)
         w.string("protocol_from", inferred.protocolInferred ? "records" : "handshake")
         w.key("exchanges"); if let n = inferred.exchangeCount { w.int(n) } else { w.null() }
         w.bool("exchanges_exact", inferred.exchangeCount != nil && inferred.exact)
-        if estimates && !inferred.exchanges.isEmpty {
+        if let url, !inferred.exchanges.isEmpty {
+            w.string("url", url)
             w.key("estimates"); w.beginArray()
             for x in inferred.exchanges {
                 w.beginObject()

@@ -156,13 +156,11 @@ function connectionRow(rec) {
 function estimateRows(conn, rec) {
   const inferred = rec.data.inferred || {};
   const list = inferred.estimates || [];
-  const port = Number((/:(\d+)$/.exec(conn.server) || [])[1] || 443);
-  const origin = conn.sni ? conn.sni + (port === 443 ? "" : ":" + port) : conn.server;
   const word = inferred.protocol === "http/1.1" ? "exchange" : "request";
   return list.map((x, i) => ({
     seq: rec.seq + (i + 1) / (list.length + 1), kind: "e", index: i + 1, of: list.length, word, exact: !!inferred.exchanges_exact,
     ts: parseTime(x.ts), client: conn.client, device: conn.device, server: conn.server, sni: conn.sni, host: conn.sni, conn: conn.id,
-    method: "", url: `https://${origin}/`, status: -1, protocol: inferred.protocol || "", type: "other", mime: "",
+    method: "", url: inferred.url, status: -1, protocol: inferred.protocol || "", type: "other", mime: "",
     size: x.response_bytes, requestBytes: x.request_bytes, time: x.time_ms, alone: !!x.alone, estimate: x,
     phases: { dns: null, connect: null, ssl: null, send: x.send_ms, wait: x.wait_ms, receive: x.receive_ms },
     cache: "", avoidable: false, flags: ["inferred"], encrypted: true,
