@@ -202,11 +202,7 @@ public final class DeviceTable {
     /// A connection that ended: counted for the device that held its client address when it began.
     public func attribute(_ c: Connection) {
         let address = c.client.address
-        var index: Int? = nil
-        if let list = byAddress[address] {
-            index = list.last(where: { assignments[$0].first <= c.began }).map { assignments[$0].device }
-                ?? list.first.map { assignments[$0].device }
-        }
+        var index = assignment(holding: address, at: c.began).map { assignments[$0].device }
         if index == nil, let device = leased[address] {
             index = device
             assign(address, to: device, at: c.began)
@@ -239,10 +235,15 @@ public final class DeviceTable {
     /// router's, which forwards what several devices sent): the `device` of transactions and
     /// connections, and what `--client MAC` matches.
     public func mac(of address: IPAddress, at time: Timestamp) -> UInt64 {
-        guard let list = byAddress[address], let first = list.first else { return 0 }
-        let a = list.last(where: { assignments[$0].first <= time }) ?? first
+        guard let a = assignment(holding: address, at: time) else { return 0 }
         let d = devices[assignments[a].device]
         return d.router ? 0 : d.mac?.raw ?? 0
+    }
+
+    /// The assignment of `address` at `time`: the latest that began by then, else its first.
+    private func assignment(holding address: IPAddress, at time: Timestamp) -> Int? {
+        guard let list = byAddress[address], let first = list.first else { return nil }
+        return list.last(where: { assignments[$0].first <= time }) ?? first
     }
 
     // MARK: Devices and addresses
@@ -306,7 +307,10 @@ public final class DeviceTable {
         let name = String(name.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.prefix(253).map(Character.init))
         guard !name.isEmpty, devices[device].names.count < Self.maxNames,
               !devices[device].names.contains(where: { $0.name == name && $0.source == source }) else { return }
-        devices[device].names.append((name, source))
+        // Kept in the order of their sources' rank (packets before a lease file), so the first
+        // is the device's name.
+        let at = devices[device].names.firstIndex { Self.rank($0.source) > Self.rank(source) } ?? devices[device].names.endIndex
+        devices[device].names.insert((name, source), at: at)
         if let mac = devices[device].mac { directory?.add(name, for: mac.raw) }
     }
 
@@ -319,7 +323,7 @@ public final class DeviceTable {
     /// A UDP datagram of DHCPv4 (ports 67, 68), DHCPv6 (546, 547) or mDNS (5353) from `mac`.
     public func observeService(_ d: UDPDatagram, mac: MACAddress?) {
         let s = d.source.port, t = d.destination.port
-        if (s == 68 && t == 67) || (s == 67 && t == 68) { dhcp(d) }
+        if (s == 68 && t == 67) || (s == 67 && t == 68) { dhcp(d, mac: mac) }
         else if (s == 546 && t == 547) || (s == 547 && t == 546) { dhcpv6(d, mac: mac) }
         else if s == 5353 { mdns(d, mac: mac) }
         else if t == 137 { netbios(d, mac: mac) }
@@ -327,7 +331,7 @@ public final class DeviceTable {
 
     /// DHCPv4 (RFC 2131, 2132): a client's host name (option 12), FQDN (81) and vendor class (60);
     /// a server's ACK gives `yiaddr` to `chaddr`; a RELEASE ends the client's `ciaddr`.
-    func dhcp(_ d: UDPDatagram) {
+    func dhcp(_ d: UDPDatagram, mac sender: MACAddress?) {
         let p = d.payload
         guard p.count >= 240, p.u8(1) == 1, p.u8(2) == 6, p.be32(236) == 0x6382_5363 else { return }
         let op = p.u8(0)
@@ -363,13 +367,8 @@ public final class DeviceTable {
         } else if op == 2 && type == 5 {
             let given = IPAddress(ipv4: p.be32(16))
             if !Self.isUnspecified(given) { assign(given, to: device, at: d.timestamp) }
-            if let server = byMACForServer(d) { devices[server].dhcpServer = true }
+            if let sender, let server = byMAC[sender] { devices[server].dhcpServer = true }
         }
-    }
-
-    private func byMACForServer(_ d: UDPDatagram) -> Int? {
-        guard let list = byAddress[d.source.address], let latest = list.last else { return nil }
-        return assignments[latest].device
     }
 
     /// DHCPv6 (RFC 8415): a client's FQDN (option 39, RFC 4704) and vendor class (16); a server's
@@ -564,7 +563,7 @@ public final class DeviceTable {
     /// Each named device's first name, by link-layer address (`Report.nameDevices`).
     public func names() -> [UInt64: String] {
         var out: [UInt64: String] = [:]
-        for d in devices { if let mac = d.mac, let name = d.names.sorted(by: { Self.rank($0.source) < Self.rank($1.source) }).first?.name { out[mac.raw] = name } }
+        for d in devices { if let mac = d.mac, let name = d.names.first?.name { out[mac.raw] = name } }
         return out
     }
 
@@ -585,8 +584,7 @@ public final class DeviceTable {
                                            first: assignments[a].first == .zero ? nil : assignments[a].first,
                                            last: assignments[a].last == .zero ? nil : assignments[a].last)
             }
-            let names = d.names.sorted { Self.rank($0.source) < Self.rank($1.source) }
-            out.append(DeviceSummary(id: "D\(out.count + 1)", mac: d.mac, names: names.map { ($0.name, $0.source.rawValue) },
+            out.append(DeviceSummary(id: "D\(out.count + 1)", mac: d.mac, names: d.names.map { ($0.name, $0.source.rawValue) },
                                      addresses: addresses, osHint: DeviceSummary.osHint(vendorClass: d.vendorClass, model: d.model),
                                      vendorClass: d.vendorClass, model: d.model, userAgents: d.userAgents, ja4s: d.ja4s,
                                      connections: d.connections, requests: d.requests,

@@ -58,69 +58,56 @@ public struct MACAddress: Hashable, Comparable, Sendable, CustomStringConvertibl
 /// headers) the source address (SA: address 2, 3 or 4 by the To/From DS bits). Raw IP, loopback,
 /// tunnels and the rest have none: nil.
 public enum LinkSource {
-    /// The sender's and the receiver's addresses of a frame (`address`, `destination`), read
-    /// with one look at the link type: what the pipeline asks of every packet.
+    /// The sender's and the receiver's addresses of a frame, read with one look at the link
+    /// type: what the pipeline asks of every packet. The receiver's where the frame names it
+    /// (Ethernet's destination; 802.11's DA); Linux cooked captures keep only the sender's.
     @inline(__always)
     public static func addresses(of b: UnsafeRawBufferPointer, linkType: LinkType) -> (source: MACAddress?, destination: MACAddress?) {
-        if linkType == .ethernet {
+        switch linkType {
+        case .ethernet:
             guard b.count >= 14 else { return (nil, nil) }
             return (MACAddress(b, at: 6), MACAddress(b, at: 0))
-        }
-        return (address(of: b, linkType: linkType), destination(of: b, linkType: linkType))
-    }
-
-    /// The receiver's address where the frame names it (Ethernet's destination; 802.11's DA);
-    /// Linux cooked captures keep only the sender's.
-    @inline(__always)
-    public static func destination(of b: UnsafeRawBufferPointer, linkType: LinkType) -> MACAddress? {
-        switch linkType {
-        case .ethernet:
-            guard b.count >= 14 else { return nil }
-            return MACAddress(b, at: 0)
-        case .ieee80211, .radiotap, .ppi, .prism, .avs:
-            return wireless(b, linkType: linkType, destination: true)
-        default:
-            return nil
-        }
-    }
-
-    @inline(__always)
-    public static func address(of b: UnsafeRawBufferPointer, linkType: LinkType) -> MACAddress? {
-        switch linkType {
-        case .ethernet:
-            guard b.count >= 14 else { return nil }
-            return MACAddress(b, at: 6)
         case .linuxSLL:
-            guard b.count >= 16, b.be16(4) == 6 else { return nil }
-            return MACAddress(b, at: 6)
+            guard b.count >= 16, b.be16(4) == 6 else { return (nil, nil) }
+            return (MACAddress(b, at: 6), nil)
         case .linuxSLL2:
-            guard b.count >= 20, b.u8(11) == 6 else { return nil }
-            return MACAddress(b, at: 12)
+            guard b.count >= 20, b.u8(11) == 6 else { return (nil, nil) }
+            return (MACAddress(b, at: 12), nil)
         case .ieee80211, .radiotap, .ppi, .prism, .avs:
             return wireless(b, linkType: linkType)
         default:
-            return nil
+            return (nil, nil)
         }
     }
 
-    private static func wireless(_ b: UnsafeRawBufferPointer, linkType: LinkType, destination: Bool = false) -> MACAddress? {
-        guard let offset = PacketDecoder.radioHeaderLength(b, linkType), offset >= 0, b.count >= offset + 24 else { return nil }
+    /// The sender's address alone (`addresses`).
+    @inline(__always)
+    public static func address(of b: UnsafeRawBufferPointer, linkType: LinkType) -> MACAddress? {
+        addresses(of: b, linkType: linkType).source
+    }
+
+    /// The receiver's address alone (`addresses`).
+    @inline(__always)
+    public static func destination(of b: UnsafeRawBufferPointer, linkType: LinkType) -> MACAddress? {
+        addresses(of: b, linkType: linkType).destination
+    }
+
+    private static func wireless(_ b: UnsafeRawBufferPointer, linkType: LinkType) -> (source: MACAddress?, destination: MACAddress?) {
+        guard let offset = PacketDecoder.radioHeaderLength(b, linkType), offset >= 0, b.count >= offset + 24 else { return (nil, nil) }
         // A PPI header over Ethernet: Ethernet's addresses.
         if linkType == .ppi, b.le16(4) == 1, b.le16(6) == 0, b.count >= offset + 14 {
-            return MACAddress(b, at: offset + (destination ? 0 : 6))
+            return (MACAddress(b, at: offset + 6), MACAddress(b, at: offset))
         }
         let control = b.u8(offset), flags = b.u8(offset + 1)
-        guard control & 0x03 == 0, (control >> 2) & 0x03 == 2 else { return nil }   // data frames
-        if destination {
-            // DA: address 1, unless the frame goes to the AP (To DS): address 3.
-            return flags & 0x03 == 0x01 ? MACAddress(b, at: offset + 16) : MACAddress(b, at: offset + 4)
-        }
+        guard control & 0x03 == 0, (control >> 2) & 0x03 == 2 else { return (nil, nil) }   // data frames
+        // DA: address 1, unless the frame goes to the AP (To DS): address 3.
+        let destination = flags & 0x03 == 0x01 ? MACAddress(b, at: offset + 16) : MACAddress(b, at: offset + 4)
         switch flags & 0x03 {
-        case 0x00, 0x01: return MACAddress(b, at: offset + 10)                     // SA: address 2
-        case 0x02: return MACAddress(b, at: offset + 16)                           // from the AP: address 3
+        case 0x00, 0x01: return (MACAddress(b, at: offset + 10), destination)        // SA: address 2
+        case 0x02: return (MACAddress(b, at: offset + 16), destination)              // from the AP: address 3
         default:
-            guard b.count >= offset + 30 else { return nil }
-            return MACAddress(b, at: offset + 24)                                  // WDS: address 4
+            guard b.count >= offset + 30 else { return (nil, destination) }
+            return (MACAddress(b, at: offset + 24), destination)                     // WDS: address 4
         }
     }
 }

@@ -17,7 +17,7 @@ public enum DeviceListWriter {
         case .table:
             let rows = [columns] + devices.map(cells)
             var widths = columns.map { _ in 0 }
-            for r in rows { for (i, c) in r.enumerated() where i < widths.count - 0 { widths[i] = max(widths[i], c.count) } }
+            for r in rows { for (i, c) in r.enumerated() { widths[i] = max(widths[i], c.count) } }
             // The addresses column can be long: it is cut to 60 characters (the TSV has them all).
             let at = columns.firstIndex(of: "addresses")!
             widths[at] = min(widths[at], 60)
