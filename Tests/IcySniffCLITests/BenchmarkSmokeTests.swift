@@ -5,7 +5,7 @@ import Foundation
 /// capture, with the binary under test, one run of each variant and no tshark. It checks that the
 /// script runs and reports, not how fast anything is.
 @Suite struct BenchmarkSmokeTests {
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.hangLimit)
     func benchScriptRunsOnTheSampleCapture() throws {
         let r = try CLI.run(["python3", CLI.packageRoot.appendingPathComponent("scripts/bench").path,
                              "--capture", "captures/wikipedia.pcap", "--runs", "1", "--no-tshark", "--cold", "--icy-sniff", CLI.binary],
@@ -32,7 +32,7 @@ import Foundation
 
     /// `--compare`: two binaries (here the same one twice) in turn on every variant, each row
     /// with both medians, both ratios and both peaks.
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.hangLimit)
     func compareRunsBothBinariesOnEveryVariant() throws {
         let r = try CLI.run(["python3", CLI.packageRoot.appendingPathComponent("scripts/bench").path,
                              "--capture", "captures/wikipedia.pcap", "--runs", "3", "--compare", CLI.binary,

@@ -12,7 +12,7 @@ import Testing
     @Test(.enabled(if: CLI.isRoot, "tcpdump on the loopback needs root"),
           .enabled(if: BrowserReplayTests.hasBrowser || ProcessInfo.processInfo.environment["CI"] != nil,
                    "chromium or playwright is not installed (scripts/install-deps installs them)"),
-          .timeLimit(.minutes(5)))
+          .hangLimit)
     func icySniffsHARMatchesTheBrowsersOwnRecord() throws {
         let r = try CLI.run(["python3", CLI.packageRoot.appendingPathComponent("scripts/browser-oracle-check").path, CLI.binary, "18120"],
                             executable: "/usr/bin/env")

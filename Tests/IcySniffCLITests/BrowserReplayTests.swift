@@ -18,7 +18,7 @@ import Testing
     @Test(.enabled(if: CLI.isRoot, "tcpdump on the loopback needs root"),
           .enabled(if: BrowserReplayTests.hasBrowser || ProcessInfo.processInfo.environment["CI"] != nil,
                    "chromium or playwright is not installed (scripts/install-deps installs them)"),
-          .timeLimit(.minutes(10)))
+          .hangLimit)
     func pageReplaysOfflineFromTheHAR() throws {
         let r = try CLI.run(["python3", CLI.packageRoot.appendingPathComponent("scripts/har-replay-check").path, CLI.binary, "18096"],
                             executable: "/usr/bin/env")

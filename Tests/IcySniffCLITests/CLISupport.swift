@@ -1,11 +1,7 @@
 import Foundation
+import Testing
 
 /// Runs the built `icy-sniff` binary (next to the test bundle, or $ICY_SNIFF_BIN).
-///
-/// Time limits of the tests that run processes are 10 minutes or more: they catch a hang, never
-/// slowness (speed is scripts/bench's). Swift Testing's clock runs while a test waits for one of
-/// the cooperative threads, and on a 2-core machine other tests' blocking process waits hold both
-/// for minutes: 3-minute limits failed CI runs whose tests themselves took seconds.
 enum CLI {
     static let packageRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -153,4 +149,14 @@ enum Unchecked {
 extension CLI {
     /// Root: network namespaces, tcpdump on the loopback, changing user.
     static var isRoot: Bool { Unchecked.note(getuid() == 0, "live capture, tcpdump and namespace tests (need root)") }
+}
+
+extension Trait where Self == TimeLimitTrait {
+    /// The one time limit of the tests that run processes: it catches a hang, never slowness
+    /// (speed is scripts/bench's). Swift Testing's clock runs while a test waits for one of the
+    /// cooperative threads, and on a 2-core machine other tests' blocking process waits hold both
+    /// for minutes: in a CI run whose tests took 9 minutes in all, a test that takes 1.4 s alone
+    /// exceeded a 5-minute limit. 30 minutes is more than the whole suite takes and stays within
+    /// CI's 90.
+    static var hangLimit: Self { .timeLimit(.minutes(30)) }
 }

@@ -5,7 +5,7 @@ import Testing
 /// depends on icy-sniff through a local git URL and a version tag builds and runs. (SwiftPM
 /// refuses a package depended upon by version whose library targets carry unsafe flags.)
 @Suite struct DependencyTests {
-    @Test(.timeLimit(.minutes(15)))
+    @Test(.hangLimit)
     func aPackageDependingOnTheLibraryByVersionBuildsAndRuns() throws {
         let dir = CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -68,7 +68,7 @@ import Testing
     /// Sides read as they stream: FIFOs (each opened once: a capture through a FIFO hung, the
     /// FIFO opened twice), a HAR and an NDJSON through them, a line too long for a row said with
     /// its number (a 50 MB line was taken for a transaction), a HAR entry past its cap counted.
-    @Test(.timeLimit(.minutes(5)))
+    @Test(.hangLimit)
     func sidesStreamThroughFIFOsAndLinesHaveACap() throws {
         let dir = CLI.temporaryDirectory()
         let har = dir.appendingPathComponent("before.har").path, nd = dir.appendingPathComponent("after.ndjson").path

@@ -9,7 +9,7 @@ import Testing
 /// The readers come from PyPI (scripts/install-deps installs them); one that is missing is
 /// skipped by the script and named, except under CI, where all must be there.
 @Suite struct HARReadersTests {
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.hangLimit)
     func everyReaderLoadsEveryHAR() throws {
         let dir = CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

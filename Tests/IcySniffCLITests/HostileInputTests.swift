@@ -59,7 +59,7 @@ extension CLI {
 
 /// Hostile and broken input: icy-sniff finishes, reports what it could, stays within memory bounds.
 @Suite(.serialized) struct HostileInputTests {
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.hangLimit)
     func synFloodOfAMillionConnectionsStaysUnder256MiB() throws {
         var pcap = PcapBuilder()
         pcap.bytes.reserveCapacity(1_000_000 * 70)
@@ -110,7 +110,7 @@ extension CLI {
     /// for their response at once. The 99,000 written early by the cap are flagged, so are their
     /// responses, written on their own in order; the last 1,000 are paired; memory stays small
     /// (before the cap: 268 MiB, and 495 MiB for 300,000 never answered).
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.hangLimit)
     func hundredThousandPipelinedRequestsOnOneConnection() throws {
         let file = CLI.temporaryDirectory().appendingPathComponent("pipelined.pcap")
         try pipelined(100_000).write(to: file)
@@ -136,7 +136,7 @@ extension CLI {
     /// idle quarter ended early, flagged), every request still written; --max-connections lifts
     /// the cap; 66,680 unanswered h2c streams and 100,019 unanswered pipelined GETs are written
     /// with the waiting cap; the CONTINUATION flood ends. Each under 64 MiB.
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.hangLimit)
     func generatedHostileShapesStayBounded() throws {
         let dir = CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -188,7 +188,7 @@ extension CLI {
     /// A 2 GiB response body (past 2^31, in 65,000-byte segments) streamed through `-r -` from a
     /// generator: nothing is written to disk, sizes are counted as the body passes, and with
     /// `--bodies` the kept copy stops at the documented 16 MiB cap (flagged) while the sizes stay exact.
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.hangLimit)
     func twoGibibyteBodyIsCountedByStreaming() throws {
         let generator = #"""
         import struct, sys
@@ -267,7 +267,7 @@ extension CLI {
     /// With `--bodies`, transactions carry their bodies to the export thread: the hand-over is
     /// bounded in bytes as well as in transactions, so 48 responses of 2 MiB (96 MiB of bodies)
     /// never sit in the queue together.
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.hangLimit)
     func keptBodiesOnTheirWayToTheExportThreadStayBounded() throws {
         var pcap = PcapBuilder()
         var c: UInt32 = 1000, s: UInt32 = 9000
@@ -314,7 +314,7 @@ extension CLI {
         #expect(lines.last?["status"] as? Int == 200)
     }
 
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.hangLimit)
     func hundredThousandOutOfOrderSegmentsInOneFlow() throws {
         // A 1 MB response body in 100,000 segments of 10 bytes, sent last-first.
         var pcap = PcapBuilder()
@@ -386,7 +386,7 @@ extension CLI {
 
     /// The capture comes through a FIFO whose writer stays after its last byte: the signal, not
     /// the end of the input, ends the run, however fast the machine.
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.hangLimit)
     func sigintDuringALongReadWritesWhatWasAnalysed() throws {
         let pcap = HostileInputTests().pipelined(50)
         let dir = CLI.temporaryDirectory()
@@ -414,7 +414,7 @@ extension CLI {
     /// stops at once, removes the temporary file it was writing (none is left behind), says so,
     /// and leaves an earlier file of that name as it was. When the output was complete before
     /// the second signal came, it is a whole HAR that says it was interrupted.
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.hangLimit)
     func aSecondSignalLeavesNoHalfFile() throws {
         let pcap = Self.longCapture(requests: 100_000)
         let dir = CLI.temporaryDirectory()
@@ -457,7 +457,7 @@ extension CLI {
     /// after its last byte: the stop cannot come from the capture ending, however fast the
     /// machine, and the writer still being there after the run shows the signal ended it (a
     /// job waiting on the FIFO, its bytes all read, is woken, not left until its writer goes).
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.hangLimit)
     func sigintDuringABatchWritesNoHalfFiles() throws {
         let dir = CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -496,7 +496,7 @@ extension CLI {
 
     /// `-r FIFO` with no writer, and an idle pipe on standard input, stop at SIGINT (no restart
     /// of the waiting open or read); a directory walk does not open FIFOs at all, and says so.
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.hangLimit)
     func fifosAndIdlePipesStopPromptly() throws {
         let dir = CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

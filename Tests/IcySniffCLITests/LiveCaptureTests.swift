@@ -14,7 +14,7 @@ import Testing
         return (dir, r)
     }
 
-    @Test(.enabled(if: CLI.isRoot, "needs root for network namespaces"), .timeLimit(.minutes(10)))
+    @Test(.enabled(if: CLI.isRoot, "needs root for network namespaces"), .hangLimit)
     func keepAliveConditional304And404AreAllSeen() throws {
         let (dir, r) = try Self.check("live-capture-check")
         #expect(r.status == 0, "\(r.stderr)")
@@ -63,7 +63,7 @@ import Testing
     /// HTTPS live, with the key log curl writes as it connects (scripts/live-tls-check): each
     /// connection's secrets are logged only after its ServerHello reached curl, about when
     /// icy-sniff sees it. Every request is decrypted: HTTP/2 over TLS 1.3, HTTP/1.1 over 1.2 and 1.3.
-    @Test(.enabled(if: CLI.isRoot, "needs root for network namespaces"), .timeLimit(.minutes(10)))
+    @Test(.enabled(if: CLI.isRoot, "needs root for network namespaces"), .hangLimit)
     func httpsWithAKeyLogWrittenAsTheCaptureRuns() throws {
         let (dir, r) = try Self.check("live-tls-check")
         #expect(r.status == 0, "\(r.stderr)")
@@ -125,7 +125,7 @@ import Testing
     /// reading the capture with its key log gives it (before: status 0, no method,
     /// http3_headers_undecodable). Written too late (past the 1 s wait), the packets are counted
     /// and the connection flagged quic_keys_late, which says the -w file can be read again.
-    @Test(.enabled(if: CLI.isRoot, "needs root for network namespaces"), .timeLimit(.minutes(10)))
+    @Test(.enabled(if: CLI.isRoot, "needs root for network namespaces"), .hangLimit)
     func http3WithAKeyLogWrittenLate() throws {
         let (dir, r) = try Self.check("live-quic-late-keys-check")
         #expect(r.status == 0, "\(r.stderr)")
@@ -148,7 +148,7 @@ import Testing
 
     /// A capture run as a service (scripts/live-rotation-check): -G 2 on the transactions and on
     /// -w, SIGHUP after logrotate moved the file away and once without, --stats, -B.
-    @Test(.enabled(if: CLI.isRoot, "needs root for network namespaces"), .timeLimit(.minutes(10)))
+    @Test(.enabled(if: CLI.isRoot, "needs root for network namespaces"), .hangLimit)
     func rotationHangupHeartbeatAndBufferSize() throws {
         let (dir, r) = try Self.check("live-rotation-check")
         try #require(r.status == 0, "\(r.stderr)")
@@ -204,7 +204,7 @@ import Testing
     /// The systemd unit in contrib/ (scripts/service-check): systemd-analyze accepts it, and its
     /// ExecStart runs without root, with only CAP_NET_RAW; reload (SIGHUP) completes the hour's
     /// file and begins the next; stop (SIGTERM) loses nothing.
-    @Test(.enabled(if: CLI.isRoot, "needs root for network namespaces"), .timeLimit(.minutes(10)))
+    @Test(.enabled(if: CLI.isRoot, "needs root for network namespaces"), .hangLimit)
     func theServiceUnitRunsWithoutRoot() throws {
         let (dir, r) = try Self.check("service-check")
         try #require(r.status == 0, "\(r.stderr)")

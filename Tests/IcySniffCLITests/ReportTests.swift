@@ -4,7 +4,7 @@ import Testing
 /// `icy-sniff report` on traffic recorded live from a real nginx with several caching policies
 /// and a real client (curl) fetching some URLs twice (scripts/record-sample).
 @Suite struct ReportTests {
-    @Test(.enabled(if: CLI.isRoot, "tcpdump on the loopback needs root"), .timeLimit(.minutes(10)))
+    @Test(.enabled(if: CLI.isRoot, "tcpdump on the loopback needs root"), .hangLimit)
     func reportNamesExactlyTheAvoidableRequests() throws {
         let dir = CLI.temporaryDirectory()
         let pcap = dir.appendingPathComponent("recorded.pcap").path

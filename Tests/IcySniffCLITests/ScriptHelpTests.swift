@@ -4,11 +4,16 @@ import Testing
 /// Every script in scripts/ answers `--help` (and `-h`) with what it does, exit 0, and does
 /// nothing else: before, `scripts/install --help` built the release to install it under a
 /// prefix named `--help`, and record-* scripts started servers and tcpdump writing into a folder
-/// of that name. Run from an empty folder, which must stay empty.
+/// of that name. Run from an empty folder, which must stay empty. Folders (scripts/lib: shell
+/// functions the scripts source) are not scripts.
 @Suite struct ScriptHelpTests {
     @Test func everyScriptAnswersHelpAndDoesNothingElse() throws {
         let scripts = try FileManager.default.contentsOfDirectory(atPath: CLI.packageRoot.appendingPathComponent("scripts").path)
-            .filter { !$0.hasPrefix(".") }.sorted()
+            .filter { name in
+                var folder: ObjCBool = false
+                let path = CLI.packageRoot.appendingPathComponent("scripts/\(name)").path
+                return !name.hasPrefix(".") && FileManager.default.fileExists(atPath: path, isDirectory: &folder) && !folder.boolValue
+            }.sorted()
         #expect(scripts.count >= 30, "\(scripts)")
         for name in scripts {
             let script = CLI.packageRoot.appendingPathComponent("scripts/\(name)").path

@@ -10,7 +10,7 @@ import Testing
 @Suite struct SecretsOverTLSTests {
     static let secrets = ["hunter2pw", "keyv4lue", "s3cr3tcookie", "t0ps3cr3t", "reft0ken", "setc00kie", "s1gvalue"]
 
-    @Test(.enabled(if: CLI.isRoot, "tcpdump on the loopback needs root"), .timeLimit(.minutes(10)))
+    @Test(.enabled(if: CLI.isRoot, "tcpdump on the loopback needs root"), .hangLimit)
     func noSecretInAnyOutputOfDecryptedTLS() throws {
         let dir = CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -34,7 +34,7 @@ import Testing
     printf '%s\\n' "${COMPREPLY[@]}"
     """
 
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.hangLimit)
     func bashCompletesWithoutTheSubcommand() throws {
         let dir = try Self.makeCompletions()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -62,7 +62,7 @@ import Testing
 
     @Test(.enabled(if: ShellCompletionTests.has("fish") || ShellCompletionTests.inCI,
                    "fish is not installed (scripts/install-deps installs it)"),
-          .timeLimit(.minutes(10)))
+          .hangLimit)
     func fishCompletesWithoutTheSubcommand() throws {
         let dir = try Self.makeCompletions()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -126,7 +126,7 @@ import Testing
 
     @Test(.enabled(if: (ShellCompletionTests.has("zsh") && ShellCompletionTests.has("tmux")) || ShellCompletionTests.inCI,
                    "zsh and tmux are not installed (scripts/install-deps installs them)"),
-          .timeLimit(.minutes(10)))
+          .hangLimit)
     func zshCompletesWithoutTheSubcommand() throws {
         let dir = try Self.makeCompletions()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -149,7 +149,7 @@ import Testing
     /// users, read the cursor, which fish refuses outside an interactive session), typed in.
     @Test(.enabled(if: (ShellCompletionTests.has("fish") && ShellCompletionTests.has("tmux")) || ShellCompletionTests.inCI,
                    "fish and tmux are not installed (scripts/install-deps installs them)"),
-          .timeLimit(.minutes(10)))
+          .hangLimit)
     func fishCompletesInATerminal() throws {
         let dir = try Self.makeCompletions()
         defer { try? FileManager.default.removeItem(at: dir) }

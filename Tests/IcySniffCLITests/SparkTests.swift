@@ -22,7 +22,7 @@ import Testing
 
     @Test(.enabled(if: SparkTests.hasSpark || ProcessInfo.processInfo.environment["CI"] != nil,
                    "pyspark and Java 17 are not installed (scripts/install-deps installs them): Spark test skipped"),
-          .timeLimit(.minutes(10)))
+          .hangLimit)
     func archiveOnAStandaloneClusterEqualsTheLocalRun() throws {
         try Self.run("test_spark_cluster.py", saying: "spark-test: OK")
     }
@@ -42,7 +42,7 @@ import Testing
 
     @Test(.enabled(if: (SparkTests.hasSpark && SparkTests.hasS3Server) || ProcessInfo.processInfo.environment["CI"] != nil,
                    "pyspark, Java 17 or moto's S3 server are not installed (scripts/install-deps installs them): S3 test skipped"),
-          .timeLimit(.minutes(10)))
+          .hangLimit)
     func archiveReadFromAnS3ServerEqualsTheLocalRun() throws {
         try Self.run("test_spark_s3.py", saying: "spark-s3-test: OK")
     }
@@ -52,7 +52,7 @@ import Testing
     /// all its rows once.
     @Test(.enabled(if: SparkTests.hasSpark || ProcessInfo.processInfo.environment["CI"] != nil,
                    "pyspark and Java 17 are not installed (scripts/install-deps installs them): Spark test skipped"),
-          .timeLimit(.minutes(10)))
+          .hangLimit)
     func aSetWhoseIcySniffIsKilledIsKeptAndRunAgain() throws {
         try Self.run("test_spark_crash.py", saying: "spark-crash-test: OK")
     }

@@ -9,7 +9,7 @@ import Testing
 
     @Test(.enabled(if: TerminalTableTests.hasTmux || ProcessInfo.processInfo.environment["CI"] != nil,
                    "tmux is not installed (scripts/install-deps installs it)"),
-          .timeLimit(.minutes(10)))
+          .hangLimit)
     func rowsFitTheTerminal() throws {
         let capture = CLI.capture("wikipedia.pcap")
         let transactions = try CLI.run(["-r", capture, "--format", "ndjson", "-q"]).text.split(separator: "\n").count

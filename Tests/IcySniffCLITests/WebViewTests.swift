@@ -61,7 +61,7 @@ import Glibc
     /// fell more than 20,000 records behind), then the newest
     /// records and the final status; nothing is lost without being said
     /// (scripts/webview-slow-client, about 20 s with the debug binary).
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.hangLimit)
     func aReaderThatDoesNotReadSkipsAndIsTold() throws {
         let facts = try Self.findings(of: "webview-slow-client")
         let status = try #require(facts["status"] as? [[String: Any]])
@@ -91,7 +91,7 @@ import Glibc
     /// a page on another origin that asks with <img>, <script>, fetch and EventSource
     /// (scripts/webview-hostile, about 90 s with the debug binary). Before: `after` past Int.max
     /// killed the run, `127.0.0.1.nip.io` read the whole API, and the clients took 800 MB.
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.hangLimit)
     func theServerLivesThroughHostileRequests() throws {
         let all = try Self.findings(of: "webview-hostile", WebViewTests.hasBrowser ? ["--browser"] : [])
         let params = try #require(all["params"] as? [String: Any])
@@ -131,7 +131,7 @@ import Glibc
     /// With an NDJSON output beside it, the feed takes the output's row instead of encoding it
     /// again (`FeedSink.sharedRow`): the API's rows must be the file's, row for row, and the
     /// same as `--serve` alone gives.
-    @Test(.timeLimit(.minutes(5)))
+    @Test(.hangLimit)
     func theRowsOfAnNDJSONOutputAreTheFeedsRows() throws {
         let dir = CLI.temporaryDirectory()
         let file = dir.appendingPathComponent("out.ndjson")
@@ -168,7 +168,7 @@ import Glibc
 
     @Test(.enabled(if: WebViewTests.hasBrowser || ProcessInfo.processInfo.environment["CI"] != nil,
                    "chromium, playwright, scapy or axe-playwright-python is not installed (scripts/install-deps installs them)"),
-          .timeLimit(.minutes(10)))
+          .hangLimit)
     func theWebViewShowsWhatTheFilesHold() throws {
         let all = try Self.findings(of: "webview-check", CLI.isRoot ? ["--live"] : [])
 
