@@ -29,6 +29,8 @@ public final class WebServer: @unchecked Sendable {
         public var live = false
         public var bodies = false
         public var input = ""
+        /// The run's devices' names (`/api/devices`); nil: none are known.
+        public var devices: DeviceDirectory? = nil
         public init() {}
     }
 
@@ -228,6 +230,23 @@ public final class WebServer: @unchecked Sendable {
             out += got.json
             out += Array("}\n".utf8)
             return .json(out)
+        case (.GET, "/api/devices"):
+            // The devices named after change `after` (the page polls with the last it saw).
+            let after = try r.query.number("after", default: 0, in: Self.seqRange)
+            let got = configuration.devices?.changed(after: after) ?? (latest: 0, devices: [])
+            let w = JSONWriter(indent: 0)
+            w.beginObject()
+            w.int("last", got.latest)
+            w.key("devices"); w.beginArray()
+            for d in got.devices {
+                w.beginObject()
+                w.string("mac", d.mac.description)
+                w.key("names"); w.beginArray(); for n in d.names { w.string(n) }; w.endArray()
+                w.endObject()
+            }
+            w.endArray()
+            w.endObject()
+            return .json(w.array + [0x0A])
         default:
             break
         }

@@ -119,9 +119,14 @@ struct Frontend {
 
         // --serve: the page is up before the first packet.
         var web: WebView? = nil
+        // Where the run's device names go for readers on other threads: the filter's (--client
+        // NAME) and the web view's, one directory for both.
+        var deviceDirectory = filter.directory
         if let (host, port) = (try? output.serveAddress()) ?? nil {
             let inputName = input.interface.map { "interface \($0)" } ?? input.read.joined(separator: ", ")
-            switch WebView.start(host: host, port: port, live: live != nil, bodies: output.bodies, input: inputName) {
+            let directory = deviceDirectory ?? DeviceDirectory()
+            deviceDirectory = directory
+            switch WebView.start(host: host, port: port, live: live != nil, bodies: output.bodies, input: inputName, devices: directory) {
             case .success(let view):
                 web = view
                 view.announce()
@@ -183,6 +188,7 @@ struct Frontend {
         // reading, reassembly and parsing.
         var runOptions = AnalysisRun.Options()
         runOptions.pipeline = pipelineOptions
+        runOptions.pipeline.deviceDirectory = deviceDirectory
         runOptions.captureFilter = input.filter
         runOptions.fileReader = input.fileReader
         runOptions.maxPackets = input.count

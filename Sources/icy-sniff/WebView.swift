@@ -12,7 +12,7 @@ struct WebView {
     let port: Int
 
     /// Starts the server before the analysis, so that a live page fills as traffic comes.
-    static func start(host: String, port: Int, live: Bool, bodies: Bool, input: String) -> Result<WebView, Frontend.Failure> {
+    static func start(host: String, port: Int, live: Bool, bodies: Bool, input: String, devices: DeviceDirectory) -> Result<WebView, Frontend.Failure> {
         guard let store = FeedStore() else {
             return .failure(.init(message: "--serve: cannot make its records' file in \(FeedStore.temporaryDirectory) (TMPDIR): \(String(cString: strerror(errno)))", code: ExitStatus.outputFailed.rawValue))
         }
@@ -23,6 +23,7 @@ struct WebView {
         configuration.live = live
         configuration.bodies = bodies
         configuration.input = input
+        configuration.devices = devices
         if !WebServer.isLoopback(host) { configuration.token = WebServer.makeToken() }
         let server = WebServer(store: store, configuration: configuration)
         // The server's threads do not take SIGINT and SIGTERM: they go to the thread that reads

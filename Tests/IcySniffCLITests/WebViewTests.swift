@@ -255,12 +255,17 @@ import Glibc
             #expect(detail.contains("Estimated without keys") && !detail.contains("Status"), "\(name): \(detail)")
             #expect((f["axe"] as? [String])?.isEmpty == true, "\(name): \(f["axe"] ?? "")")
         }
-        // Devices by link-layer address (captures/hotspot-sample.pcap): a choice each, and one
-        // chosen shows its requests over IPv4 and IPv6 alike.
+        // Devices by link-layer address (captures/hotspot-sample.pcap): a choice each, named as
+        // the phone named itself (the record script's truth), and one chosen shows its requests
+        // over IPv4 and IPv6 alike, each row's client cell with its name.
         let devices = try #require(all["devices"] as? [String: Any])
         let phones = devices["phones"] as? [[String: Any]] ?? []
         #expect(Set(devices["choices"] as? [String] ?? []) == Set(phones.compactMap { $0["mac"] as? String }), "\(devices)")
+        let labels = devices["labels"] as? [String: String] ?? [:]
         for phone in phones {
+            let mac = phone["mac"] as? String ?? "?", name = (phone["names"] as? [String])?.first ?? "?"
+            #expect(labels[mac] == "\(name) (\(mac))", "\(labels)")
+            #expect(phone["cells"] as? [String] == [name], "\(phone)")
             #expect(phone["shown"] as? Int == phone["requests"] as? Int, "\(phone)")
             #expect((phone["clients"] as? [String] ?? []).contains { $0.contains(":") } && (phone["clients"] as? [String] ?? []).contains { $0.contains(".") }, "\(phone)")
         }

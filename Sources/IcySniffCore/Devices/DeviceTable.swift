@@ -90,7 +90,8 @@ public final class DeviceTable {
     }
     /// Devices not kept past `maxDevices` (`devices_limited`).
     public private(set) var devicesNotKept = 0
-    /// Where names go for `--client NAME` (`TransactionFilter.directory`).
+    /// Where names go for the readers on other threads: `--client NAME`
+    /// (`TransactionFilter.directory`) and the web view (`/api/devices`).
     public var directory: DeviceDirectory? = nil
     /// Link-layer addresses were seen: devices are keyed by them.
     public private(set) var sawLinkLayer = false
@@ -311,7 +312,7 @@ public final class DeviceTable {
         // is the device's name.
         let at = devices[device].names.firstIndex { Self.rank($0.source) > Self.rank(source) } ?? devices[device].names.endIndex
         devices[device].names.insert((name, source), at: at)
-        if let mac = devices[device].mac { directory?.add(name, for: mac.raw) }
+        if let mac = devices[device].mac { directory?.set(devices[device].names.map(\.name), for: mac.raw) }
     }
 
     static func isUnspecified(_ a: IPAddress) -> Bool {
@@ -640,21 +641,43 @@ public struct DeviceSummary: Sendable {
     }
 }
 
-/// The names the run's devices gave themselves, by link-layer address, for a filter on another
-/// thread (`--client NAME`: the export thread filters while the pipeline's table learns). The
-/// table writes (`DeviceTable.directory`), filters read, under one lock; a name learned after a
-/// transaction was filtered does not bring that transaction back.
+/// The names the run's devices gave themselves, by link-layer address, for readers on other
+/// threads: a filter (`--client NAME`: the export thread filters while the pipeline's table
+/// learns) and the web view's server (`/api/devices`, polled by the page as names come). The
+/// table writes (`DeviceTable.directory`), readers read, under one lock; a name learned after a
+/// transaction was filtered does not bring that transaction back. Bounded by the table's caps
+/// (10,000 devices, 16 names each).
 public final class DeviceDirectory: @unchecked Sendable {
     private let lock = Lock()
     private var names: [UInt64: [String]] = [:]
+    /// The change that last set each device's names, and the latest change: a reader asks for
+    /// what changed after the last it saw.
+    private var changedAt: [UInt64: Int] = [:]
+    private var changes = 0
 
     public init() {}
 
-    func add(_ name: String, for mac: UInt64) {
-        lock.withLock { if names[mac]?.contains(name) != true { names[mac, default: []].append(name) } }
+    /// A device's names, its own name first (the table's order: packets before a lease file).
+    func set(_ list: [String], for mac: UInt64) {
+        var unique: [String] = []
+        for n in list where !unique.contains(n) { unique.append(n) }
+        lock.withLock {
+            guard names[mac] != unique else { return }
+            names[mac] = unique
+            changes += 1
+            changedAt[mac] = changes
+        }
     }
 
     public func names(of mac: UInt64) -> [String] { lock.withLock { names[mac] ?? [] } }
+
+    /// The devices whose names changed after change `after`, by address, and the latest change.
+    public func changed(after: Int) -> (latest: Int, devices: [(mac: MACAddress, names: [String])]) {
+        lock.withLock {
+            let list = changedAt.filter { $0.value > after }.keys.sorted().map { (MACAddress(raw: $0), names[$0] ?? []) }
+            return (changes, list)
+        }
+    }
 
     /// A shell glob (`*`, `?`, `[…]`), case ignored.
     public static func glob(_ pattern: String, matches name: String) -> Bool {

@@ -223,6 +223,43 @@ function ingest(records) {
   scheduleRender();
 }
 
+// ---- Device names (/api/devices: the names devices gave themselves, as the run learns them) ---
+
+const deviceNames = new Map();   // link-layer address -> its names, its own name first
+let devicesAfter = 0;            // the last change of the server's device names the page has
+let devicesAsking = null;        // the request under way, if any
+let devicesAskedAt = 0, devicesLater = null; // at most one request a second: the rest wait
+
+/** A device as people know it: "Pixel-7 (02:00:00:00:00:11)"; its address alone when unnamed. */
+function deviceLabel(mac) {
+  const names = deviceNames.get(mac);
+  return names && names.length ? `${names[0]} (${mac})` : mac;
+}
+
+/** The name a row's client goes by: its device's first name, else its address. */
+function clientText(row) {
+  const names = row.device ? deviceNames.get(row.device) : null;
+  return names && names.length ? names[0] : row.client;
+}
+
+/** Asks the server what devices were named since the last answer (one request at a time; a
+ *  run that names a phone while the page is open shows it at the next records). */
+function refreshDevices() {
+  if (devicesAsking || devicesLater || state.offline) return;
+  const wait = devicesAskedAt + 1000 - Date.now();
+  if (wait > 0) { devicesLater = setTimeout(() => { devicesLater = null; refreshDevices(); }, wait); return; }
+  devicesAskedAt = Date.now();
+  devicesAsking = fetch(api(`/api/devices?after=${devicesAfter}`)).then(r => r.ok ? r.json() : null).then(j => {
+    devicesAsking = null;
+    if (!j || state.offline) return;
+    devicesAfter = j.last;
+    if (!j.devices.length) return;
+    for (const d of j.devices) deviceNames.set(d.mac, d.names);
+    fillChoices();
+    drawRows();
+  }).catch(() => { devicesAsking = null; });
+}
+
 // ---- Filter choices (devices, protocols, methods, cache verdicts, flags seen) -----------------
 
 const choices = { client: new Set(), protocol: new Set(), method: new Set(), cache: new Set(), flags: new Set() };
@@ -239,10 +276,11 @@ function noteChoice(row) {
   return changed;
 }
 
-function fillSelect(select, values, keepFirst) {
+function fillSelect(select, values, keepFirst, label = v => v) {
   const current = select.value;
   while (select.options.length > keepFirst) select.remove(keepFirst);
-  for (const v of [...values].sort()) select.append(el("option", { value: v, text: v }));
+  const sorted = [...values].map(v => [label(v), v]).sort((a, b) => a[0].localeCompare(b[0]));
+  for (const [text, v] of sorted) select.append(el("option", { value: v, text }));
   select.value = current;
   if (select.value !== current) { // a value from the URL not seen yet: kept as a choice
     select.append(el("option", { value: current, text: current }));
@@ -251,7 +289,7 @@ function fillSelect(select, values, keepFirst) {
 }
 
 function fillChoices() {
-  fillSelect($("f-client"), choices.client, 1);
+  fillSelect($("f-client"), choices.client, 1, deviceLabel);
   fillSelect($("f-protocol"), choices.protocol, 1);
   fillSelect($("f-method"), choices.method, 1);
   fillSelect($("f-cache"), choices.cache, 2);
@@ -441,8 +479,9 @@ function drawRows() {
   drawn = keep;
 }
 
-/** What a drawn row shows that can change (a connection's row, opened then finished). */
-function rowVersion(row) { return (row.open ? 1 : 0) + ":" + row.time + ":" + row.bytes; }
+/** What a drawn row shows that can change (a connection's row, opened then finished; a device
+ *  named since it was drawn). */
+function rowVersion(row) { return (row.open ? 1 : 0) + ":" + row.time + ":" + row.bytes + ":" + devicesAfter; }
 
 function statusClass(s) { return s === 0 ? "s-0" : "s-" + Math.floor(s / 100); }
 
@@ -457,17 +496,17 @@ function newRowElement(list) {
 /** Puts a row's text into an element (as text: the strings are the capture's). */
 function fillRow(e, row) {
   const values = row.kind === "t" ? [
-    [fmtClock(row.ts)], [row.client, endpoint(row.client, row.clientPort) + (row.device ? " — device " + row.device : "")], [row.method], [row.url, row.url],
+    [fmtClock(row.ts)], [clientText(row), endpoint(row.client, row.clientPort) + (row.device ? " — device " + deviceLabel(row.device) : "")], [row.method], [row.url, row.url],
     [String(row.status || "—"), row.reason, statusClass(row.status)], [row.protocol], [row.type, row.mime],
     [fmtBytes(row.size)], [fmtMs(row.time)], [row.avoidable ? "AVOIDABLE" : row.cache, "", row.avoidable ? "avoidable" : ""],
     [row.flags.join(" "), row.flags.join("\n")],
   ] : row.kind === "e" ? [
-    [fmtClock(row.ts)], [row.client], ["≈", "Estimated from record sizes and times, without keys"],
+    [fmtClock(row.ts)], [clientText(row), row.device ? "device " + deviceLabel(row.device) : ""], ["≈", "Estimated from record sizes and times, without keys"],
     [`${row.url} — ${row.protocol} ${row.word} ${row.index} of ${row.exact ? "" : "≥"}${row.of}${row.alone ? "" : " (sent with others: no response figures)"}`,
      "No method, status or path without keys: sizes and times from the TLS records (or QUIC packets)"],
     ["—"], [row.protocol + " ≈"], [""], [fmtBytes(row.size)], [fmtMs(row.time)], [""], ["inferred"],
   ] : [
-    [fmtClock(row.ts)], [row.client], [row.transport === "quic" ? "QUIC" : "TLS"],
+    [fmtClock(row.ts)], [clientText(row), row.device ? "device " + deviceLabel(row.device) : ""], [row.transport === "quic" ? "QUIC" : "TLS"],
     [`${row.sni || row.server} — encrypted (${row.version}${row.alpn ? ", " + row.alpn : ""}) ${row.server}${row.open ? " — open" : ""}${estimateText(row.inferred)}`,
      "No keys for this connection: --keylog FILE decrypts it"],
     [""], [row.protocol], [""], [fmtBytes(row.bytes)], [fmtMs(row.time)], [""], [row.flags.join(" ")],
@@ -592,7 +631,7 @@ function showEntry(body, row, e) {
   body.append(...section("General", kvTable([
     ["URL", req.url], ["Method", req.method], ["Status", `${resp.status || "no response"} ${resp.statusText || ""}`],
     ["Protocol", row.protocol + (e._stream !== undefined ? ` (stream ${e._stream})` : "")],
-    ["Client", endpoint(e._clientIPAddress || row.client, e._clientPort)], ["Server", endpoint(e.serverIPAddress, e._serverPort)],
+    ["Client", endpoint(e._clientIPAddress || row.client, e._clientPort)], ...(row.device ? [["Device", deviceLabel(row.device)]] : []), ["Server", endpoint(e.serverIPAddress, e._serverPort)],
     ["Connection", e.connection], ["Started", e.startedDateTime], ["Duration", fmtMs(e.time)], ["Page", pageTitle(row.page)],
   ])));
   const flags = e._flags || row.flags;
@@ -681,7 +720,7 @@ function showEstimate(body, row) {
   body.append(...section("Estimated without keys",
     el("p", { class: "muted", text: "Sizes and times read from the encrypted records, not decrypted: no method, status, path or headers. "
       + (row.alone ? "It had the connection to itself, so the response's bytes and times are its own." : "Other requests were in flight: its response cannot be told apart, so it has no response figures.") }),
-    kvTable([["Origin", row.url], ["Protocol", `${row.protocol} (estimated)`], ["Connection", row.conn], ["Client", row.client], ["Server", row.server],
+    kvTable([["Origin", row.url], ["Protocol", `${row.protocol} (estimated)`], ["Connection", row.conn], ["Client", row.client], ...(row.device ? [["Device", deviceLabel(row.device)]] : []), ["Server", row.server],
       ["Started", new Date(row.ts).toISOString()], ["Request bytes", x.request_bytes], ["Response bytes", x.response_bytes === null ? "not known" : x.response_bytes],
       ["Alone on its connection", x.alone ? "yes" : "no"], ["Records (request, response)", `${x.request_records}, ${x.response_records}`]])));
   body.append(...section("Timing", timingTable({ send: v(x.send_ms), wait: v(x.wait_ms), receive: v(x.receive_ms) })));
@@ -726,7 +765,7 @@ function exchangeWaterfall(c, selected) {
 }
 
 function showConnection(holder, d, nested) {
-  const pairs = [["Transport", d.transport], ["Client", d.client], ["Server", d.server], ["Start", d.start], ["Duration", fmtMs(d.duration)],
+  const pairs = [["Transport", d.transport], ["Client", d.client], ...(d.device ? [["Device", deviceLabel(d.device)]] : []), ["Server", d.server], ["Start", d.start], ["Duration", fmtMs(d.duration)],
     ["Bytes from client", d.bytesFromClient], ["Bytes from server", d.bytesFromServer], ["Packets", d.packets], ["Handshake RTT", fmtMs(d.handshakeRTT)],
     ["Gaps", `${d.gaps} (${d.missedBytes} bytes)`], ["History", d.history], ["Anomalies", (d.anomalies || []).join(" ")]];
   holder.append(kvTable(pairs));
@@ -1034,12 +1073,14 @@ async function start() {
   }
   state.loaded = true;
   render();
+  refreshDevices();
   events = new EventSource(api(`/api/events?after=${state.after}`));
-  events.addEventListener("records", ev => ingest(JSON.parse(ev.data)));
+  events.addEventListener("records", ev => { ingest(JSON.parse(ev.data)); refreshDevices(); });
   events.addEventListener("status", ev => {
     const s = JSON.parse(ev.data);
     state.running = s.running;
     updateStatus();
+    refreshDevices();
   });
   events.addEventListener("skipped", ev => {
     const s = JSON.parse(ev.data);

@@ -44,4 +44,30 @@ import Testing
         var damaged = Self.netbiosRegistration("WIN-LAPTOP"); damaged[14] = 0x5A
         #expect(names(after: [damaged]).isEmpty)
     }
+
+    /// The directory other threads read (the web view's `/api/devices`, `--client NAME`) has a
+    /// device's names as they come, its own name first, and says what changed after a change.
+    @Test func theDirectoryGivesWhatChangedSinceTheLastAsk() {
+        let table = DeviceTable(), directory = DeviceDirectory()
+        table.directory = directory
+        func say(_ name: String, opcode: UInt16 = 5) {
+            Self.netbiosRegistration(name, opcode: opcode).withUnsafeBytes { b in
+                let d = UDPDatagram(source: Endpoint(address: IPAddress(text: "10.0.0.33")!, port: 137),
+                                    destination: Endpoint(address: IPAddress(text: "10.0.0.255")!, port: 137),
+                                    payload: b, timestamp: Timestamp(nanoseconds: 1_000_000_000))
+                table.observe(mac: Self.mac, address: d.source.address, at: d.timestamp)
+                table.observeService(d, mac: Self.mac)
+            }
+        }
+        #expect(directory.changed(after: 0).devices.isEmpty)
+        say("WIN-LAPTOP")
+        let first = directory.changed(after: 0)
+        #expect(first.devices.map(\.mac) == [Self.mac] && first.devices.first?.names == ["WIN-LAPTOP"])
+        say("WIN-LAPTOP", opcode: 8)   // the same name again: no change
+        #expect(directory.changed(after: first.latest).devices.isEmpty)
+        say("OFFICE-PC")
+        let second = directory.changed(after: first.latest)
+        #expect(second.latest > first.latest && second.devices.first?.names == ["WIN-LAPTOP", "OFFICE-PC"])
+        #expect(directory.names(of: Self.mac.raw) == ["WIN-LAPTOP", "OFFICE-PC"])
+    }
 }
