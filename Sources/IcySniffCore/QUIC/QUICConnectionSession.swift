@@ -60,21 +60,19 @@ final class QUICConnectionSession {
     private var appKeys: [PhaseKeys?] = [nil, nil]
     /// The largest packet number seen in each space, per direction (`direction.index * 3 + space`).
     private var largestPN = [UInt64?](repeating: nil, count: 6)
-    /// CRYPTO data per epoch (Initial, Handshake, 1-RTT) and direction, and the handshake messages in it.
+    /// CRYPTO data per direction and packet number space (`QUICSpace.rawValue`: Initial,
+    /// Handshake, 1-RTT), and the handshake messages in it.
     private var crypto: [[OffsetReassembler]] = Array(repeating: Array(repeating: OffsetReassembler(maxPending: 1 << 18), count: 3), count: 2)
     private var handshakeMessages: [[TLSHandshakeBuffer]] = Array(repeating: Array(repeating: TLSHandshakeBuffer(), count: 3), count: 2)
     private var clientHellos = 0
-    /// Each direction's streams (`streams[d.index][id]`), and those whose data has all been handed on.
-    private var streams: [[UInt64: StreamData]] = [[:], [:]]
-    private var closedStreams: [Set<UInt64>] = [[], []]
+    /// Each direction's streams, open and over.
+    private var streams = QUICStreamTable()
     /// The stateless reset tokens each direction's sender issued (RFC 9000 §10.3: the server's
     /// transport parameter, NEW_CONNECTION_ID frames; read with keys only), and whether a packet
     /// ended with one of them: the sender had lost the connection's state.
     private var resetTokens: [[ResetToken]] = [[], []]
     private var statelessReset = false
 
-    /// The stream the last STREAM frame was for, while it is open (`streams` holds it too).
-    private var lastStream: (direction: Int, id: UInt64, data: StreamData)? = nil
     private var http3: HTTP3Session? = nil
     private unowned let emitter: TransactionEmitter
     private let options: HTTPParserOptions
@@ -131,39 +129,6 @@ final class QUICConnectionSession {
     /// The ServerHello came: the packets held for its suite are handled once the current
     /// datagram is done.
     private var replayPending = false
-
-    /// One direction of an open stream (a class: the table holds it, and each frame changes it
-    /// where it lies).
-    final class StreamData {
-        var reassembler = OffsetReassembler()
-        var finalSize: UInt64? = nil
-    }
-
-    /// The 1-RTT keys of one direction: the current key phase's, with the previous phase's kept
-    /// for late packets (RFC 9001 §6.5) and the next one's derived when a packet flips the bit.
-    /// A class, changed where it lies: as a struct in `appKeys`, every packet's reads of its
-    /// phase and keys copied it (three references counted up and down each time).
-    final class PhaseKeys {
-        var current: QUICPacketKeys
-        var phase: Bool = false
-        var previous: QUICPacketKeys? = nil
-        var next: QUICPacketKeys? = nil
-        var firstPacketOfCurrent: UInt64? = nil
-        var updates = 0
-
-        init(current: QUICPacketKeys) { self.current = current }
-
-        /// A key update: the next phase's keys take over from packet `pn` on; the current ones
-        /// stay for late packets.
-        func update(to next: QUICPacketKeys, phase: Bool, firstPacket pn: UInt64) {
-            previous = current
-            current = next
-            self.next = nil
-            self.phase = phase
-            firstPacketOfCurrent = pn
-            updates += 1
-        }
-    }
 
     init(id: UInt64, client: Endpoint, server: Endpoint, dcid: [UInt8], scid: [UInt8], version: UInt32, at ts: Timestamp,
          keyLog: KeyLog?, emitter: TransactionEmitter, options: HTTPParserOptions, decryption: DecryptionQueue? = nil,
@@ -346,7 +311,7 @@ final class QUICConnectionSession {
         }
         if waitingForKeysSince != nil { stopWaitingForKeys() }
         if let plaintext = open(whole, pnOffset: pnOffset, keys: keys, space: space, from: direction, longHeader: true) {
-            if type == .handshake { frames(plaintext, epoch: 1, at: ts, from: direction) } else { applicationFrames(plaintext, at: ts, from: direction) }
+            if type == .handshake { frames(plaintext, space: .handshake, at: ts, from: direction) } else { applicationFrames(plaintext, at: ts, from: direction) }
         }
         return end
     }
@@ -508,7 +473,7 @@ final class QUICConnectionSession {
             guard let keys = initialKeys(version: version, dcid: dcid, direction: direction) else { continue }
             if let plaintext = open(whole, pnOffset: pnOffset, keys: keys, space: .initial, from: direction, longHeader: true, quiet: true) {
                 confirmed = true
-                return frames(plaintext, epoch: 0, at: ts, from: direction)
+                return frames(plaintext, space: .initial, at: ts, from: direction)
             }
         }
         info.packetsUndecryptable += 1
@@ -644,15 +609,14 @@ final class QUICConnectionSession {
     /// The frames of a 0-RTT or 1-RTT packet opened here: at once, or — while packets before it
     /// wait on the decryption thread — in its turn (streams are read in the capture's order).
     private func applicationFrames(_ plaintext: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) {
-        guard let decryption, decryption.isHolding else { return frames(plaintext, epoch: 2, at: ts, from: direction) }
+        guard let decryption, decryption.isHolding else { return frames(plaintext, space: .application, at: ts, from: direction) }
         let copy = Array(plaintext)
-        decryption.later { [self] in copy.withUnsafeBytes { frames($0, epoch: 2, at: ts, from: direction) } }
+        decryption.later { [self] in copy.withUnsafeBytes { frames($0, space: .application, at: ts, from: direction) } }
     }
 
     /// A 1-RTT packet for the decryption thread: header protection removed and the keys chosen
-    /// here, by the key phase bit and the packet number alone (the thread cannot tell back which
-    /// keys opened it): the other phase is the previous keys for a packet numbered below the
-    /// first of the current phase, else the next phase's (a key update).
+    /// here, by the key phase bit and the packet number alone (`PhaseKeys.keys`: the thread
+    /// cannot tell back which keys opened it, so there is no second try).
     private func submitShort(_ whole: UnsafeRawBufferPointer, pnOffset: Int, to decryption: DecryptionQueue, at ts: Timestamp,
                              from direction: Direction) {
         let d = direction.index
@@ -661,18 +625,18 @@ final class QUICConnectionSession {
                                                   longHeader: false) else { return packetFailed() }
         let keys: QUICPacketKeys
         var keyUpdate: Bool? = nil
-        if phase == k.phase {
+        switch k.keys(phase: phase, packetNumber: pn) {
+        case .current:
             keys = k.current
             if k.firstPacketOfCurrent == nil { k.firstPacketOfCurrent = pn }
-        } else if let previous = k.previous, let start = k.firstPacketOfCurrent, pn < start {
+        case .previous(let previous):
             keys = previous
-        } else if let next = k.next ?? k.current.next() {
-            // The next phase's keys, kept for the packets of the new phase until the first of
-            // them opens (in its turn): only then has the key update happened.
-            k.next = next
+        case .next(let next):
+            // Kept for the packets of the new phase until the first of them opens (in its
+            // turn): only then has the key update happened.
             keys = next
             keyUpdate = phase
-        } else {
+        case .none:
             return packetFailed()
         }
         let s = QUICSpace.application.rawValue
@@ -695,7 +659,7 @@ final class QUICConnectionSession {
             k.update(to: next, phase: phase, firstPacket: packetNumber)
         }
         packetOpened(application: true)
-        frames(plaintext, epoch: 2, at: ts, from: direction)
+        frames(plaintext, space: .application, at: ts, from: direction)
     }
 
     /// A packet authenticated, here or on the decryption thread. The connection is decrypted
@@ -708,101 +672,68 @@ final class QUICConnectionSession {
         if application && !info.decrypted { info.decrypted = true; tls.decrypted = true }
     }
 
-    /// A 1-RTT packet: the key phase bit picks the current, next or previous keys (RFC 9001 §6).
+    /// A 1-RTT packet: the key phase bit picks the current, next or previous keys (RFC 9001 §6,
+    /// `PhaseKeys.keys`); a packet the next phase's keys do not open is tried with the previous.
     private func openShort(_ whole: UnsafeRawBufferPointer, pnOffset: Int, from direction: Direction) -> UnsafeRawBufferPointer? {
         guard let k = appKeys[direction.index] else { return nil }
         guard let (header, pn, phase) = unprotect(whole, pnOffset: pnOffset, keys: k.current, space: .application, from: direction,
                                                   longHeader: false) else { packetFailed(); return nil }
-        if phase == k.phase {
-            if let p = decrypt(whole, header: header, pn: pn, keys: k.current, space: .application, from: direction, quiet: false) {
-                if k.firstPacketOfCurrent == nil { k.firstPacketOfCurrent = pn }
+        switch k.keys(phase: phase, packetNumber: pn) {
+        case .current:
+            guard let p = decrypt(whole, header: header, pn: pn, keys: k.current, space: .application, from: direction, quiet: false)
+            else { return nil }
+            if k.firstPacketOfCurrent == nil { k.firstPacketOfCurrent = pn }
+            return p
+        case .previous(let previous):
+            return decrypt(whole, header: header, pn: pn, keys: previous, space: .application, from: direction, quiet: false)
+        case .next(let next):
+            if let p = decrypt(whole, header: header, pn: pn, keys: next, space: .application, from: direction, quiet: true) {
+                k.update(to: next, phase: phase, firstPacket: pn)
                 return p
             }
+            // Not the next phase's after all: a late packet of the previous keys.
+            if let previous = k.previous {
+                return decrypt(whole, header: header, pn: pn, keys: previous, space: .application, from: direction, quiet: false)
+            }
+            packetFailed()
+            return nil
+        case .none:
             return nil
         }
-        // The other phase: a late packet of the previous keys, or the first of the next ones.
-        if let previous = k.previous, let start = k.firstPacketOfCurrent, pn < start {
-            return decrypt(whole, header: header, pn: pn, keys: previous, space: .application, from: direction, quiet: false)
-        }
-        if k.next == nil { k.next = k.current.next() }
-        guard let next = k.next else { return nil }
-        if let p = decrypt(whole, header: header, pn: pn, keys: next, space: .application, from: direction, quiet: true) {
-            k.update(to: next, phase: phase, firstPacket: pn)
-            return p
-        }
-        if let previous = k.previous {
-            return decrypt(whole, header: header, pn: pn, keys: previous, space: .application, from: direction, quiet: false)
-        }
-        packetFailed()
-        return nil
     }
 
     // MARK: Frames
 
-    /// The frames of a decrypted packet (RFC 9000 §19). An unknown frame type cannot be skipped:
-    /// the rest of the packet is left.
-    private func frames(_ plaintext: UnsafeRawBufferPointer, epoch: Int, at ts: Timestamp, from direction: Direction) {
+    /// What the frames of a decrypted packet (`QUICFrameParser`) mean for the connection: CRYPTO
+    /// data to the handshake of its packet number space, STREAM data to HTTP/3, CIDs and reset
+    /// tokens to the connection, CONNECTION_CLOSE to how it ended.
+    private func frames(_ plaintext: UnsafeRawBufferPointer, space: QUICSpace, at ts: Timestamp, from direction: Direction) {
         // The plaintext lies in `scratch`: nothing here opens another packet.
-        do {
-            var r = QUICReader(plaintext)
-            while r.remaining > 0 {
-                guard let type = r.varint() else { return }
-                switch type {
-                case 0x00, 0x01, 0x1e:   // PADDING, PING, HANDSHAKE_DONE
-                    continue
-                case 0x02, 0x03:   // ACK
-                    guard r.varint() != nil, r.varint() != nil, let ranges = r.varint(), r.varint() != nil else { return }
-                    for _ in 0..<min(ranges, 1 << 20) { guard r.varint() != nil, r.varint() != nil else { return } }
-                    if type == 0x03 { for _ in 0..<3 { guard r.varint() != nil else { return } } }
-                case 0x04:   // RESET_STREAM
-                    guard let id = r.varint(), r.varint() != nil, let size = r.varint() else { return }
-                    streamReset(id, finalSize: size, at: ts, from: direction)
-                case 0x05:   // STOP_SENDING
-                    guard let id = r.varint(), r.varint() != nil else { return }
-                    http3?.stopSending(id, at: ts, from: direction)
-                case 0x06:   // CRYPTO
-                    guard let offset = r.varint(), let data = r.vector() else { return }
-                    cryptoData(data, at: offset, epoch: epoch, from: direction)
-                case 0x07:   // NEW_TOKEN
-                    guard r.vector() != nil else { return }
-                case 0x08...0x0f:   // STREAM
-                    guard let id = r.varint() else { return }
-                    var offset: UInt64 = 0
-                    if type & 0x04 != 0 { guard let o = r.varint() else { return }; offset = o }
-                    let data: UnsafeRawBufferPointer
-                    if type & 0x02 != 0 { guard let d = r.vector() else { return }; data = d } else { data = r.take(r.remaining)! }
-                    streamData(id, data, at: offset, fin: type & 0x01 != 0, ts: ts, from: direction)
-                case 0x10, 0x12, 0x13, 0x14, 0x16, 0x17, 0x19:
-                    guard r.varint() != nil else { return }
-                case 0x11, 0x15:
-                    guard r.varint() != nil, r.varint() != nil else { return }
-                case 0x18:   // NEW_CONNECTION_ID: a CID the peer may send to from now on
-                    guard r.varint() != nil, r.varint() != nil, let n = r.u8(), n <= 20, let cid = r.take(Int(n)),
-                          let token = r.take(16) else { return }
-                    newCIDs.append(Array(cid))
-                    addResetToken(token, from: direction)
-                case 0x1a, 0x1b:   // PATH_CHALLENGE, PATH_RESPONSE
-                    guard r.take(8) != nil else { return }
-                case 0x1c, 0x1d:   // CONNECTION_CLOSE
-                    guard r.varint() != nil else { return }
-                    if type == 0x1c { guard r.varint() != nil else { return } }
-                    guard r.vector() != nil else { return }
-                    info.end = type == 0x1c ? "connection_close" : "application_close"
-                case 0x30:   // DATAGRAM to the end of the packet
-                    return
-                case 0x31:
-                    guard r.vector() != nil else { return }
-                default:
-                    return
-                }
+        for frame in QUICFrameParser(plaintext) {
+            switch frame {
+            case .other:
+                continue
+            case .resetStream(let id, let finalSize):
+                streamReset(id, finalSize: finalSize, at: ts, from: direction)
+            case .stopSending(let id):
+                http3?.stopSending(id, at: ts, from: direction)
+            case .crypto(let offset, let data):
+                cryptoData(data, at: offset, space: space, from: direction)
+            case .stream(let id, let offset, let data, let fin):
+                streamData(id, data, at: offset, fin: fin, ts: ts, from: direction)
+            case .newConnectionID(let cid, let resetToken):
+                newCIDs.append(Array(cid))
+                addResetToken(resetToken, from: direction)
+            case .connectionClose(let application):
+                info.end = application ? "application_close" : "connection_close"
             }
         }
     }
 
     // MARK: CRYPTO: the TLS handshake
 
-    private func cryptoData(_ data: UnsafeRawBufferPointer, at offset: UInt64, epoch: Int, from direction: Direction) {
-        let d = direction.index
+    private func cryptoData(_ data: UnsafeRawBufferPointer, at offset: UInt64, space: QUICSpace, from direction: Direction) {
+        let d = direction.index, epoch = space.rawValue
         var deliveredBytes: [[UInt8]] = []
         crypto[d][epoch].insert(data, at: offset, deliver: { deliveredBytes.append(Array($0)) }, lost: { _ in })
         // The messages are handled once the buffer is done with them: a ServerHello replays
@@ -811,20 +742,19 @@ final class QUICConnectionSession {
         for chunk in deliveredBytes {
             handshakeMessages[d][epoch].append(chunk) { messages.append(($0, $1)) }
         }
-        for (type, message) in messages { handshakeMessage(type, message, epoch: epoch, from: direction) }
+        for (type, message) in messages { handshakeMessage(type, message, space: space, from: direction) }
     }
 
-    private func handshakeMessage(_ type: UInt8, _ message: ArraySlice<UInt8>, epoch: Int, from direction: Direction) {
-        // Epoch 0: the Initial packets' CRYPTO data; 1: the Handshake packets'.
-        switch (direction, epoch, type) {
-        case (.fromClient, 0, TLSHandshakeType.clientHello):
+    private func handshakeMessage(_ type: UInt8, _ message: ArraySlice<UInt8>, space: QUICSpace, from direction: Direction) {
+        switch (direction, space, type) {
+        case (.fromClient, .initial, TLSHandshakeType.clientHello):
             guard let hello = TLSHandshakeObserver.clientHello(message, into: &tls, first: clientHellos == 0) else { return }
             clientHellos += 1
             if clientHellos == 1 {
                 clientRandom = hello.random
                 lookUpSecrets()
             }
-        case (.fromServer, 0, TLSHandshakeType.serverHello):
+        case (.fromServer, .initial, TLSHandshakeType.serverHello):
             guard let hello = TLSHandshakeObserver.serverHello(message, into: &tls), !hello.helloRetry, cipher == nil else { return }
             cipher = TLSCipherParameters(suite: hello.cipherSuite)
             if tls.earlyDataOffered && keyLog != nil { tls.earlyDataAccepted = false }
@@ -834,7 +764,7 @@ final class QUICConnectionSession {
             // A live key log may still write them (looked up again as packets need them); if it
             // never does, the connection's end says so.
             emitter.secured(connection, keys: secrets != nil ? .found : keyLog?.growing == true ? .awaited : .none)
-        case (.fromServer, 1, TLSHandshakeType.encryptedExtensions):
+        case (.fromServer, .handshake, TLSHandshakeType.encryptedExtensions):
             TLSHandshakeObserver.encryptedExtensions(message, into: &tls) { serverTransportParameters($0) }
         default:
             break
@@ -907,41 +837,23 @@ final class QUICConnectionSession {
 
     private func streamData(_ id: UInt64, _ data: UnsafeRawBufferPointer, at offset: UInt64, fin: Bool, ts: Timestamp,
                             from direction: Direction) {
-        let d = direction.index
         let h3 = session()
-        let s: StreamData
-        if let last = lastStream, last.id == id, last.direction == d {
-            // The stream of the frame before (the common case in a transfer): open, and found
-            // without two look-ups.
-            s = last.data
-        } else {
-            guard !closedStreams[d].contains(id) else { return }
-            if let existing = streams[d][id] { s = existing } else {
-                s = StreamData()
-                streams[d][id] = s
-            }
-            lastStream = (d, id, s)
-        }
+        guard let s = streams.stream(id, from: direction) else { return }
         if fin { s.finalSize = offset + UInt64(data.count) }
         s.reassembler.insert(data, at: offset, deliver: { h3.streamData(id, $0, at: ts, from: direction) },
                              lost: { h3.streamGap(id, $0, at: ts, from: direction) })
         if let size = s.finalSize, s.reassembler.delivered >= size {
-            lastStream = nil
-            streams[d][id] = nil
-            closedStreams[d].insert(id)
+            streams.close(id, from: direction)
             h3.streamEnded(id, at: ts, from: direction)
         }
     }
 
     private func streamReset(_ id: UInt64, finalSize: UInt64, at ts: Timestamp, from direction: Direction) {
-        let d = direction.index
-        guard !closedStreams[d].contains(id) else { return }
-        if let last = lastStream, last.id == id, last.direction == d { lastStream = nil }
-        streams[d][id] = nil
-        closedStreams[d].insert(id)
+        guard streams.close(id, from: direction) else { return }
         session().streamReset(id, at: ts, from: direction)
     }
 
+    @inline(__always)
     private func session() -> HTTP3Session {
         if let http3 { return http3 }
         let s = HTTP3Session(connection: connection, emitter: emitter, options: options)
@@ -975,9 +887,8 @@ final class QUICConnectionSession {
             if secrets?.clientTraffic0 == nil || secrets?.serverTraffic0 == nil { connection.note(.quicKeysNotFound) }
         }
         if let h3 = http3 {
-            for d in 0..<2 {
-                let direction: Direction = d == 0 ? .fromClient : .fromServer
-                for (id, s) in streams[direction.index].sorted(by: { $0.key < $1.key }) {
+            for direction in [Direction.fromClient, .fromServer] {
+                for (id, s) in streams.takeOpen(from: direction) {
                     s.reassembler.skipHoles(deliver: { h3.streamData(id, $0, at: ts, from: direction) },
                                             lost: { h3.streamGap(id, $0, at: ts, from: direction) })
                     if let size = s.finalSize {
@@ -985,9 +896,7 @@ final class QUICConnectionSession {
                         h3.streamEnded(id, at: ts, from: direction)
                     }
                 }
-                streams[direction.index] = [:]
             }
-            lastStream = nil
             h3.finish(at: ts)
             info.requests = h3.requests
             info.pushes = h3.pushes

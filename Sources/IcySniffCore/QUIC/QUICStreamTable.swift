@@ -1,0 +1,54 @@
+/// The streams of one QUIC connection, per direction (RFC 9000 §2-3): the open ones with their
+/// reassembly, and the ids of those that are over (all data handed on, or reset), whose late
+/// frames are dropped. The connection session decides what stream data means (HTTP/3); this table
+/// only keeps the streams, as quic-go's streams map stands apart from its connection.
+///
+/// A transfer sends frame after frame of one stream: the stream of the last frame is kept at
+/// hand (`last`), found without two dictionary look-ups.
+struct QUICStreamTable {
+    final class Stream {
+        var reassembler = OffsetReassembler()
+        /// The stream's length, known from a frame with FIN.
+        var finalSize: UInt64? = nil
+    }
+
+    private var open: [[UInt64: Stream]] = [[:], [:]]
+    private var closed: [Set<UInt64>] = [[], []]
+    private var last: (direction: Int, id: UInt64, stream: Stream)? = nil
+
+    /// Stream `id` of `direction`, made when it is new; nil once it is over.
+    @inline(__always)
+    mutating func stream(_ id: UInt64, from direction: Direction) -> Stream? {
+        let d = direction.index
+        if let last, last.id == id, last.direction == d { return last.stream }
+        guard !closed[d].contains(id) else { return nil }
+        let s: Stream
+        if let existing = open[d][id] { s = existing } else {
+            s = Stream()
+            open[d][id] = s
+        }
+        last = (d, id, s)
+        return s
+    }
+
+    /// Stream `id` of `direction` is over: its later frames are dropped. False when it was
+    /// over already.
+    @discardableResult
+    mutating func close(_ id: UInt64, from direction: Direction) -> Bool {
+        let d = direction.index
+        guard !closed[d].contains(id) else { return false }
+        if let last, last.id == id, last.direction == d { self.last = nil }
+        open[d][id] = nil
+        closed[d].insert(id)
+        return true
+    }
+
+    /// The open streams of `direction` by id, taken out of the table (the connection's end).
+    mutating func takeOpen(from direction: Direction) -> [(id: UInt64, stream: Stream)] {
+        let d = direction.index
+        let list = open[d].sorted { $0.key < $1.key }.map { (id: $0.key, stream: $0.value) }
+        open[d] = [:]
+        if last?.direction == d { last = nil }
+        return list
+    }
+}
