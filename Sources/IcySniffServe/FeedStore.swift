@@ -310,6 +310,20 @@ public final class FeedStore: FeedConsumer, @unchecked Sendable {
         return found
     }
 
+    /// The transactions whose response (`response`) or request has a header field `name`, case
+    /// ignored (`GET /api/search?response-header=NAME`).
+    func search(header name: String, response: Bool) -> [Int] {
+        guard !name.isEmpty else { return [] }
+        let (all, entries) = lock.withLock { (records, self.entries) }
+        guard let entries else { return [] }
+        var found: [Int] = []
+        for (i, r) in all.enumerated() where r.kind == .transaction {
+            let archive = read(r.archive)
+            if !archive.isEmpty, archive.withUnsafeBytes({ entries.hasHeader(name, response: response, archive: $0) }) { found.append(i + 1) }
+        }
+        return found
+    }
+
     /// A HAR 1.2 document of the chosen transactions (in HAR's order, by start), their pages and
     /// their connections, as the HAR output writes them.
     func har(_ seqs: [Int]) -> [UInt8] {

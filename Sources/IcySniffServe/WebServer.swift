@@ -295,9 +295,16 @@ public final class WebServer: @unchecked Sendable {
     func slowRoute(_ r: Request) -> Response {
         switch r.path {
         case "/api/search":
-            let q: String
-            do { q = try r.query.value("q") ?? "" } catch { return .error(.badRequest, error.message) }
-            let seqs = store.search(q)
+            // Text anywhere in a row or entry (q), or a header field by name on one side.
+            let q: String, requestHeader: String?, responseHeader: String?
+            do {
+                q = try r.query.value("q") ?? ""
+                requestHeader = try r.query.value("request-header")
+                responseHeader = try r.query.value("response-header")
+            } catch { return .error(.badRequest, error.message) }
+            let seqs = responseHeader.map { store.search(header: $0, response: true) }
+                ?? requestHeader.map { store.search(header: $0, response: false) }
+                ?? store.search(q)
             return .json(Array("{\"seqs\":[\(seqs.map(String.init).joined(separator: ","))]}\n".utf8))
         case "/api/export.har", "/api/export.ndjson":
             // The transactions: a POSTed list of seqs ([1,5,7] or 1,5,7), or all of them.

@@ -269,6 +269,26 @@ import Glibc
             #expect(phone["shown"] as? Int == phone["requests"] as? Int, "\(phone)")
             #expect((phone["clients"] as? [String] ?? []).contains { $0.contains(":") } && (phone["clients"] as? [String] ?? []).contains { $0.contains(".") }, "\(phone)")
         }
+        // The search box's filter syntax, as DevTools has it (status-code:, domain: globs, method:,
+        // mime-type:, resource-type:, larger-than:, has-response-header: and has-request-header:
+        // asked of the server, -negation, /regex/): each query shows the rows the capture's NDJSON
+        // rows and HAR entries say it should; completion offers keys and the values seen.
+        let query = try #require(all["query"] as? [String: Any])
+        var expectedCounts: Set<Int> = []
+        for capture in ["nginx-cache-demo.pcap.gz", "wikipedia.pcap"] {
+            let cases = query[capture] as? [String: [String: Int]] ?? [:]
+            #expect(cases.count >= 3, "\(capture): \(query)")
+            for (q, c) in cases {
+                #expect(c["expected"] != nil && c["shown"] == c["expected"], "\(capture) \(q): \(c)")
+                expectedCounts.insert(c["expected"] ?? -1)
+            }
+        }
+        #expect(expectedCounts.count >= 6, "queries that tell rows apart: \(expectedCounts)")
+        #expect((query["hash"] as? String)?.contains("q=status-code:200") == true, "\(query["hash"] ?? "")")
+        let complete = query["complete"] as? [String: [String]] ?? [:]
+        #expect(complete["stat"] == ["status-code:"] && complete["status-code:200 -me"] == ["status-code:200 -method:"], "\(complete)")
+        #expect(complete["method:"] == ["method:GET", "method:HEAD", "method:POST"], "\(complete)")
+        #expect((query["axe"] as? [String])?.isEmpty == true, "\(query["axe"] ?? "")")
         #expect(keyless["h3-sample.pcap"]?["text"].map { "\($0)".contains("QUIC v1") } == true)
         #expect(keyless["tls-sample.pcap"]?["text"].map { "\($0)".contains("TLS 1.3") } == true)
 

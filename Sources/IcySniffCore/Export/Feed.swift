@@ -147,6 +147,13 @@ public struct FeedEntries: Sendable {
         EntryEncoder.writeEntry(t, pageref: page, to: json, options: options)
         return json.array
     }
+
+    /// Whether the transaction `archive` holds has a header field `name` (case ignored) in its
+    /// response (`response`) or its request: the web view's `has-response-header:` filter.
+    public func hasHeader(_ name: String, response: Bool, archive: UnsafeRawBufferPointer) -> Bool {
+        guard let t = TransactionArchive.read(archive) else { return false }
+        return (response ? t.response : t.request)?.headers.contains(name) ?? false
+    }
 }
 
 /// Hands every call to two sinks: an output's chain and a second consumer of the same
