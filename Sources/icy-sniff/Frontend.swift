@@ -269,6 +269,8 @@ struct Frontend {
                 ? "icy-sniff: \(n), by link-layer address" + (list.contains { $0.mac == nil } ? " (those without one, by client address)" : "")
                 : "icy-sniff: \(n), by client address: the capture has no link-layer addresses (raw IP, loopback or a tunnel)"
         }
+        // A HAR names the devices its entries' `_device` addresses are (log._devices).
+        if let har = sink as? HAROutput { har.writer.devices = pipeline.devices.summaries() }
         do {
             try sink.finish(comment: comments.isEmpty ? nil : comments.joined(separator: "; "))
             try out?.commit()

@@ -91,6 +91,27 @@ import Testing
         }
     }
 
+    /// A HAR names the devices its entries' `_device` addresses are: `log._devices` holds the
+    /// objects `--devices --format ndjson` writes, one per device, the truth's names first.
+    @Test func aHARNamesItsDevices() throws {
+        let capture = CLI.capture("hotspot-sample.pcap")
+        let listed = Self.rows(try CLI.run(["-r", capture, "--devices", "--format", "ndjson", "--quiet"]).text)
+        let har = try #require(try JSONSerialization.jsonObject(with: CLI.run(["-r", capture, "--har", "--quiet"]).stdout) as? [String: Any])
+        let log = try #require(har["log"] as? [String: Any])
+        let inHAR = log["_devices"] as? [[String: Any]] ?? []
+        #expect(inHAR.count == listed.count && !listed.isEmpty, "\(inHAR.count) for \(listed.count)")
+        for (a, b) in zip(inHAR, listed) { #expect(NSDictionary(dictionary: a).isEqual(to: b), "\(a) against \(b)") }
+        for phone in try Self.truth {
+            let d = inHAR.first { $0["mac"] as? String == phone["mac"] as? String }
+            #expect(d?["name"] as? String == (phone["names"] as? [String])?.first, "\(phone)")
+        }
+        // Without link-layer addresses or DHCP a HAR has no devices to name beyond addresses;
+        // the field is there only when the table has any.
+        let loopback = try #require(try JSONSerialization.jsonObject(with: CLI.run(["-r", CLI.capture("tls-sample.pcap"), "--har", "--quiet"]).stdout) as? [String: Any])
+        let devices = (loopback["log"] as? [String: Any])?["_devices"] as? [[String: Any]] ?? []
+        #expect(devices.allSatisfy { $0["mac"] is NSNull }, "\(devices)")
+    }
+
     /// `--client` takes the name a device gave itself, as a glob (case ignored), for
     /// transactions and `--connections` alike; a name no device gave is said.
     @Test func clientByName() throws {

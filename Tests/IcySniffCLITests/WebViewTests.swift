@@ -262,6 +262,8 @@ import Glibc
         let phones = devices["phones"] as? [[String: Any]] ?? []
         #expect(Set(devices["choices"] as? [String] ?? []) == Set(phones.compactMap { $0["mac"] as? String }), "\(devices)")
         let labels = devices["labels"] as? [String: String] ?? [:]
+        // A HAR of the capture opened in the page: its log._devices names the phones the same way.
+        #expect(devices["harLabels"] as? [String: String] == labels, "\(devices["harLabels"] ?? "")")
         for phone in phones {
             let mac = phone["mac"] as? String ?? "?", name = (phone["names"] as? [String])?.first ?? "?"
             #expect(labels[mac] == "\(name) (\(mac))", "\(labels)")

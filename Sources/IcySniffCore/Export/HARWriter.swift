@@ -41,6 +41,11 @@ public final class HARWriter: TransactionSink {
     private var usedConnections: Set<UInt64> = []
     private var pages = PageGrouper()
     private let entry: JSONWriter
+    /// `log._devices`: who is who, each device as `--devices --format ndjson` writes it (its
+    /// names with their sources, addresses, hints), so that a HAR's `_device` addresses have
+    /// names wherever the HAR is read. Set before `write` (the run's device table is complete
+    /// then); none: the field is left out.
+    public var devices: [DeviceSummary] = []
 
     public convenience init(options: ExportOptions = ExportOptions()) {
         self.init(options: options, spill: SpillStore())
@@ -151,6 +156,15 @@ public final class HARWriter: TransactionSink {
             connectionIndex.inOrder { each($0.offset, $0.length, false) }
         }
         out.write(Array((options.pretty && connectionsWritten > 0 ? "\n    ]" : "]").utf8))
+        if !devices.isEmpty {
+            let dw = JSONWriter(indent: options.pretty ? 2 : 0, capacity: 1 << 12)
+            dw.baseDepth = 2
+            dw.beginArray()
+            for d in devices { DeviceListWriter.write(d, to: dw) }
+            dw.endArray()
+            out.write(Array((options.pretty ? ",\n    \"_devices\": " : ",\"_devices\":").utf8))
+            out.write(dw.buffer)
+        }
         if let comment {
             let cw = JSONWriter()
             cw.string(comment)

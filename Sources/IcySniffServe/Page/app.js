@@ -1144,6 +1144,10 @@ function openHAR(file) {
     drawn = new Map();
     state.rows = []; state.fresh = []; state.refilter = true; state.transactions = har.log.entries.length; state.bySeq.clear(); state.connections.clear(); state.pages.clear(); state.selected = null;
     for (const k of Object.keys(choices)) choices[k].clear();
+    // icy-sniff's HAR names its devices (log._devices); a browser's has none.
+    deviceNames.clear();
+    for (const d of har.log._devices || []) if (d && d.mac) deviceNames.set(d.mac, (d.names || []).map(n => n.name).filter(Boolean));
+    devicesAfter++;
     for (const p of har.log.pages || []) state.pages.set(p.id, { id: p.id, title: p.title, started: Date.parse(p.startedDateTime), client: p._client || "" });
     har.log.entries.forEach((e, i) => {
       const row = rowFromEntry(e, i + 1);
@@ -1178,7 +1182,7 @@ function rowFromEntry(e, seq) {
   const mime = (resp.content || {}).mimeType || "";
   const type = CHROME_TYPES[e._resourceType] || typeOf(mime === "x-unknown" ? "" : mime, req.url, resp.status);
   return {
-    seq, kind: "t", ts: Date.parse(e.startedDateTime), client: e._clientIPAddress || "", clientPort: e._clientPort || "",
+    seq, kind: "t", ts: Date.parse(e.startedDateTime), client: e._clientIPAddress || "", clientPort: e._clientPort || "", device: e._device || "",
     server: (e.serverIPAddress || "") + (e._serverPort ? ":" + e._serverPort : ""), method: req.method || "", url: req.url || "",
     host: hostOf(req.url), status: resp.status || 0, reason: resp.statusText || "",
     protocol: version === "http/2.0" || version === "h2" ? "h2" : version === "http/3" || version === "h3" ? "h3" : version,
