@@ -154,6 +154,11 @@ struct Frontend {
 
         let format: OutputFormat = output.namedFormat ?? output.formatFromPath ?? (out?.isTerminal == true ? .table : .tsv)
         var factory = sinkFactory(format: format)
+        // The terminal table names each request's device (its client cell) once the run knows it.
+        if format == .table {
+            if deviceDirectory == nil { deviceDirectory = DeviceDirectory() }
+            factory.deviceNames = deviceDirectory
+        }
         let tally = filter.isEmpty || output.connections ? nil : FilterTally()
         factory.filterTally = tally
         // Live: every row reaches the terminal or the pipe as soon as its response completes.

@@ -91,6 +91,21 @@ import Testing
         }
     }
 
+    /// The terminal table says who sent each request: the phone's own name in its client cell
+    /// (the address 10.77.0.50 was both phones'), each row the name of the device it came from.
+    @Test func theTableNamesEachRequestsDevice() throws {
+        let capture = CLI.capture("hotspot-sample.pcap")
+        let rows = Self.rows(try CLI.run(["-r", capture, "--format", "ndjson", "--quiet"]).text)
+        let table = try CLI.run(["-r", capture, "--format", "table", "--quiet"], environment: ["COLUMNS": "200"])
+        let lines = table.text.split(separator: "\n").dropFirst().map(String.init)
+        #expect(lines.count == rows.count && !rows.isEmpty, "\(table.text)")
+        let names = Dictionary(uniqueKeysWithValues: try Self.truth.map { ($0["mac"] as? String ?? "", ($0["names"] as? [String])?.first ?? "") })
+        for (line, row) in zip(lines, rows) {
+            let name = try #require(names[row["device"] as? String ?? ""])
+            #expect(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.map(String.init) == name, "\(line)")
+        }
+    }
+
     /// A HAR names the devices its entries' `_device` addresses are: `log._devices` holds the
     /// objects `--devices --format ndjson` writes, one per device, the truth's names first.
     @Test func aHARNamesItsDevices() throws {

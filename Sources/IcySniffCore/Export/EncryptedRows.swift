@@ -48,7 +48,7 @@ extension TableWriter {
         case .time: return format == .table ? clock(x.requestStart) : x.requestStart.iso8601(fractionDigits: 6)
         case .connection: return c.label
         case .capture: return c.captureName
-        case .client: return c.client.description
+        case .client: return clientCell(c.client, mac: c.deviceMAC)
         case .device: return c.deviceMAC == 0 ? missing : MACAddress(raw: c.deviceMAC).description
         case .server: return c.server.description
         case .method: return format == .table ? "≈" : missing
@@ -223,7 +223,7 @@ extension TableWriter {
             return format == .table ? clock(t) : t.iso8601(fractionDigits: 6)
         case .connection: return c.label
         case .capture: return captureName
-        case .client: return c.client.description
+        case .client: return clientCell(c.client, mac: c.deviceMAC)
         case .device: return c.deviceMAC == 0 ? missing : MACAddress(raw: c.deviceMAC).description
         case .server: return c.server.description
         case .method: return format == .table ? (c.quic == nil ? "TLS" : "QUIC") : missing

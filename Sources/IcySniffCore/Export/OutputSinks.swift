@@ -86,6 +86,8 @@ public struct SinkFactory {
     public var connections = false
     /// Live captures: every row reaches the output as soon as it is written.
     public var flushEachRow = false
+    /// The run's device names, for the terminal table's client cell (`TableWriter.deviceNames`).
+    public var deviceNames: DeviceDirectory? = nil
     /// False for the parts of a merged batch output after the first.
     public var writesHeader = true
 
@@ -134,6 +136,7 @@ public struct SinkFactory {
             let writer = TableWriter(format: TableFormat(format), output: output, options: options, fields: fields)
             writer.flushEachRow = flushEachRow
             writer.writesHeader = writesHeader
+            writer.deviceNames = deviceNames
             let tabular = TabularOutput(writer: writer)
             tabular.writesEncrypted = filter.choosesOnlyDevices
             return tabular

@@ -33,6 +33,9 @@ public final class TableWriter {
     var fields: [Field]
     /// Flush after every row (live captures).
     public var flushEachRow = false
+    /// The names the run's devices gave themselves (DHCP, mDNS, …): the terminal table's client
+    /// cell says who sent a request by name once the run knows it (`clientCell`).
+    public var deviceNames: DeviceDirectory? = nil
     var wroteHeader = false
     /// False for the parts of a merged batch output after the first.
     public var writesHeader = true
@@ -92,7 +95,7 @@ public final class TableWriter {
     static func tableLayout(_ fields: [Field], width: Int, adaptive: Bool) -> [(field: Field, width: Int?)] {
         var layout: [(field: Field, width: Int?)] = fields.map { ($0, baseWidth($0)) }
         guard adaptive else { return layout }
-        let steps: [(Field, Int?)] = [(.client, nil), (.proto, nil), (.flags, 12), (.contentType, nil), (.cache, 12), (.flags, nil), (.time, 8)]
+        let steps: [(Field, Int?)] = [(.proto, nil), (.client, nil), (.flags, 12), (.contentType, nil), (.cache, 12), (.flags, nil), (.time, 8)]
         for (field, narrowed) in steps where (sharedWidth(layout.map(\.width), of: width) ?? .max) < urlTarget(width) {
             guard let i = layout.firstIndex(where: { $0.field == field }) else { continue }
             if let narrowed { layout[i].width = narrowed } else { layout.remove(at: i) }
@@ -143,7 +146,7 @@ public final class TableWriter {
         case .capture: return t.captureName
         case .connection: return t.connection.label
         case .depth: return String(t.depth)
-        case .client: return t.connection.client.description
+        case .client: return clientCell(t.connection.client, mac: t.connection.deviceMAC)
         case .device: return t.connection.device?.description ?? missing
         case .server: return t.connection.server.description
         case .method: return req?.method ?? missing
@@ -320,10 +323,20 @@ public final class TableWriter {
 
     // MARK: table
 
+    /// The client as a cell: in the terminal table, who it is — its device's own name when the
+    /// run has learned one (on a hotspot an address is one phone's, then another's), else its
+    /// address (the port is TSV's, CSV's and NDJSON's); elsewhere the address and port.
+    func clientCell(_ client: Endpoint, mac: UInt64) -> String {
+        guard format == .table else { return client.description }
+        if mac != 0, let name = deviceNames?.names(of: mac).first { return name }
+        return client.address.description
+    }
+
     private static func baseWidth(_ f: Field) -> Int? {
         switch f {
         case .time: return 12
-        case .client, .server: return 21
+        case .client: return 16
+        case .server: return 21
         case .method: return 7
         case .status: return 6
         case .contentType: return 16
