@@ -291,6 +291,19 @@ import Glibc
         #expect(complete["stat"] == ["status-code:"] && complete["status-code:200 -me"] == ["status-code:200 -method:"], "\(complete)")
         #expect(complete["method:"] == ["method:GET", "method:HEAD", "method:POST"], "\(complete)")
         #expect((query["axe"] as? [String])?.isEmpty == true, "\(query["axe"] ?? "")")
+        // Columns: one hidden from the menu goes from the header and the rows; a header's edge
+        // dragged 60 px widens header and cells by 60 px, not sorting; both survive a reload
+        // (localStorage); "Default columns" brings them back.
+        let columns = try #require(all["columns"] as? [String: Any])
+        #expect(columns["protoBefore"] as? [String] == ["block", "block"] && columns["protoHidden"] as? [String] == ["none", "none"], "\(columns)")
+        #expect(columns["menuOpen"] as? Bool == true && columns["menuClosed"] as? Bool == true && (columns["menuItems"] as? [String])?.count == 9, "\(columns)")
+        #expect((columns["axeMenu"] as? [String])?.isEmpty == true, "\(columns["axeMenu"] ?? "")")
+        let before = columns["clientBefore"] as? [Double] ?? [], after = columns["clientAfter"] as? [Double] ?? []
+        #expect(before.count == 2 && after.count == 2 && before[0] == before[1] && after[0] == after[1] && abs(after[0] - before[0] - 60) <= 2, "\(before) \(after)")
+        #expect(columns["sortAfterDrag"] is NSNull, "a drag is not a sort")
+        let reloaded = columns["reloaded"] as? [String: Any] ?? [:], reset = columns["reset"] as? [String: Any] ?? [:]
+        #expect(reloaded["proto"] as? String == "none" && reloaded["client"] as? [Double] == after, "\(reloaded)")
+        #expect(reset["proto"] as? String == "block" && reset["client"] as? [Double] == before, "\(reset)")
         #expect(keyless["h3-sample.pcap"]?["text"].map { "\($0)".contains("QUIC v1") } == true)
         #expect(keyless["tls-sample.pcap"]?["text"].map { "\($0)".contains("TLS 1.3") } == true)
 

@@ -551,6 +551,97 @@ function onFilterChange() {
   scheduleRender();
 }
 
+// ---- Columns: which the list shows and how wide (kept in this browser across reloads) --------
+
+/** The columns a user may hide (time and URL always stay), with their header names. */
+const OPTIONAL_COLUMNS = [["c-client", "Client"], ["c-method", "Method"], ["c-status", "Status"], ["c-proto", "Protocol"],
+  ["c-type", "Type"], ["c-size", "Size"], ["c-dur", "Duration"], ["c-cache", "Cache"], ["c-flags", "Flags"]];
+const COLUMN_STORE = "icy-sniff.columns";
+
+function loadColumnPrefs() {
+  let p = null;
+  try { p = JSON.parse(localStorage.getItem(COLUMN_STORE) || "null"); } catch (_) { p = null; }
+  const known = new Set(OPTIONAL_COLUMNS.map(c => c[0]).concat(["c-time"]));
+  const hidden = Array.isArray(p && p.hidden) ? p.hidden.filter(c => known.has(c)) : [];
+  const widths = {};
+  for (const [c, w] of Object.entries((p && p.widths) || {})) if (known.has(c) && Number.isFinite(w)) widths[c] = Math.min(600, Math.max(32, w));
+  return { hidden, widths };
+}
+const columnPrefs = loadColumnPrefs();
+
+function saveColumnPrefs() {
+  try { localStorage.setItem(COLUMN_STORE, JSON.stringify(columnPrefs)); } catch (_) { /* storage refused: this page only */ }
+}
+
+/** The preferences on the page: hidden columns as classes of <main>, widths as its CSS variables. */
+function applyColumns() {
+  const main = $("main");
+  for (const [c] of OPTIONAL_COLUMNS) main.classList.toggle("hide-" + c, columnPrefs.hidden.includes(c));
+  for (const [c, w] of Object.entries(columnPrefs.widths)) main.style.setProperty("--w-" + c, w + "px");
+}
+
+function buildColumnsMenu() {
+  const menu = $("columns-menu");
+  menu.replaceChildren(...OPTIONAL_COLUMNS.map(([c, name]) => {
+    const box = el("input", { type: "checkbox", id: "col-" + c });
+    box.checked = !columnPrefs.hidden.includes(c);
+    box.addEventListener("change", () => {
+      columnPrefs.hidden = columnPrefs.hidden.filter(h => h !== c);
+      if (!box.checked) columnPrefs.hidden.push(c);
+      saveColumnPrefs();
+      applyColumns();
+    });
+    return el("label", { class: "check" }, box, document.createTextNode(" " + name));
+  }), (() => {
+    const reset = el("button", { type: "button", text: "Default columns" });
+    reset.addEventListener("click", () => {
+      columnPrefs.hidden = [];
+      for (const c of Object.keys(columnPrefs.widths)) $("main").style.removeProperty("--w-" + c);
+      columnPrefs.widths = {};
+      saveColumnPrefs();
+      applyColumns();
+      buildColumnsMenu();
+    });
+    return reset;
+  })());
+}
+
+function showColumnsMenu(open) {
+  $("columns-menu").hidden = !open;
+  $("columns-button").setAttribute("aria-expanded", String(open));
+  if (open) { const first = $("columns-menu").querySelector("input"); if (first) first.focus(); }
+}
+
+/** A grip at each resizable header's right edge: dragging it sets the column's width. */
+function addColumnGrips() {
+  for (const h of document.querySelectorAll("#list-head > span")) {
+    const c = [...h.classList].find(k => k.startsWith("c-"));
+    if (!c || c === "c-url") continue;
+    const grip = el("span", { class: "grip" });
+    grip.setAttribute("aria-hidden", "true");
+    grip.addEventListener("click", ev => ev.stopPropagation());   // not a sort
+    grip.addEventListener("pointerdown", ev => {
+      ev.preventDefault();
+      ev.stopPropagation();
+      grip.setPointerCapture(ev.pointerId);
+      const startX = ev.clientX, startWidth = h.getBoundingClientRect().width;
+      const move = e => {
+        const w = Math.round(Math.min(600, Math.max(32, startWidth + e.clientX - startX)));
+        columnPrefs.widths[c] = w;
+        $("main").style.setProperty("--w-" + c, w + "px");
+      };
+      const up = () => {
+        grip.removeEventListener("pointermove", move);
+        grip.removeEventListener("pointerup", up);
+        saveColumnPrefs();
+      };
+      grip.addEventListener("pointermove", move);
+      grip.addEventListener("pointerup", up);
+    });
+    h.append(grip);
+  }
+}
+
 // ---- The list (only the visible rows are in the DOM) -----------------------------------------
 
 let renderQueued = false;
@@ -1317,6 +1408,16 @@ document.addEventListener("DOMContentLoaded", () => {
       $("f-q").focus();
       $("f-q").select();
     }
+  });
+  applyColumns();
+  buildColumnsMenu();
+  addColumnGrips();
+  $("columns-button").addEventListener("click", () => showColumnsMenu($("columns-menu").hidden));
+  document.addEventListener("click", ev => {
+    if (!$("columns-menu").hidden && !ev.target.closest(".menu-anchor")) showColumnsMenu(false);
+  });
+  $("columns-menu").addEventListener("keydown", ev => {
+    if (ev.key === "Escape") { ev.stopPropagation(); showColumnsMenu(false); $("columns-button").focus(); }
   });
   for (const h of document.querySelectorAll("#list-head [data-sort]")) {
     h.addEventListener("click", () => {
