@@ -304,6 +304,23 @@ import Glibc
         let reloaded = columns["reloaded"] as? [String: Any] ?? [:], reset = columns["reset"] as? [String: Any] ?? [:]
         #expect(reloaded["proto"] as? String == "none" && reloaded["client"] as? [Double] == after, "\(reloaded)")
         #expect(reset["proto"] as? String == "block" && reset["client"] as? [Double] == before, "\(reset)")
+        // Group by domain: a line per host in the order of its first row with its count (the
+        // NDJSON rows'), a click folds its rows and another unfolds them, the arrows never stop
+        // on a line, and the grouping is kept in the page's address.
+        let group = try #require(all["group"] as? [String: Any])
+        let groups = group["groups"] as? [[Any]] ?? [], expectedGroups = group["expected"] as? [[Any]] ?? []
+        #expect(groups.count == expectedGroups.count && groups.count >= 2 && "\(groups)" == "\(expectedGroups)", "\(group)")
+        let shownRows = group["shown"] as? Int ?? 0, listed = group["listed"] as? Int ?? 0
+        #expect(listed == shownRows + groups.count, "\(group)")
+        let folded = group["folded"] as? [String: Any] ?? [:]
+        let bigCount = (expectedGroups.first { "\($0.first ?? "")" == folded["domain"] as? String }?[1] as? Int) ?? -1
+        #expect(folded["listed"] as? Int == listed - bigCount && group["unfolded"] as? Int == listed, "\(group)")
+        #expect((folded["marks"] as? [String])?.filter { $0 == "▸" }.count == 1, "\(folded)")
+        #expect((group["arrowKinds"] as? [String])?.allSatisfy { $0 == "t" } == true, "\(group)")
+        #expect((group["hash"] as? String)?.contains("group=domain") == true, "\(group)")
+        let regrouped = group["restored"] as? [String: Any] ?? [:]
+        #expect(regrouped["checked"] as? Bool == true && regrouped["groups"] as? Int == groups.count, "\(regrouped)")
+        #expect((group["axe"] as? [String])?.isEmpty == true, "\(group["axe"] ?? "")")
         #expect(keyless["h3-sample.pcap"]?["text"].map { "\($0)".contains("QUIC v1") } == true)
         #expect(keyless["tls-sample.pcap"]?["text"].map { "\($0)".contains("TLS 1.3") } == true)
 

@@ -15,6 +15,9 @@ const state = {
   connectionsWithTransactions: new Set(), // a decrypted connection shows as its transactions
   pages: new Map(),    // page id -> {id, title, started, client}
   shown: [],           // the rows the filter lets through, in the list's order
+  listed: [],          // what the list draws: `shown`, or grouped by domain with a line per group
+  groupBy: false,      // "Group by domain"
+  groups: new Map(),   // domain -> its group line (kind "g"), kept so that folding survives refilters
   fresh: [],           // rows come since the filter last ran: added to shown as they match
   refilter: true,      // the filter, the sort or a shown row changed: run it over every row
   transactions: 0,     // transactions received, and those shown
@@ -315,6 +318,7 @@ function filtersToHash() {
   for (const k of filterFields) if (f[k]) p.set(k, f[k]);
   if (!f.encrypted) p.set("encrypted", "0");
   if (state.view !== "list") p.set("view", state.view);
+  if (state.groupBy) p.set("group", "domain");
   const hash = p.toString();
   history.replaceState(null, "", location.pathname + location.search + (hash ? "#" + hash : ""));
 }
@@ -330,6 +334,8 @@ function filtersFromHash() {
   }
   $("f-encrypted").checked = p.get("encrypted") !== "0";
   state.view = p.get("view") === "waterfall" ? "waterfall" : "list";
+  state.groupBy = p.get("group") === "domain";
+  $("f-group").checked = state.groupBy;
 }
 
 // ---- The search box's filter syntax (DevTools' network panel) --------------------------------
@@ -655,12 +661,13 @@ function applyFilter() {
   const f = readFilters();
   const { key, dir } = state.sort;
   // Live, most frames only add rows: those that match go to the end (in arrival order, unsorted).
-  if (!state.refilter && !key) {
+  if (!state.refilter && !key && !state.groupBy) {
     for (const r of state.fresh) if (matches(r, f)) {
       state.shown.push(r);
       if (r.kind === "t") state.shownTransactions++;
     }
     state.fresh = [];
+    state.listed = state.shown;
     return;
   }
   state.refilter = false;
@@ -675,6 +682,41 @@ function applyFilter() {
     });
   }
   state.shown = shown;
+  state.listed = state.groupBy ? grouped(shown) : shown;
+}
+
+/** The domain a row belongs to: its host, else its server name (SNI), else its server. */
+function domainOf(row) { return (row.host || row.sni || row.server || "").replace(/:\d+$/, "") || "(none)"; }
+
+/** The rows under a line per domain, domains in the order of their first row (as HTTP Toolkit
+ *  and Charles's structure view group them); a folded domain shows its line alone. */
+function grouped(rows) {
+  const byDomain = new Map();
+  for (const r of rows) {
+    const d = domainOf(r);
+    if (!byDomain.has(d)) byDomain.set(d, []);
+    byDomain.get(d).push(r);
+  }
+  const out = [];
+  for (const [domain, members] of byDomain) {
+    let g = state.groups.get(domain);
+    if (!g) {
+      g = { kind: "g", seq: -(state.groups.size + 1), domain, folded: false, flags: [] };
+      state.groups.set(domain, g);
+    }
+    g.count = members.length;
+    g.bytes = members.reduce((n, r) => n + (r.kind === "c" ? r.bytes || 0 : r.size || 0), 0);
+    out.push(g);
+    if (!g.folded) for (const r of members) out.push(r);
+  }
+  return out;
+}
+
+/** Folds or unfolds a domain's rows. */
+function toggleGroup(g) {
+  g.folded = !g.folded;
+  state.refilter = true;
+  scheduleRender();
 }
 
 function render() {
@@ -682,12 +724,11 @@ function render() {
   const wasAtBottom = list.scrollTop + list.clientHeight >= list.scrollHeight - ROW_HEIGHT * 2;
   applyFilter();
   const transactions = state.shownTransactions;
-  let conns = 0;
-  for (const r of state.shown) if (r.kind === "c") conns++;
-  const estimates = state.shown.length - transactions - conns;
+  let conns = 0, estimates = 0;
+  for (const r of state.shown) if (r.kind === "c") conns++; else if (r.kind === "e") estimates++;
   $("count").textContent = `${transactions} of ${state.transactions} transactions` + (conns ? `, ${conns} encrypted connections` : "")
     + (estimates ? `, ${estimates} estimated exchanges` : "");
-  $("list-spacer").style.height = (state.shown.length * ROW_HEIGHT) + "px";
+  $("list-spacer").style.height = (state.listed.length * ROW_HEIGHT) + "px";
   // Live, the list follows new rows while it is scrolled to its end (as DevTools does).
   if (state.live && state.running && wasAtBottom && !state.sort.key) list.scrollTop = list.scrollHeight;
   drawRows();
@@ -709,13 +750,13 @@ const spare = [];
 function drawRows() {
   const list = $("list");
   const first = Math.max(0, Math.floor(list.scrollTop / ROW_HEIGHT) - 10);
-  const last = Math.min(state.shown.length, Math.ceil((list.scrollTop + list.clientHeight) / ROW_HEIGHT) + 10);
+  const last = Math.min(state.listed.length, Math.ceil((list.scrollTop + list.clientHeight) / ROW_HEIGHT) + 10);
   const visible = new Set();
-  for (let i = first; i < last; i++) visible.add(state.shown[i]);
+  for (let i = first; i < last; i++) visible.add(state.listed[i]);
   for (const [seq, e] of drawn) if (!visible.has(e._row)) { spare.push(e); e.hidden = true; drawn.delete(seq); }
   const keep = new Map();
   for (let i = first; i < last; i++) {
-    const row = state.shown[i];
+    const row = state.listed[i];
     let e = drawn.get(row.seq);
     if (!e || e._row !== row) {
       if (e) { spare.push(e); e.hidden = true; }
@@ -733,7 +774,10 @@ function drawRows() {
 
 /** What a drawn row shows that can change (a connection's row, opened then finished; a device
  *  named since it was drawn). */
-function rowVersion(row) { return (row.open ? 1 : 0) + ":" + row.time + ":" + row.bytes + ":" + devicesAfter; }
+function rowVersion(row) {
+  if (row.kind === "g") return "g:" + row.count + ":" + row.bytes + ":" + row.folded;
+  return (row.open ? 1 : 0) + ":" + row.time + ":" + row.bytes + ":" + devicesAfter;
+}
 
 function statusClass(s) { return s === 0 ? "s-0" : "s-" + Math.floor(s / 100); }
 
@@ -747,7 +791,11 @@ function newRowElement(list) {
 
 /** Puts a row's text into an element (as text: the strings are the capture's). */
 function fillRow(e, row) {
-  const values = row.kind === "t" ? [
+  const values = row.kind === "g" ? [
+    [""], [""], [row.folded ? "▸" : "▾", row.folded ? "Unfold" : "Fold"],
+    [`${row.domain} — ${row.count} ${row.count === 1 ? "row" : "rows"}, ${fmtBytes(row.bytes)}`, row.domain],
+    [""], [""], [""], [""], [""], [""], [""],
+  ] : row.kind === "t" ? [
     [fmtClock(row.ts)], [clientText(row), endpoint(row.client, row.clientPort) + (row.device ? " — device " + deviceLabel(row.device) : "")], [row.method], [row.url, row.url],
     [String(row.status || "—"), row.reason, statusClass(row.status)], [row.protocol], [row.type, row.mime],
     [fmtBytes(row.size)], [fmtMs(row.time)], [row.avoidable ? "AVOIDABLE" : row.cache, "", row.avoidable ? "avoidable" : ""],
@@ -763,7 +811,7 @@ function fillRow(e, row) {
      "No keys for this connection: --keylog FILE decrypts it"],
     [""], [row.protocol], [""], [fmtBytes(row.bytes)], [fmtMs(row.time)], [""], [row.flags.join(" ")],
   ];
-  e.className = "row" + (row.kind === "c" ? " conn" : row.kind === "e" ? " est" : "");
+  e.className = "row" + (row.kind === "c" ? " conn" : row.kind === "e" ? " est" : row.kind === "g" ? " group" : "");
   e.dataset.seq = row.seq;
   const cells = e.children;
   for (let i = 0; i < COLUMNS.length; i++) {
@@ -793,6 +841,7 @@ function showDetail(open) {
 }
 
 function select(row) {
+  if (row.kind === "g") return toggleGroup(row);
   state.selected = row;
   drawRows();
   if (state.view === "waterfall") drawWaterfall();
@@ -1367,6 +1416,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("f-q").addEventListener("input", suggestQuery);
   $("f-q").addEventListener("focus", suggestQuery);
   $("f-encrypted").addEventListener("change", onFilterChange);
+  $("f-group").addEventListener("change", () => { state.groupBy = $("f-group").checked; onFilterChange(); });
   $("filters").addEventListener("submit", ev => ev.preventDefault());
   $("f-clear").addEventListener("click", () => {
     state.refilter = true;
@@ -1384,13 +1434,18 @@ document.addEventListener("DOMContentLoaded", () => {
   $("list").addEventListener("keydown", ev => {
     const list = $("list");
     const page = Math.max(1, Math.floor(list.clientHeight / ROW_HEIGHT) - 1);
-    const at = state.shown.indexOf(state.selected);
-    const moves = { ArrowDown: at + 1, ArrowUp: at - 1, PageDown: at + page, PageUp: at - page, Home: 0, End: state.shown.length - 1,
+    const rows = state.listed;
+    const at = rows.indexOf(state.selected);
+    const moves = { ArrowDown: at + 1, ArrowUp: at - 1, PageDown: at + page, PageUp: at - page, Home: 0, End: rows.length - 1,
                     Enter: at };
-    if (!(ev.key in moves) || state.shown.length === 0) return;
+    if (!(ev.key in moves) || rows.length === 0) return;
     ev.preventDefault();
-    const i = Math.min(state.shown.length - 1, Math.max(0, at < 0 && ev.key !== "End" ? 0 : moves[ev.key]));
-    select(state.shown[i]);
+    let i = Math.min(rows.length - 1, Math.max(0, at < 0 && ev.key !== "End" ? 0 : moves[ev.key]));
+    // The arrows step over the domains' lines (a click folds them); Enter on none.
+    const step = ev.key === "ArrowUp" || ev.key === "PageUp" || ev.key === "End" ? -1 : 1;
+    while (rows[i] && rows[i].kind === "g" && rows[i + step]) i += step;
+    if (!rows[i] || rows[i].kind === "g") return;
+    select(rows[i]);
     const top = i * ROW_HEIGHT;
     if (top < list.scrollTop) list.scrollTop = top;
     else if (top + ROW_HEIGHT > list.scrollTop + list.clientHeight) list.scrollTop = top + ROW_HEIGHT - list.clientHeight;
