@@ -41,4 +41,34 @@ import Testing
             #expect(FileManager.default.fileExists(atPath: path), "\(name) is not in Tests/Fixtures/corpus")
         }
     }
+
+    /// Every page under docs/ that the sources, scripts, tests and docs cite exists: a comment
+    /// of the web page pointed readers at an NDJSON page of docs/ that was never written (issue 56).
+    @Test func everyDocumentCitedExists() throws {
+        var cited = Set<String>()
+        let pattern = try NSRegularExpression(pattern: #"docs/[A-Za-z0-9_\-]+\.md"#)
+        for root in ["Sources", "scripts", "Tests", "docs", "README.md"] {
+            let top = CLI.packageRoot.appendingPathComponent(root)
+            var files: [URL] = []
+            if root.hasSuffix(".md") { files = [top] } else {
+                let walker = try #require(FileManager.default.enumerator(atPath: top.path))
+                while let p = walker.nextObject() as? String {
+                    if p.hasPrefix("Fixtures") { continue }
+                    if [".swift", ".js", ".md", ".html", ".css", ".py", ""].contains(where: { $0.isEmpty ? !p.contains(".") : p.hasSuffix($0) }) {
+                        files.append(top.appendingPathComponent(p))
+                    }
+                }
+            }
+            for file in files {
+                guard let text = try? String(contentsOf: file, encoding: .utf8) else { continue }
+                for m in pattern.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+                    cited.insert(String(text[Range(m.range, in: text)!]))
+                }
+            }
+        }
+        #expect(cited.count >= 5, "\(cited)")
+        for doc in cited {
+            #expect(FileManager.default.fileExists(atPath: CLI.packageRoot.appendingPathComponent(doc).path), "\(doc) is cited but missing")
+        }
+    }
 }

@@ -122,7 +122,7 @@ function hostOf(url) {
 
 // ---- Records -> rows -------------------------------------------------------------------------
 
-/** A transaction's NDJSON row (docs/NDJSON.md) as the page keeps it: the fields it shows and filters on. */
+/** A transaction's NDJSON row (docs/OUTPUT.md, NDJSON) as the page keeps it: the fields it shows and filters on. */
 function rowFromRecord(rec) {
   const d = rec.data;
   const ts = parseTime(d.ts);
