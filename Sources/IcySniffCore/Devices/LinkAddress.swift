@@ -86,12 +86,6 @@ public enum LinkSource {
         addresses(of: b, linkType: linkType).source
     }
 
-    /// The receiver's address alone (`addresses`).
-    @inline(__always)
-    public static func destination(of b: UnsafeRawBufferPointer, linkType: LinkType) -> MACAddress? {
-        addresses(of: b, linkType: linkType).destination
-    }
-
     private static func wireless(_ b: UnsafeRawBufferPointer, linkType: LinkType) -> (source: MACAddress?, destination: MACAddress?) {
         guard let offset = PacketDecoder.radioHeaderLength(b, linkType), offset >= 0, b.count >= offset + 24 else { return (nil, nil) }
         // A PPI header over Ethernet: Ethernet's addresses.

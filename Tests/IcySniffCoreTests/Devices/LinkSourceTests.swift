@@ -18,7 +18,7 @@ import Testing
     static func mac(_ b: [UInt8]) -> MACAddress { MACAddress(raw: b.reduce(0) { $0 << 8 | UInt64($1) }) }
 
     func source(_ frame: [UInt8], _ type: LinkType) -> (MACAddress?, MACAddress?) {
-        frame.withUnsafeBytes { (LinkSource.address(of: $0, linkType: type), LinkSource.destination(of: $0, linkType: type)) }
+        frame.withUnsafeBytes { LinkSource.addresses(of: $0, linkType: type) }
     }
 
     @Test func wifiSourceAndDestinationFollowTheDSBits() {
