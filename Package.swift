@@ -54,7 +54,10 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
-            resources: [.embedInCode("Page/index.html"), .embedInCode("Page/app.js"), .embedInCode("Page/app.css")]
+            // The page: its HTML, its style, and its script as ES modules (app.js imports the rest).
+            resources: [.embedInCode("Page/index.html"), .embedInCode("Page/app.css")]
+                + ["app", "util", "state", "records", "filters", "list", "detail", "copy", "waterfall", "files", "live"]
+                .map { .embedInCode("Page/\($0).js") }
         ),
         .executableTarget(
             name: "icy-sniff",

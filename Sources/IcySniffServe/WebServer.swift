@@ -182,7 +182,7 @@ public final class WebServer: @unchecked Sendable {
         if RequestGuard.isFromAnotherSite(headers, method: method) {
             return .error(.forbidden, "this view answers its own page only, not another site's")
         }
-        let isStatic = path == "/app.js" || path == "/app.css" || path == "/favicon.ico"
+        let isStatic = Self.pageFiles[path] != nil || path == "/favicon.ico"
         if let token = configuration.token {
             let given = (try? query.value("token")) ?? nil
             if !isStatic && !Self.constantTimeEqual(given ?? "", token) {
@@ -194,6 +194,21 @@ public final class WebServer: @unchecked Sendable {
         }
         return nil
     }
+
+    /// The page's style and script modules (app.js imports the others by relative address), which
+    /// hold no data of the run: served without the token, as a module import cannot carry it.
+    static let pageFiles: [String: (type: String, body: [UInt8])] = {
+        let script = "text/javascript; charset=utf-8"
+        return [
+            "/app.css": ("text/css; charset=utf-8", PackageResources.app_css),
+            "/app.js": (script, PackageResources.app_js), "/util.js": (script, PackageResources.util_js),
+            "/state.js": (script, PackageResources.state_js), "/records.js": (script, PackageResources.records_js),
+            "/filters.js": (script, PackageResources.filters_js), "/list.js": (script, PackageResources.list_js),
+            "/detail.js": (script, PackageResources.detail_js), "/copy.js": (script, PackageResources.copy_js),
+            "/waterfall.js": (script, PackageResources.waterfall_js), "/files.js": (script, PackageResources.files_js),
+            "/live.js": (script, PackageResources.live_js),
+        ]
+    }()
 
     static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
         let x = Array(a.utf8), y = Array(b.utf8)
@@ -210,12 +225,11 @@ public final class WebServer: @unchecked Sendable {
         switch (method, r.path) {
         case (.GET, "/"), (.GET, "/index.html"):
             return Response(type: "text/html; charset=utf-8", body: PackageResources.index_html)
-        case (.GET, "/app.js"):
-            return Response(type: "text/javascript; charset=utf-8", body: PackageResources.app_js)
+        case (.GET, _) where Self.pageFiles[r.path] != nil:
+            let file = Self.pageFiles[r.path]!
+            return Response(type: file.type, body: file.body)
         case (.GET, "/favicon.ico"):
             return Response(status: .noContent)
-        case (.GET, "/app.css"):
-            return Response(type: "text/css; charset=utf-8", body: PackageResources.app_css)
         case (.GET, "/api/info"):
             var w = "{\"name\":\"icy-sniff\",\"version\":\(Self.jsonString(IcySniffVersion.current))"
             w += ",\"input\":\(Self.jsonString(configuration.input)),\"live\":\(configuration.live)"

@@ -1,0 +1,63 @@
+// Copying a request as DevTools' "Copy" menu does: as cURL, as fetch, its URL, its HAR entry.
+
+import { $, el, showNotice } from "./util.js";
+
+// ---- Copy as cURL, as fetch, as HAR JSON (DevTools' "Copy" menu) ------------------------------
+//
+// Made from the HAR entry the server gave: its values are redacted as in the files (a cookie or a
+// token reads "[redacted N bytes]" unless the run kept secrets), so a copied command never holds
+// what the run was told to hide. HTTP/2 and HTTP/3 pseudo-headers and the framing headers
+// (Content-Length, Transfer-Encoding, Connection, Host, which curl and fetch write themselves)
+// are left out, as DevTools leaves them out.
+
+const NOT_COPIED = new Set(["content-length", "transfer-encoding", "connection", "host", "keep-alive", "upgrade", "te", "trailer", "proxy-connection"]);
+
+function copiedHeaders(req) {
+  return (req.headers || []).filter(h => !h.name.startsWith(":") && !NOT_COPIED.has(h.name.toLowerCase()));
+}
+
+/** A POSIX shell word: single-quoted, a single quote written as '\''. */
+function shellQuote(text) { return "'" + String(text).replace(/'/g, "'\\''") + "'"; }
+
+function curlOf(e) {
+  const req = e.request || {};
+  const parts = ["curl " + shellQuote(req.url || "")];
+  const method = req.method || "GET";
+  const body = req.postData && req.postData.text !== undefined ? req.postData.text : null;
+  if (method !== "GET" || body !== null) parts.push("-X " + shellQuote(method));
+  let compressed = false;
+  for (const h of copiedHeaders(req)) {
+    if (h.name.toLowerCase() === "accept-encoding") { compressed = true; }
+    parts.push("-H " + shellQuote(`${h.name}: ${h.value}`));
+  }
+  if (body !== null) parts.push("--data-raw " + shellQuote(body));
+  if (compressed) parts.push("--compressed");
+  return parts.join(" \\\n  ");
+}
+
+function fetchOf(e) {
+  const req = e.request || {};
+  const headers = {};
+  for (const h of copiedHeaders(req)) headers[h.name] = h.name in headers ? headers[h.name] + ", " + h.value : h.value;
+  const init = { method: req.method || "GET", headers };
+  if (req.postData && req.postData.text !== undefined) init.body = req.postData.text;
+  return `fetch(${JSON.stringify(req.url || "")}, ${JSON.stringify(init, null, 2)});`;
+}
+
+function copyText(text, what) {
+  const done = () => showNotice(`Copied ${what}.`);
+  if (navigator.clipboard && navigator.clipboard.writeText) {
+    navigator.clipboard.writeText(text).then(done, () => showNotice(`The browser did not allow copying ${what}.`));
+  } else {
+    showNotice(`The browser did not allow copying ${what}.`);
+  }
+}
+
+export function copyBar(e) {
+  const button = (label, what, make) => el("button", { type: "button", text: label, "aria-label": `${label} (${what})`, onclick: () => copyText(make(), what) });
+  return el("div", { class: "copy-bar", role: "toolbar", "aria-label": "Copy this request" },
+    button("Copy as cURL", "the request as a curl command", () => curlOf(e)),
+    button("Copy as fetch", "the request as a fetch call", () => fetchOf(e)),
+    button("Copy URL", "the URL", () => (e.request || {}).url || ""),
+    button("Copy as HAR", "the HAR entry", () => JSON.stringify(e, null, 2)));
+}

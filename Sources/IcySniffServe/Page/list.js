@@ -1,0 +1,284 @@
+// The list: its columns (chosen, resized, kept in this browser), the rows the filter shows
+// (only the visible ones in the DOM), grouped by domain when asked.
+
+import { estimateText } from "./detail.js";
+import { matches, readFilters } from "./filters.js";
+import { updateStatus } from "./live.js";
+import { clientText, deviceLabel, devicesAfter } from "./records.js";
+import { state } from "./state.js";
+import { $, ROW_HEIGHT, el, endpoint, fmtBytes, fmtClock, fmtMs, shown } from "./util.js";
+import { drawWaterfall } from "./waterfall.js";
+
+// ---- Columns: which the list shows and how wide (kept in this browser across reloads) --------
+
+/** The columns a user may hide (time and URL always stay), with their header names. */
+const OPTIONAL_COLUMNS = [["c-client", "Client"], ["c-method", "Method"], ["c-status", "Status"], ["c-proto", "Protocol"],
+  ["c-type", "Type"], ["c-size", "Size"], ["c-dur", "Duration"], ["c-cache", "Cache"], ["c-flags", "Flags"]];
+const COLUMN_STORE = "icy-sniff.columns";
+
+function loadColumnPrefs() {
+  let p = null;
+  try { p = JSON.parse(localStorage.getItem(COLUMN_STORE) || "null"); } catch (_) { p = null; }
+  const known = new Set(OPTIONAL_COLUMNS.map(c => c[0]).concat(["c-time"]));
+  const hidden = Array.isArray(p && p.hidden) ? p.hidden.filter(c => known.has(c)) : [];
+  const widths = {};
+  for (const [c, w] of Object.entries((p && p.widths) || {})) if (known.has(c) && Number.isFinite(w)) widths[c] = Math.min(600, Math.max(32, w));
+  return { hidden, widths };
+}
+const columnPrefs = loadColumnPrefs();
+
+function saveColumnPrefs() {
+  try { localStorage.setItem(COLUMN_STORE, JSON.stringify(columnPrefs)); } catch (_) { /* storage refused: this page only */ }
+}
+
+/** The preferences on the page: hidden columns as classes of <main>, widths as its CSS variables. */
+export function applyColumns() {
+  const main = $("main");
+  for (const [c] of OPTIONAL_COLUMNS) main.classList.toggle("hide-" + c, columnPrefs.hidden.includes(c));
+  for (const [c, w] of Object.entries(columnPrefs.widths)) main.style.setProperty("--w-" + c, w + "px");
+}
+
+export function buildColumnsMenu() {
+  const menu = $("columns-menu");
+  menu.replaceChildren(...OPTIONAL_COLUMNS.map(([c, name]) => {
+    const box = el("input", { type: "checkbox", id: "col-" + c });
+    box.checked = !columnPrefs.hidden.includes(c);
+    box.addEventListener("change", () => {
+      columnPrefs.hidden = columnPrefs.hidden.filter(h => h !== c);
+      if (!box.checked) columnPrefs.hidden.push(c);
+      saveColumnPrefs();
+      applyColumns();
+    });
+    return el("label", { class: "check" }, box, document.createTextNode(" " + name));
+  }), (() => {
+    const reset = el("button", { type: "button", text: "Default columns" });
+    reset.addEventListener("click", () => {
+      columnPrefs.hidden = [];
+      for (const c of Object.keys(columnPrefs.widths)) $("main").style.removeProperty("--w-" + c);
+      columnPrefs.widths = {};
+      saveColumnPrefs();
+      applyColumns();
+      buildColumnsMenu();
+    });
+    return reset;
+  })());
+}
+
+export function showColumnsMenu(open) {
+  $("columns-menu").hidden = !open;
+  $("columns-button").setAttribute("aria-expanded", String(open));
+  if (open) { const first = $("columns-menu").querySelector("input"); if (first) first.focus(); }
+}
+
+/** A grip at each resizable header's right edge: dragging it sets the column's width. */
+export function addColumnGrips() {
+  for (const h of document.querySelectorAll("#list-head > span")) {
+    const c = [...h.classList].find(k => k.startsWith("c-"));
+    if (!c || c === "c-url") continue;
+    const grip = el("span", { class: "grip" });
+    grip.setAttribute("aria-hidden", "true");
+    grip.addEventListener("click", ev => ev.stopPropagation());   // not a sort
+    grip.addEventListener("pointerdown", ev => {
+      ev.preventDefault();
+      ev.stopPropagation();
+      grip.setPointerCapture(ev.pointerId);
+      const startX = ev.clientX, startWidth = h.getBoundingClientRect().width;
+      const move = e => {
+        const w = Math.round(Math.min(600, Math.max(32, startWidth + e.clientX - startX)));
+        columnPrefs.widths[c] = w;
+        $("main").style.setProperty("--w-" + c, w + "px");
+      };
+      const up = () => {
+        grip.removeEventListener("pointermove", move);
+        grip.removeEventListener("pointerup", up);
+        saveColumnPrefs();
+      };
+      grip.addEventListener("pointermove", move);
+      grip.addEventListener("pointerup", up);
+    });
+    h.append(grip);
+  }
+}
+
+// ---- The list (only the visible rows are in the DOM) -----------------------------------------
+
+let renderQueued = false;
+export function scheduleRender() {
+  if (renderQueued) return;
+  renderQueued = true;
+  requestAnimationFrame(() => { renderQueued = false; render(); });
+}
+
+export function applyFilter() {
+  const f = readFilters();
+  const { key, dir } = state.sort;
+  // Live, most frames only add rows: those that match go to the end (in arrival order, unsorted).
+  if (!state.refilter && !key && !state.groupBy) {
+    for (const r of state.fresh) if (matches(r, f)) {
+      state.shown.push(r);
+      if (r.kind === "t") state.shownTransactions++;
+    }
+    state.fresh = [];
+    state.listed = state.shown;
+    return;
+  }
+  state.refilter = false;
+  state.fresh = [];
+  let passed = state.rows.filter(r => matches(r, f));
+  state.shownTransactions = passed.reduce((n, r) => n + (r.kind === "t" ? 1 : 0), 0);
+  if (key) {
+    const get = key === "flags" ? (r => r.flags.join(",")) : (r => r[key]);
+    passed = passed.slice().sort((a, b) => {
+      const x = get(a), y = get(b);
+      return (x < y ? -1 : x > y ? 1 : a.seq - b.seq) * dir;
+    });
+  }
+  state.shown = passed;
+  state.listed = state.groupBy ? grouped(passed) : passed;
+}
+
+/** The domain a row belongs to: its host, else its server name (SNI), else its server. */
+function domainOf(row) { return (row.host || row.sni || row.server || "").replace(/:\d+$/, "") || "(none)"; }
+
+/** The rows under a line per domain, domains in the order of their first row (as HTTP Toolkit
+ *  and Charles's structure view group them); a folded domain shows its line alone. */
+function grouped(rows) {
+  const byDomain = new Map();
+  for (const r of rows) {
+    const d = domainOf(r);
+    if (!byDomain.has(d)) byDomain.set(d, []);
+    byDomain.get(d).push(r);
+  }
+  const out = [];
+  for (const [domain, members] of byDomain) {
+    let g = state.groups.get(domain);
+    if (!g) {
+      g = { kind: "g", seq: -(state.groups.size + 1), domain, folded: false, flags: [] };
+      state.groups.set(domain, g);
+    }
+    g.count = members.length;
+    g.bytes = members.reduce((n, r) => n + (r.kind === "c" ? r.bytes || 0 : r.size || 0), 0);
+    out.push(g);
+    if (!g.folded) for (const r of members) out.push(r);
+  }
+  return out;
+}
+
+/** Folds or unfolds a domain's rows. */
+export function toggleGroup(g) {
+  g.folded = !g.folded;
+  state.refilter = true;
+  scheduleRender();
+}
+
+export function render() {
+  const list = $("list");
+  const wasAtBottom = list.scrollTop + list.clientHeight >= list.scrollHeight - ROW_HEIGHT * 2;
+  applyFilter();
+  const transactions = state.shownTransactions;
+  let conns = 0, estimates = 0;
+  for (const r of state.shown) if (r.kind === "c") conns++; else if (r.kind === "e") estimates++;
+  $("count").textContent = `${transactions} of ${state.transactions} transactions` + (conns ? `, ${conns} encrypted connections` : "")
+    + (estimates ? `, ${estimates} estimated exchanges` : "");
+  $("list-spacer").style.height = (state.listed.length * ROW_HEIGHT) + "px";
+  // Live, the list follows new rows while it is scrolled to its end (as DevTools does).
+  if (state.live && state.running && wasAtBottom && !state.sort.key) list.scrollTop = list.scrollHeight;
+  drawRows();
+  const empty = $("empty");
+  empty.hidden = state.shown.length > 0;
+  if (state.shown.length === 0) {
+    empty.textContent = state.rows.length === 0
+      ? (state.running ? "Waiting for traffic: transactions appear as their responses complete, encrypted connections as their handshakes are seen." : "No transactions in this capture.")
+      : "Nothing matches the filter.";
+  }
+  if (state.view === "waterfall") drawWaterfall();
+  updateStatus();
+}
+
+// Row elements are reused: a row scrolled out lends its element to one scrolled in, which only
+// gets new text (no element is made or removed while scrolling).
+let drawn = new Map(); // seq -> element
+const spare = [];
+export function drawRows() {
+  const list = $("list");
+  const first = Math.max(0, Math.floor(list.scrollTop / ROW_HEIGHT) - 10);
+  const last = Math.min(state.listed.length, Math.ceil((list.scrollTop + list.clientHeight) / ROW_HEIGHT) + 10);
+  const visible = new Set();
+  for (let i = first; i < last; i++) visible.add(state.listed[i]);
+  for (const [seq, e] of drawn) if (!visible.has(e._row)) { spare.push(e); e.hidden = true; drawn.delete(seq); }
+  const keep = new Map();
+  for (let i = first; i < last; i++) {
+    const row = state.listed[i];
+    let e = drawn.get(row.seq);
+    if (!e || e._row !== row) {
+      if (e) { spare.push(e); e.hidden = true; }
+      e = spare.pop() || newRowElement(list);
+      e._row = null;
+    }
+    if (e._row !== row || e._version !== rowVersion(row)) fillRow(e, row);
+    e.hidden = false;
+    e.style.top = (i * ROW_HEIGHT) + "px";
+    e.classList.toggle("selected", state.selected === row);
+    keep.set(row.seq, e);
+  }
+  drawn = keep;
+}
+
+/** Lets go of every drawn row (a HAR opened in the page replaces the run's rows). */
+export function forgetDrawnRows() {
+  for (const e of drawn.values()) { e.hidden = true; spare.push(e); }
+  drawn = new Map();
+}
+
+/** What a drawn row shows that can change (a connection's row, opened then finished; a device
+ *  named since it was drawn). */
+function rowVersion(row) {
+  if (row.kind === "g") return "g:" + row.count + ":" + row.bytes + ":" + row.folded;
+  return (row.open ? 1 : 0) + ":" + row.time + ":" + row.bytes + ":" + devicesAfter;
+}
+
+export function statusClass(s) { return s === 0 ? "s-0" : "s-" + Math.floor(s / 100); }
+
+const COLUMNS = ["c-time", "c-client", "c-method", "c-url", "c-status", "c-proto", "c-type", "c-size num", "c-dur num", "c-cache", "c-flags"];
+
+function newRowElement(list) {
+  const e = el("div", { class: "row" }, ...COLUMNS.map(c => el("span", { class: c })));
+  list.append(e);
+  return e;
+}
+
+/** Puts a row's text into an element (as text: the strings are the capture's). */
+function fillRow(e, row) {
+  const values = row.kind === "g" ? [
+    [""], [""], [row.folded ? "▸" : "▾", row.folded ? "Unfold" : "Fold"],
+    [`${row.domain} — ${row.count} ${row.count === 1 ? "row" : "rows"}, ${fmtBytes(row.bytes)}`, row.domain],
+    [""], [""], [""], [""], [""], [""], [""],
+  ] : row.kind === "t" ? [
+    [fmtClock(row.ts)], [clientText(row), endpoint(row.client, row.clientPort) + (row.device ? " — device " + deviceLabel(row.device) : "")], [row.method], [row.url, row.url],
+    [String(row.status || "—"), row.reason, statusClass(row.status)], [row.protocol], [row.type, row.mime],
+    [fmtBytes(row.size)], [fmtMs(row.time)], [row.avoidable ? "AVOIDABLE" : row.cache, "", row.avoidable ? "avoidable" : ""],
+    [row.flags.join(" "), row.flags.join("\n")],
+  ] : row.kind === "e" ? [
+    [fmtClock(row.ts)], [clientText(row), row.device ? "device " + deviceLabel(row.device) : ""], ["≈", "Estimated from record sizes and times, without keys"],
+    [`${row.url} — ${row.protocol} ${row.word} ${row.index} of ${row.exact ? "" : "≥"}${row.of}${row.alone ? "" : " (sent with others: no response figures)"}`,
+     "No method, status or path without keys: sizes and times from the TLS records (or QUIC packets)"],
+    ["—"], [row.protocol + " ≈"], [""], [fmtBytes(row.size)], [fmtMs(row.time)], [""], ["inferred"],
+  ] : [
+    [fmtClock(row.ts)], [clientText(row), row.device ? "device " + deviceLabel(row.device) : ""], [row.transport === "quic" ? "QUIC" : "TLS"],
+    [`${row.sni || row.server} — encrypted (${row.version}${row.alpn ? ", " + row.alpn : ""}) ${row.server}${row.open ? " — open" : ""}${estimateText(row.inferred)}`,
+     "No keys for this connection: --keylog FILE decrypts it"],
+    [""], [row.protocol], [""], [fmtBytes(row.bytes)], [fmtMs(row.time)], [""], [row.flags.join(" ")],
+  ];
+  e.className = "row" + (row.kind === "c" ? " conn" : row.kind === "e" ? " est" : row.kind === "g" ? " group" : "");
+  e.dataset.seq = row.seq;
+  const cells = e.children;
+  for (let i = 0; i < COLUMNS.length; i++) {
+    const [text, title, extra] = values[i];
+    const cell = cells[i];
+    cell.className = COLUMNS[i] + (extra ? " " + extra : "");
+    cell.textContent = shown(text);
+    if (title) cell.title = shown(title); else cell.removeAttribute("title");
+  }
+  e._row = row;
+  e._version = rowVersion(row);
+}
