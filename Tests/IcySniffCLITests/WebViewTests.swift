@@ -296,7 +296,7 @@ import Glibc
         // (localStorage); "Default columns" brings them back.
         let columns = try #require(all["columns"] as? [String: Any])
         #expect(columns["protoBefore"] as? [String] == ["block", "block"] && columns["protoHidden"] as? [String] == ["none", "none"], "\(columns)")
-        #expect(columns["menuOpen"] as? Bool == true && columns["menuClosed"] as? Bool == true && (columns["menuItems"] as? [String])?.count == 9, "\(columns)")
+        #expect(columns["menuOpen"] as? Bool == true && columns["menuClosed"] as? Bool == true && (columns["menuItems"] as? [String]) == ["Time", "Client", "Method", "URL", "Status", "Protocol", "Type", "Size", "Duration", "Cache", "Flags", "Connection", "Server"], "\(columns)")
         #expect((columns["axeMenu"] as? [String])?.isEmpty == true, "\(columns["axeMenu"] ?? "")")
         let before = columns["clientBefore"] as? [Double] ?? [], after = columns["clientAfter"] as? [Double] ?? []
         #expect(before.count == 2 && after.count == 2 && before[0] == before[1] && after[0] == after[1] && abs(after[0] - before[0] - 60) <= 2, "\(before) \(after)")
@@ -304,6 +304,39 @@ import Glibc
         let reloaded = columns["reloaded"] as? [String: Any] ?? [:], reset = columns["reset"] as? [String: Any] ?? [:]
         #expect(reloaded["proto"] as? String == "none" && reloaded["client"] as? [Double] == after, "\(reloaded)")
         #expect(reset["proto"] as? String == "block" && reset["client"] as? [Double] == before, "\(reset)")
+        // Order: header and row cells always in the same order; "Move Status left" puts Status
+        // before URL (the focus stays on the button, the menu open); Duration dragged onto
+        // Time's left half goes first, not sorting; kept across a reload; the defaults again.
+        let defaultOrder = ["c-time", "c-client", "c-method", "c-url", "c-status", "c-proto", "c-type", "c-size", "c-dur", "c-cache", "c-flags", "c-conn", "c-server"]
+        func order(_ key: String) -> [String] {
+            let pair = columns[key] as? [[String]] ?? []
+            return pair.count == 2 && pair[0] == pair[1] ? pair[0] : ["header and row differ: \(pair)"]
+        }
+        var menuMoved = defaultOrder
+        menuMoved.swapAt(3, 4)
+        var dragged = menuMoved
+        dragged.insert(dragged.remove(at: dragged.firstIndex(of: "c-dur")!), at: 0)
+        #expect(order("orderBefore") == defaultOrder && order("orderAfterMenu") == menuMoved && order("orderAfterDrag") == dragged, "\(columns)")
+        #expect(columns["focusAfterMove"] as? String == "move-c-status--1", "\(columns["focusAfterMove"] ?? "")")
+        #expect(columns["sortAfterMove"] is NSNull && order("orderReloaded") == dragged && order("orderReset") == defaultOrder, "\(columns)")
+        // The connection and server columns: hidden until chosen, then the row's own values;
+        // the duration cell's tooltip names its phases.
+        #expect(columns["connBefore"] as? [String] == ["none", "none"], "\(columns)")
+        let connServer = columns["connServer"] as? [String] ?? []
+        #expect(connServer.count == 4 && connServer[0] == connServer[1] && connServer[2] == connServer[3] && connServer[0].hasPrefix("C") && connServer[2].hasSuffix(":80"), "\(connServer)")
+        #expect((columns["durationTitle"] as? String)?.contains("wait ") == true, "\(columns["durationTitle"] ?? "")")
+        #expect((columns["axeColumns"] as? [String])?.isEmpty == true, "\(columns["axeColumns"] ?? "")")
+        // The list as an ARIA grid: a row per drawn row with its index (the header is row 1),
+        // aria-rowcount the rows listed plus the header, a cell per column, the sort on the
+        // header (ascending, descending, none), the selection as the active row.
+        let grid = try #require(all["gridMenu"] as? [String: Any])
+        let g = grid["grid"] as? [String: Any] ?? [:]
+        #expect(g["role"] as? String == "grid" && g["rowcount"] as? Int == (g["listed"] as? Int ?? -9) + 1 && g["headers"] as? Int == 13, "\(g)")
+        #expect(g["rowsWithRole"] as? Int == g["rows"] as? Int && (g["rows"] as? Int ?? 0) > 0 && g["firstIndex"] as? Int == 2 && g["cells"] as? Int == 13, "\(g)")
+        #expect("\(grid["sort1"] ?? "")" == "\(["ascending", "status"])" && grid["sort2"] as? String == "descending" && grid["sort3"] is NSNull, "\(grid)")
+        let active = grid["active"] as? [Any] ?? []
+        #expect(active.count == 3 && active[0] as? Bool == true && active[1] as? String == "true" && active[2] as? Int == 1, "\(active)")
+        #expect((grid["axeList"] as? [String])?.isEmpty == true, "\(grid)")
         // Group by domain: a line per host in the order of its first row with its count (the
         // NDJSON rows'), a click folds its rows and another unfolds them, the arrows never stop
         // on a line, and the grouping is kept in the page's address.

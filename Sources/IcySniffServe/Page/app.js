@@ -4,13 +4,14 @@
 // Everything the page shows comes from captured traffic and may have been shaped by an attacker:
 // it is put into the page as text (textContent, DOM nodes), never as markup.
 //
-// This module wires the page's controls to the parts: util, state, records, filters, list,
-// detail, copy, waterfall, files and live.
+// This module wires the page's controls to the parts: util, state, records, filters, columns,
+// list, detail, copy, waterfall, files and live.
 
 import { select, showDetail } from "./detail.js";
 import { exportShown, openHAR } from "./files.js";
 import { filterFields, filtersFromHash, filtersToHash, onFilterChange, suggestQuery } from "./filters.js";
-import { addColumnGrips, applyColumns, buildColumnsMenu, drawRows, scheduleRender, showColumnsMenu } from "./list.js";
+import { applyColumns, buildColumnsMenu, setUpHeader, showColumnsMenu } from "./columns.js";
+import { drawRows, remakeRowElements, scheduleRender } from "./list.js";
 import { start } from "./live.js";
 import { state } from "./state.js";
 import { $, ROW_HEIGHT } from "./util.js";
@@ -63,8 +64,9 @@ document.addEventListener("DOMContentLoaded", () => {
     while (rows[i] && rows[i].kind === "g" && rows[i + step]) i += step;
     if (!rows[i] || rows[i].kind === "g") return;
     select(rows[i]);
-    const top = i * ROW_HEIGHT;
-    if (top < list.scrollTop) list.scrollTop = top;
+    // Row i lies below the header row, which stays at the top.
+    const top = (i + 1) * ROW_HEIGHT;
+    if (top - ROW_HEIGHT < list.scrollTop) list.scrollTop = top - ROW_HEIGHT;
     else if (top + ROW_HEIGHT > list.scrollTop + list.clientHeight) list.scrollTop = top + ROW_HEIGHT - list.clientHeight;
   });
   // Anywhere: Esc closes the detail pane (back to the list); "/" and Ctrl+F go to the search.
@@ -83,26 +85,15 @@ document.addEventListener("DOMContentLoaded", () => {
   });
   applyColumns();
   buildColumnsMenu();
-  addColumnGrips();
+  setUpHeader(remakeRowElements, () => { state.refilter = true; scheduleRender(); });
   $("columns-button").addEventListener("click", () => showColumnsMenu($("columns-menu").hidden));
   document.addEventListener("click", ev => {
-    if (!$("columns-menu").hidden && !ev.target.closest(".menu-anchor")) showColumnsMenu(false);
+    // The path as dispatched: a click on a menu button the menu has since made again is inside it.
+    if (!$("columns-menu").hidden && !ev.composedPath().some(n => n.classList && n.classList.contains("menu-anchor"))) showColumnsMenu(false);
   });
   $("columns-menu").addEventListener("keydown", ev => {
     if (ev.key === "Escape") { ev.stopPropagation(); showColumnsMenu(false); $("columns-button").focus(); }
   });
-  for (const h of document.querySelectorAll("#list-head [data-sort]")) {
-    h.addEventListener("click", () => {
-      const key = h.dataset.sort;
-      if (state.sort.key === key) {
-        if (state.sort.dir === 1) state.sort.dir = -1; else state.sort = { key: null, dir: 1 };
-      } else state.sort = { key, dir: 1 };
-      for (const o of document.querySelectorAll("#list-head [data-sort]")) o.className = o.className.replace(/ sorted-(asc|desc)/, "");
-      if (state.sort.key) h.className += state.sort.dir === 1 ? " sorted-asc" : " sorted-desc";
-      state.refilter = true;
-      scheduleRender();
-    });
-  }
   $("d-close").addEventListener("click", () => { showDetail(false); state.selected = null; drawRows(); });
   $("view-list").addEventListener("click", () => setView("list"));
   $("view-waterfall").addEventListener("click", () => setView("waterfall"));

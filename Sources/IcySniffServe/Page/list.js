@@ -1,6 +1,7 @@
-// The list: its columns (chosen, resized, kept in this browser), the rows the filter shows
-// (only the visible ones in the DOM), grouped by domain when asked.
+// The list: the rows the filter shows (only the visible ones in the DOM), grouped by domain when
+// asked, as an ARIA grid (its header row is the first child, the rows carry their index).
 
+import { COLUMNS, columnOrder } from "./columns.js";
 import { estimateText } from "./detail.js";
 import { matches, readFilters } from "./filters.js";
 import { updateStatus } from "./live.js";
@@ -8,97 +9,6 @@ import { clientText, deviceLabel, devicesAfter } from "./records.js";
 import { state } from "./state.js";
 import { $, ROW_HEIGHT, el, endpoint, fmtBytes, fmtClock, fmtMs, shown } from "./util.js";
 import { drawWaterfall } from "./waterfall.js";
-
-// ---- Columns: which the list shows and how wide (kept in this browser across reloads) --------
-
-/** The columns a user may hide (time and URL always stay), with their header names. */
-const OPTIONAL_COLUMNS = [["c-client", "Client"], ["c-method", "Method"], ["c-status", "Status"], ["c-proto", "Protocol"],
-  ["c-type", "Type"], ["c-size", "Size"], ["c-dur", "Duration"], ["c-cache", "Cache"], ["c-flags", "Flags"]];
-const COLUMN_STORE = "icy-sniff.columns";
-
-function loadColumnPrefs() {
-  let p = null;
-  try { p = JSON.parse(localStorage.getItem(COLUMN_STORE) || "null"); } catch (_) { p = null; }
-  const known = new Set(OPTIONAL_COLUMNS.map(c => c[0]).concat(["c-time"]));
-  const hidden = Array.isArray(p && p.hidden) ? p.hidden.filter(c => known.has(c)) : [];
-  const widths = {};
-  for (const [c, w] of Object.entries((p && p.widths) || {})) if (known.has(c) && Number.isFinite(w)) widths[c] = Math.min(600, Math.max(32, w));
-  return { hidden, widths };
-}
-const columnPrefs = loadColumnPrefs();
-
-function saveColumnPrefs() {
-  try { localStorage.setItem(COLUMN_STORE, JSON.stringify(columnPrefs)); } catch (_) { /* storage refused: this page only */ }
-}
-
-/** The preferences on the page: hidden columns as classes of <main>, widths as its CSS variables. */
-export function applyColumns() {
-  const main = $("main");
-  for (const [c] of OPTIONAL_COLUMNS) main.classList.toggle("hide-" + c, columnPrefs.hidden.includes(c));
-  for (const [c, w] of Object.entries(columnPrefs.widths)) main.style.setProperty("--w-" + c, w + "px");
-}
-
-export function buildColumnsMenu() {
-  const menu = $("columns-menu");
-  menu.replaceChildren(...OPTIONAL_COLUMNS.map(([c, name]) => {
-    const box = el("input", { type: "checkbox", id: "col-" + c });
-    box.checked = !columnPrefs.hidden.includes(c);
-    box.addEventListener("change", () => {
-      columnPrefs.hidden = columnPrefs.hidden.filter(h => h !== c);
-      if (!box.checked) columnPrefs.hidden.push(c);
-      saveColumnPrefs();
-      applyColumns();
-    });
-    return el("label", { class: "check" }, box, document.createTextNode(" " + name));
-  }), (() => {
-    const reset = el("button", { type: "button", text: "Default columns" });
-    reset.addEventListener("click", () => {
-      columnPrefs.hidden = [];
-      for (const c of Object.keys(columnPrefs.widths)) $("main").style.removeProperty("--w-" + c);
-      columnPrefs.widths = {};
-      saveColumnPrefs();
-      applyColumns();
-      buildColumnsMenu();
-    });
-    return reset;
-  })());
-}
-
-export function showColumnsMenu(open) {
-  $("columns-menu").hidden = !open;
-  $("columns-button").setAttribute("aria-expanded", String(open));
-  if (open) { const first = $("columns-menu").querySelector("input"); if (first) first.focus(); }
-}
-
-/** A grip at each resizable header's right edge: dragging it sets the column's width. */
-export function addColumnGrips() {
-  for (const h of document.querySelectorAll("#list-head > span")) {
-    const c = [...h.classList].find(k => k.startsWith("c-"));
-    if (!c || c === "c-url") continue;
-    const grip = el("span", { class: "grip" });
-    grip.setAttribute("aria-hidden", "true");
-    grip.addEventListener("click", ev => ev.stopPropagation());   // not a sort
-    grip.addEventListener("pointerdown", ev => {
-      ev.preventDefault();
-      ev.stopPropagation();
-      grip.setPointerCapture(ev.pointerId);
-      const startX = ev.clientX, startWidth = h.getBoundingClientRect().width;
-      const move = e => {
-        const w = Math.round(Math.min(600, Math.max(32, startWidth + e.clientX - startX)));
-        columnPrefs.widths[c] = w;
-        $("main").style.setProperty("--w-" + c, w + "px");
-      };
-      const up = () => {
-        grip.removeEventListener("pointermove", move);
-        grip.removeEventListener("pointerup", up);
-        saveColumnPrefs();
-      };
-      grip.addEventListener("pointermove", move);
-      grip.addEventListener("pointerup", up);
-    });
-    h.append(grip);
-  }
-}
 
 // ---- The list (only the visible rows are in the DOM) -----------------------------------------
 
@@ -181,6 +91,7 @@ export function render() {
   $("count").textContent = `${transactions} of ${state.transactions} transactions` + (conns ? `, ${conns} encrypted connections` : "")
     + (estimates ? `, ${estimates} estimated exchanges` : "");
   $("list-spacer").style.height = (state.listed.length * ROW_HEIGHT) + "px";
+  list.setAttribute("aria-rowcount", String(state.listed.length + 1));
   // Live, the list follows new rows while it is scrolled to its end (as DevTools does).
   if (state.live && state.running && wasAtBottom && !state.sort.key) list.scrollTop = list.scrollHeight;
   drawRows();
@@ -217,11 +128,27 @@ export function drawRows() {
     }
     if (e._row !== row || e._version !== rowVersion(row)) fillRow(e, row);
     e.hidden = false;
-    e.style.top = (i * ROW_HEIGHT) + "px";
-    e.classList.toggle("selected", state.selected === row);
+    // Below the header row, which stays at the top of the scrolled list.
+    e.style.top = ((i + 1) * ROW_HEIGHT) + "px";
+    e.setAttribute("aria-rowindex", String(i + 2));
+    const selected = state.selected === row;
+    e.classList.toggle("selected", selected);
+    e.setAttribute("aria-selected", String(selected));
     keep.set(row.seq, e);
   }
   drawn = keep;
+  // The selection as the grid's active row (read out as the keys move it), when drawn.
+  const active = state.selected && drawn.get(state.selected.seq);
+  if (active && active._row === state.selected) list.setAttribute("aria-activedescendant", active.id);
+  else list.removeAttribute("aria-activedescendant");
+}
+
+/** Makes the row elements again (the columns' order changed). */
+export function remakeRowElements() {
+  for (const e of [...drawn.values(), ...spare]) e.remove();
+  drawn = new Map();
+  spare.length = 0;
+  drawRows();
 }
 
 /** Lets go of every drawn row (a HAR opened in the page replaces the run's rows). */
@@ -239,43 +166,50 @@ function rowVersion(row) {
 
 export function statusClass(s) { return s === 0 ? "s-0" : "s-" + Math.floor(s / 100); }
 
-const COLUMNS = ["c-time", "c-client", "c-method", "c-url", "c-status", "c-proto", "c-type", "c-size num", "c-dur num", "c-cache", "c-flags"];
-
 function newRowElement(list) {
-  const e = el("div", { class: "row" }, ...COLUMNS.map(c => el("span", { class: c })));
+  const e = el("div", { class: "row", role: "row" }, ...columnOrder.map(() => el("span", { role: "gridcell" })));
   list.append(e);
   return e;
+}
+
+/** What a row's duration took, phase by phase (the duration cell's tooltip). */
+function phasesText(row) {
+  if (!row.phases) return "";
+  const parts = Object.entries(row.phases).filter(([, v]) => v !== null && v !== undefined && v >= 0).map(([p, v]) => `${p} ${fmtMs(v) || "0 ms"}`);
+  return parts.length ? parts.join(" · ") : "";
 }
 
 /** Puts a row's text into an element (as text: the strings are the capture's). */
 function fillRow(e, row) {
   const values = row.kind === "g" ? [
     [""], [""], [row.folded ? "▸" : "▾", row.folded ? "Unfold" : "Fold"],
-    [`${row.domain} — ${row.count} ${row.count === 1 ? "row" : "rows"}, ${fmtBytes(row.bytes)}`, row.domain],
-    [""], [""], [""], [""], [""], [""], [""],
+    [`${row.domain} — ${row.count} ${row.count === 1 ? "row" : "rows"}, ${fmtBytes(row.bytes)}${row.folded ? " (folded)" : ""}`, row.domain],
+    [""], [""], [""], [""], [""], [""], [""], [""], [""],
   ] : row.kind === "t" ? [
     [fmtClock(row.ts)], [clientText(row), endpoint(row.client, row.clientPort) + (row.device ? " — device " + deviceLabel(row.device) : "")], [row.method], [row.url, row.url],
     [String(row.status || "—"), row.reason, statusClass(row.status)], [row.protocol], [row.type, row.mime],
-    [fmtBytes(row.size)], [fmtMs(row.time)], [row.avoidable ? "AVOIDABLE" : row.cache, "", row.avoidable ? "avoidable" : ""],
-    [row.flags.join(" "), row.flags.join("\n")],
+    [fmtBytes(row.size)], [fmtMs(row.time), phasesText(row)], [row.avoidable ? "AVOIDABLE" : row.cache, "", row.avoidable ? "avoidable" : ""],
+    [row.flags.join(" "), row.flags.join("\n")], [row.conn], [row.server],
   ] : row.kind === "e" ? [
     [fmtClock(row.ts)], [clientText(row), row.device ? "device " + deviceLabel(row.device) : ""], ["≈", "Estimated from record sizes and times, without keys"],
     [`${row.url} — ${row.protocol} ${row.word} ${row.index} of ${row.exact ? "" : "≥"}${row.of}${row.alone ? "" : " (sent with others: no response figures)"}`,
      "No method, status or path without keys: sizes and times from the TLS records (or QUIC packets)"],
-    ["—"], [row.protocol + " ≈"], [""], [fmtBytes(row.size)], [fmtMs(row.time)], [""], ["inferred"],
+    ["—"], [row.protocol + " ≈"], [""], [fmtBytes(row.size)], [fmtMs(row.time), phasesText(row)], [""], ["inferred"], [row.conn], [row.server],
   ] : [
     [fmtClock(row.ts)], [clientText(row), row.device ? "device " + deviceLabel(row.device) : ""], [row.transport === "quic" ? "QUIC" : "TLS"],
     [`${row.sni || row.server} — encrypted (${row.version}${row.alpn ? ", " + row.alpn : ""}) ${row.server}${row.open ? " — open" : ""}${estimateText(row.inferred)}`,
      "No keys for this connection: --keylog FILE decrypts it"],
-    [""], [row.protocol], [""], [fmtBytes(row.bytes)], [fmtMs(row.time)], [""], [row.flags.join(" ")],
+    [""], [row.protocol], [""], [fmtBytes(row.bytes)], [fmtMs(row.time)], [""], [row.flags.join(" ")], [row.id], [row.server],
   ];
   e.className = "row" + (row.kind === "c" ? " conn" : row.kind === "e" ? " est" : row.kind === "g" ? " group" : "");
   e.dataset.seq = row.seq;
+  e.id = "row" + String(row.seq).replace(/\W/g, "_");
   const cells = e.children;
-  for (let i = 0; i < COLUMNS.length; i++) {
+  for (let j = 0; j < columnOrder.length; j++) {
+    const i = columnOrder[j];
     const [text, title, extra] = values[i];
-    const cell = cells[i];
-    cell.className = COLUMNS[i] + (extra ? " " + extra : "");
+    const cell = cells[j];
+    cell.className = COLUMNS[i][0] + (COLUMNS[i][0] === "c-size" || COLUMNS[i][0] === "c-dur" ? " num" : "") + (extra ? " " + extra : "");
     cell.textContent = shown(text);
     if (title) cell.title = shown(title); else cell.removeAttribute("title");
   }
