@@ -56,7 +56,7 @@ let package = Package(
             ],
             // The page: its HTML, its style, and its script as ES modules (app.js imports the rest).
             resources: [.embedInCode("Page/index.html"), .embedInCode("Page/app.css")]
-                + ["app", "util", "state", "records", "filters", "columns", "list", "detail", "copy", "waterfall", "files", "live"]
+                + ["app", "util", "state", "records", "filters", "columns", "list", "menu", "detail", "copy", "waterfall", "files", "live"]
                 .map { .embedInCode("Page/\($0).js") }
         ),
         .executableTarget(

@@ -207,6 +207,7 @@ public final class WebServer: @unchecked Sendable {
             "/detail.js": (script, PackageResources.detail_js), "/copy.js": (script, PackageResources.copy_js),
             "/waterfall.js": (script, PackageResources.waterfall_js), "/files.js": (script, PackageResources.files_js),
             "/live.js": (script, PackageResources.live_js), "/columns.js": (script, PackageResources.columns_js),
+            "/menu.js": (script, PackageResources.menu_js),
         ]
     }()
 

@@ -336,7 +336,21 @@ import Glibc
         #expect("\(grid["sort1"] ?? "")" == "\(["ascending", "status"])" && grid["sort2"] as? String == "descending" && grid["sort3"] is NSNull, "\(grid)")
         let active = grid["active"] as? [Any] ?? []
         #expect(active.count == 3 && active[0] as? Bool == true && active[1] as? String == "true" && active[2] as? Int == 1, "\(active)")
-        #expect((grid["axeList"] as? [String])?.isEmpty == true, "\(grid)")
+        // The rows' menu: Shift+F10 opens it on the selected row, focus on its first item, the
+        // arrows move; Enter copies the cURL command of the row's entry and closes it, the focus
+        // back on the list; Esc closes it; a right click opens it; its response headers are the
+        // entry's; "Hide DOMAIN" is a -domain: term that leaves the other hosts' rows.
+        let items = grid["menuItems"] as? [String] ?? []
+        #expect(grid["menuOpen"] as? Bool == true && items.first == "Copy as cURL" && items.contains("Copy response headers") && items.last?.hasPrefix("Hide ") == true, "\(items)")
+        #expect(grid["focusFirst"] as? String == "Copy as cURL" && grid["focusSecond"] as? String == "Copy as fetch", "\(grid)")
+        let menuCurl = grid["curlFromMenu"] as? String ?? ""
+        #expect(menuCurl.hasPrefix("curl '\(grid["curlURL"] as? String ?? "?")'"), "\(menuCurl)")
+        #expect(grid["menuClosedAfter"] as? Bool == true && grid["focusBack"] as? String == "list" && grid["escCloses"] as? Bool == true && grid["rightClickOpen"] as? Bool == true, "\(grid)")
+        #expect(grid["responseHeaders"] as? String == grid["expectedResponseHeaders"] as? String && (grid["responseHeaders"] as? String)?.isEmpty == false, "\(grid)")
+        let hidden = grid["hiddenHost"] as? String ?? "?"
+        #expect(grid["hideQuery"] as? String == "-domain:\(hidden)" && (grid["shownHosts"] as? [String])?.contains(hidden) == false, "\(grid)")
+        #expect(grid["shownAfterHide"] as? Int == grid["expectedAfterHide"] as? Int && (grid["shownAfterHide"] as? Int ?? 0) > 0, "\(grid)")
+        #expect((grid["axeList"] as? [String])?.isEmpty == true && (grid["axeMenu"] as? [String])?.isEmpty == true, "\(grid)")
         // Group by domain: a line per host in the order of its first row with its count (the
         // NDJSON rows'), a click folds its rows and another unfolds them, the arrows never stop
         // on a line, and the grouping is kept in the page's address.

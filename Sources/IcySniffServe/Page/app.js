@@ -5,7 +5,7 @@
 // it is put into the page as text (textContent, DOM nodes), never as markup.
 //
 // This module wires the page's controls to the parts: util, state, records, filters, columns,
-// list, detail, copy, waterfall, files and live.
+// list, menu, detail, copy, waterfall, files and live.
 
 import { select, showDetail } from "./detail.js";
 import { exportShown, openHAR } from "./files.js";
@@ -13,6 +13,7 @@ import { filterFields, filtersFromHash, filtersToHash, onFilterChange, suggestQu
 import { applyColumns, buildColumnsMenu, setUpHeader, showColumnsMenu } from "./columns.js";
 import { drawRows, remakeRowElements, scheduleRender } from "./list.js";
 import { start } from "./live.js";
+import { openRowMenu, setUpRowMenu } from "./menu.js";
 import { state } from "./state.js";
 import { $, ROW_HEIGHT } from "./util.js";
 import { drawWaterfall, zoom } from "./waterfall.js";
@@ -68,6 +69,21 @@ document.addEventListener("DOMContentLoaded", () => {
     const top = (i + 1) * ROW_HEIGHT;
     if (top - ROW_HEIGHT < list.scrollTop) list.scrollTop = top - ROW_HEIGHT;
     else if (top + ROW_HEIGHT > list.scrollTop + list.clientHeight) list.scrollTop = top + ROW_HEIGHT - list.clientHeight;
+  });
+  // The rows' context menu: a right click on a row; the Menu key or Shift+F10 on the selected one.
+  setUpRowMenu();
+  $("list").addEventListener("contextmenu", ev => {
+    const e = ev.target.closest(".row");
+    if (!e || !e._row || e._row.kind === "g") return;
+    ev.preventDefault();
+    openRowMenu(e._row, ev.clientX, ev.clientY);
+  });
+  $("list").addEventListener("keydown", ev => {
+    if (!(ev.key === "ContextMenu" || (ev.key === "F10" && ev.shiftKey)) || !state.selected) return;
+    ev.preventDefault();
+    const drawnRow = $("list").querySelector(`.row[data-seq="${state.selected.seq}"]:not([hidden])`);
+    const r = (drawnRow || $("list")).getBoundingClientRect();
+    openRowMenu(state.selected, r.left + 40, r.top + (drawnRow ? r.height : 0));
   });
   // Anywhere: Esc closes the detail pane (back to the list); "/" and Ctrl+F go to the search.
   document.addEventListener("keydown", ev => {

@@ -1,6 +1,7 @@
-// Copying a request as DevTools' "Copy" menu does: as cURL, as fetch, its URL, its HAR entry.
+// Copying a request as DevTools' "Copy" menu does: as cURL, as fetch, its URL, its headers, its
+// response body, its HAR entry (the detail pane's bar and the rows' context menu).
 
-import { $, el, showNotice } from "./util.js";
+import { api, el, showNotice } from "./util.js";
 
 // ---- Copy as cURL, as fetch, as HAR JSON (DevTools' "Copy" menu) ------------------------------
 //
@@ -19,7 +20,7 @@ function copiedHeaders(req) {
 /** A POSIX shell word: single-quoted, a single quote written as '\''. */
 function shellQuote(text) { return "'" + String(text).replace(/'/g, "'\\''") + "'"; }
 
-function curlOf(e) {
+export function curlOf(e) {
   const req = e.request || {};
   const parts = ["curl " + shellQuote(req.url || "")];
   const method = req.method || "GET";
@@ -35,7 +36,7 @@ function curlOf(e) {
   return parts.join(" \\\n  ");
 }
 
-function fetchOf(e) {
+export function fetchOf(e) {
   const req = e.request || {};
   const headers = {};
   for (const h of copiedHeaders(req)) headers[h.name] = h.name in headers ? headers[h.name] + ", " + h.value : h.value;
@@ -44,13 +45,30 @@ function fetchOf(e) {
   return `fetch(${JSON.stringify(req.url || "")}, ${JSON.stringify(init, null, 2)});`;
 }
 
-function copyText(text, what) {
+export function copyText(text, what) {
   const done = () => showNotice(`Copied ${what}.`);
   if (navigator.clipboard && navigator.clipboard.writeText) {
     navigator.clipboard.writeText(text).then(done, () => showNotice(`The browser did not allow copying ${what}.`));
   } else {
     showNotice(`The browser did not allow copying ${what}.`);
   }
+}
+
+/** A header section as DevTools copies it: the start line, then a line per field. */
+export function headersText(e, side) {
+  const m = e[side] || {};
+  const start = side === "request" ? `${m.method || ""} ${m.url || ""} ${m.httpVersion || ""}` : `${m.httpVersion || ""} ${m.status || ""} ${m.statusText || ""}`;
+  return [start.trim(), ...(m.headers || []).map(h => `${h.name}: ${h.value}`)].join("\n");
+}
+
+/** A response body as text (UTF-8): from the HAR opened in the page, or the server's copy. */
+export function responseBodyText(row, e) {
+  const content = (e.response || {}).content || {};
+  if (content.text !== undefined) {
+    return content.encoding === "base64" ? new TextDecoder().decode(Uint8Array.from(atob(content.text), c => c.charCodeAt(0))) : content.text;
+  }
+  return fetch(api(`/api/bodies/${row.seq}/response`)).then(r => r.ok ? r.arrayBuffer() : Promise.reject(new Error(`HTTP ${r.status}`)))
+    .then(b => new TextDecoder().decode(b));
 }
 
 export function copyBar(e) {

@@ -23,6 +23,12 @@ export function showDetail(open) {
   document.querySelector("main").classList.toggle("narrow", open);
 }
 
+/** A transaction's HAR entry: the opened HAR's, or the server's (redacted as in the files). */
+export function entryOf(row) {
+  return state.offline ? Promise.resolve(state.offline.entries[row.seq - 1])
+    : fetch(api("/api/entries/" + row.seq)).then(r => r.ok ? r.json() : Promise.reject(new Error(`HTTP ${r.status}`)));
+}
+
 export function select(row) {
   if (row.kind === "g") return toggleGroup(row);
   state.selected = row;
@@ -43,9 +49,7 @@ export function select(row) {
     return;
   }
   $("d-title").textContent = shown(`${row.method} ${row.url}`);
-  const entry = state.offline ? Promise.resolve(state.offline.entries[row.seq - 1])
-    : fetch(api("/api/entries/" + row.seq)).then(r => r.json());
-  entry.then(e => { if (state.selected === row) showEntry(body, row, e); })
+  entryOf(row).then(e => { if (state.selected === row) showEntry(body, row, e); })
     .catch(err => body.append(el("p", { text: "Could not load the transaction: " + err })));
 }
 

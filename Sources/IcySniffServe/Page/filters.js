@@ -255,6 +255,13 @@ export function askSearch() {
   }).catch(() => {});
 }
 
+/** Adds a term to the search box (the rows' menu: "Show only", "Hide"), and applies it. */
+export function addQueryTerm(term) {
+  const q = $("f-q");
+  q.value = (q.value.trim() + " " + term).trim();
+  onFilterChange();
+}
+
 export function onFilterChange() {
   state.refilter = true;
   filtersToHash();
