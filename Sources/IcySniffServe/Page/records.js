@@ -4,23 +4,30 @@
 import { matches, readFilters } from "./filters.js";
 import { drawRows, scheduleRender } from "./list.js";
 import { state } from "./state.js";
-import { $, api, el, hostOf, parseTime, typeOf } from "./util.js";
+import { $, api, el, hostOf, intern, parseTime, typeOf } from "./util.js";
 
 // ---- Records -> rows -------------------------------------------------------------------------
+
+// A run can hold a million transactions: a row keeps one copy of each string many rows share
+// (`intern`: server, host, MIME type, method, connection, page…) and one empty flag list and
+// "no bodies" pair for all (never changed in place), which took ~170 of ~440 bytes a row.
+const NO_FLAGS = Object.freeze([]);
+const NO_BODIES = Object.freeze([-1, -1]);
 
 /** A transaction's NDJSON row (docs/OUTPUT.md, NDJSON) as the page keeps it: the fields it shows and filters on. */
 function rowFromRecord(rec) {
   const d = rec.data;
   const ts = parseTime(d.ts);
   return {
-    seq: rec.seq, kind: "t", ts, client: d.client_ip, clientPort: d.client_port, device: d.device || "", server: d.server_ip + ":" + d.server_port,
-    method: d.method || "", url: d.url || (d.host ? d.host + (d.target || "") : ""), host: d.host || "",
-    status: d.status === null ? 0 : d.status, reason: d.reason || "", protocol: d.protocol || "",
-    mime: d.content_type || "", type: typeOf(d.content_type, d.url, d.status),
+    seq: rec.seq, kind: "t", ts, client: intern(d.client_ip), clientPort: d.client_port, device: intern(d.device || ""),
+    server: intern(d.server_ip + ":" + d.server_port),
+    method: intern(d.method || ""), url: d.url || (d.host ? d.host + (d.target || "") : ""), host: intern(d.host || ""),
+    status: d.status === null ? 0 : d.status, reason: intern(d.reason || ""), protocol: intern(d.protocol || ""),
+    mime: intern(d.content_type || ""), type: typeOf(d.content_type, d.url, d.status),
     size: d.response_body_len, time: d.time_ms,
     phases: { dns: d.dns_ms, connect: d.connect_ms, ssl: d.ssl_ms, send: d.send_ms, wait: d.wait_ms, receive: d.receive_ms },
-    cache: d.cache || "", avoidable: !!d.cache_avoidable, flags: d.flags || [], conn: d.connection, page: rec.page,
-    bodies: rec.bodies || [-1, -1], sni: d.sni, tls: d.tls_version,
+    cache: intern(d.cache || ""), avoidable: !!d.cache_avoidable, flags: d.flags && d.flags.length ? d.flags : NO_FLAGS,
+    conn: intern(d.connection), page: intern(rec.page), bodies: rec.bodies && (rec.bodies[0] >= 0 || rec.bodies[1] >= 0) ? rec.bodies : NO_BODIES, sni: intern(d.sni), tls: intern(d.tls_version),
   };
 }
 

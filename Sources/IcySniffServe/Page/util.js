@@ -83,6 +83,17 @@ export function typeOf(mime, url, status) {
   return "other";
 }
 
+/** One copy of a string that many rows share (a server, a host, a MIME type): the first seen.
+ *  At most 50,000 are kept; past that a string is its own copy. Not a string: itself. */
+const interned = new Map();
+export function intern(text) {
+  if (typeof text !== "string") return text;
+  const known = interned.get(text);
+  if (known !== undefined) return known;
+  if (interned.size < 50000) interned.set(text, text);
+  return text;
+}
+
 export function hostOf(url) {
   try { return new URL(url).host; } catch (_) { return ""; }
 }
