@@ -42,8 +42,9 @@ export async function start() {
   state.running = info.running;
   $("source").textContent = shown(info.input);
   // What is there already, in pages; then the stream from the last one on.
-  for (;;) {
-    const page = await (await fetch(api(`/api/records?after=${state.after}&limit=5000`))).json();
+  // The first page is a screenful and some (drawn while the next are asked for), the rest 5,000.
+  for (let limit = 300; ; limit = 5000) {
+    const page = await (await fetch(api(`/api/records?after=${state.after}&limit=${limit}`))).json();
     ingest(page.records);
     state.running = page.running;
     if (page.records.length === 0 || state.after >= page.total) break;
