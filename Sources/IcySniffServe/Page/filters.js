@@ -2,7 +2,7 @@
 // and which rows they let through.
 
 import { scheduleRender } from "./list.js";
-import { deviceNames } from "./records.js";
+import { choices, deviceNames } from "./records.js";
 import { state } from "./state.js";
 import { $, api, el } from "./util.js";
 
@@ -92,13 +92,87 @@ function sizeValue(text) {
   return parseFloat(m[1]) * (m[2] === "" ? 1 : m[2].toLowerCase() === "k" ? 1e3 : 1e6);
 }
 
-/** Whether a row satisfies one term (before its negation). */
-function termHolds(row, t) {
+/** A test that answers once per distinct value of `keyOf(row)` (a host, a method, a MIME type,
+ *  a status: strings many rows share) and remembers it, so that a filter over a million rows tests
+ *  a regular expression or lowers a string once per host, not once per row. A test lives for one
+ *  pass over the rows (readFilters makes the filter anew), so a device named since is seen. */
+function remembered(keyOf, holds) {
+  const memo = new Map();
+  return row => {
+    const k = keyOf(row);
+    let v = memo.get(k);
+    if (v === undefined) {
+      v = holds(row);
+      if (memo.size < 100000) memo.set(k, v);
+    }
+    return v;
+  };
+}
+
+/** The keys answered from one shared value of the row. */
+const MEMO_KEYS = {
+  method: row => row.method, "mime-type": row => row.mime || "", protocol: row => row.protocol || "", "status-code": row => row.status,
+};
+
+/** A regular expression tested on a row's host, else its server name (each remembered). */
+function hostOrSNI(re) {
+  const host = remembered(row => row.host || "", row => re.test(row.host || ""));
+  const sni = remembered(row => row.sni || "", row => re.test(row.sni || ""));
+  return row => host(row) || sni(row);
+}
+
+/** One term of the query as a test of a row (its negation included). */
+function termTest(t) {
+  const key = MEMO_KEYS[t.key];
+  let holds = key ? remembered(key, row => answer(row, t)) : row => answer(row, t);
+  if (t.key === "domain") holds = hostOrSNI(t.re);
+  if (t.key === "device") {
+    // A device by its address or one of its names; else the client address.
+    const device = remembered(row => row.device || "", row => !!row.device
+      && (t.re.test(row.device) || (deviceNames.get(row.device) || []).some(n => t.re.test(n))));
+    const client = remembered(row => row.client || "", row => t.re.test(row.client || ""));
+    holds = row => device(row) || client(row);
+  }
+  const onlyTransactions = TRANSACTION_KEYS.has(t.key);
+  return row => (onlyTransactions && row.kind !== "t" ? false : holds(row)) !== t.negate;
+}
+
+/** Text as a regular expression that finds it anywhere, case ignored. */
+function containing(text) { return new RegExp(text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "i"); }
+
+/** The filter as the tests of what is set, made once per pass over the rows: a row is tested
+ *  only by the filters in use, each in its cheapest form. */
+function testsOf(f) {
+  const tests = [];
+  if (f.client) tests.push(row => (row.device || row.client) === f.client);
+  if (f.host) {
+    tests.push(hostOrSNI(containing(f.host)));
+  }
+  if (f.status) tests.push(remembered(row => row.status, row => String(row.status === 0 ? 0 : Math.floor(row.status / 100)) === f.status));
+  if (f.type) tests.push(row => row.type === f.type);
+  if (f.protocol) tests.push(row => row.protocol === f.protocol);
+  if (f.method) tests.push(row => row.method === f.method);
+  if (f.cache === "avoidable") tests.push(row => row.avoidable);
+  else if (f.cache) tests.push(remembered(row => row.cache || "", row => (row.cache || "").startsWith(f.cache)));
+  if (f.flags === "any") tests.push(row => row.flags.length > 0);
+  else if (f.flags === "none") tests.push(row => row.flags.length === 0);
+  else if (f.flags) tests.push(row => row.flags.includes(f.flags));
+  if (f.q) {
+    const query = f.query || parseQuery(f.q);
+    for (const t of query.terms) tests.push(termTest(t));
+    if (query.text) {
+      const re = containing(query.text), names = hostOrSNI(re);
+      tests.push(row => re.test(row.url || "") || names(row) || !!(state.searchSeqs && state.searchSeqs.has(row.seq)));
+    }
+  }
+  return tests;
+}
+
+/** A term's answer for a row (domain and device are tested in termTest, a part at a time). */
+function answer(row, t) {
   const transaction = row.kind === "t";
-  if (TRANSACTION_KEYS.has(t.key) && !transaction) return false;
   switch (t.key) {
     case "status-code": return String(row.status) === t.value;
-    case "domain": return t.re.test(row.host || "") || t.re.test(row.sni || "");
     case "method": return row.method.toUpperCase() === t.value.toUpperCase();
     case "mime-type": return (row.mime || "").split(";")[0].trim().toLowerCase() === t.value.toLowerCase();
     case "resource-type": return row.type === t.value.toLowerCase();
@@ -117,10 +191,6 @@ function termHolds(row, t) {
         default: return false;
       }
     case "protocol": return (row.protocol || "").toLowerCase() === t.value.toLowerCase();
-    case "device": {
-      if (row.device && (t.re.test(row.device) || (deviceNames.get(row.device) || []).some(n => t.re.test(n)))) return true;
-      return t.re.test(row.client || "");
-    }
     case "scheme": return (row.url || "").toLowerCase().startsWith(t.value.toLowerCase() + ":");
     case "url": return (row.url || "").toLowerCase().includes(t.value.toLowerCase());
     case "regex": return t.re.test(row.url || "");
@@ -180,16 +250,9 @@ export function suggestQuery() {
     const key = word.slice(0, colon), part = word.slice(colon + 1).toLowerCase();
     const values = new Set();
     if (key === "is") for (const v of IS_VALUES) values.add(v);
-    for (const r of state.rows) {
-      if (values.size > 200) break;
-      if (key === "status-code" && r.kind === "t") values.add(String(r.status));
-      else if (key === "domain" && (r.host || r.sni)) values.add(r.host || r.sni);
-      else if (key === "method" && r.method && r.kind === "t") values.add(r.method);
-      else if (key === "mime-type" && r.mime) values.add(r.mime.split(";")[0].trim());
-      else if (key === "resource-type" && r.kind === "t") values.add(r.type);
-      else if (key === "protocol" && r.protocol) values.add(r.protocol);
-      else if (key === "scheme" && r.url) values.add(r.url.split(":")[0]);
-    }
+    const seen = { "status-code": choices.status, domain: choices.domain, method: choices.method, "mime-type": choices.mime,
+      "resource-type": choices.type, protocol: choices.protocol, scheme: choices.scheme }[key];
+    if (seen) for (const v of seen) values.add(v);
     if (key === "device") for (const [mac, names] of deviceNames) { values.add(names[0] || mac); }
     options = [...values].filter(v => v.toLowerCase().startsWith(part)).sort().slice(0, 50).map(v => key + ":" + v);
   }
@@ -204,27 +267,8 @@ export function matches(row, f) {
     if (!f.encrypted || !row.encrypted || row.decrypted || state.connectionsWithTransactions.has(id)) return false;
     if (f.status || f.type || f.method || f.cache) return false;
   }
-  if (f.client && (row.device || row.client) !== f.client) return false;
-  if (f.host && !(row.host || "").toLowerCase().includes(f.host.toLowerCase()) && !(row.sni || "").toLowerCase().includes(f.host.toLowerCase())) return false;
-  if (f.status && String(row.status === 0 ? 0 : Math.floor(row.status / 100)) !== f.status) return false;
-  if (f.type && row.type !== f.type) return false;
-  if (f.protocol && row.protocol !== f.protocol) return false;
-  if (f.method && row.method !== f.method) return false;
-  if (f.cache === "avoidable" && !row.avoidable) return false;
-  if (f.cache && f.cache !== "avoidable" && !(row.cache || "").startsWith(f.cache)) return false;
-  if (f.flags === "any" && row.flags.length === 0) return false;
-  if (f.flags === "none" && row.flags.length > 0) return false;
-  if (f.flags && f.flags !== "any" && f.flags !== "none" && !row.flags.includes(f.flags)) return false;
-  if (f.q) {
-    const query = f.query || parseQuery(f.q);
-    for (const t of query.terms) if (termHolds(row, t) === t.negate) return false;
-    if (query.text) {
-      const q = query.text.toLowerCase();
-      const inText = (row.url || "").toLowerCase().includes(q) || (row.sni || "").toLowerCase().includes(q)
-        || (row.host || "").toLowerCase().includes(q);
-      if (!inText && !(state.searchSeqs && state.searchSeqs.has(row.seq))) return false;
-    }
-  }
+  const tests = f.tests || (f.tests = testsOf(f));
+  for (let i = 0; i < tests.length; i++) if (!tests[i](row)) return false;
   return true;
 }
 

@@ -166,7 +166,12 @@ export function nameDevices(devices) {
 
 // ---- Filter choices (devices, protocols, methods, cache verdicts, flags seen) -----------------
 
-export const choices = { client: new Set(), protocol: new Set(), method: new Set(), cache: new Set(), flags: new Set() };
+/** The values the filters' selects offer (client … flags), and those the search box completes
+ *  (status … scheme; at most 1,000 each): gathered as rows come, so that completing a word never
+ *  reads a million rows. */
+export const choices = { client: new Set(), protocol: new Set(), method: new Set(), cache: new Set(), flags: new Set(),
+  status: new Set(), domain: new Set(), mime: new Set(), type: new Set(), scheme: new Set() };
+const mimeTypes = new Map();   // Content-Type -> its type without parameters (computed once each)
 
 export function noteChoice(row) {
   let changed = false;
@@ -177,6 +182,16 @@ export function noteChoice(row) {
   add(choices.method, row.method);
   if (row.cache) add(choices.cache, row.cache.split(" ")[0]);
   for (const f of row.flags) add(choices.flags, f);
+  const note = (set, v) => { if (v && set.size < 1000) set.add(v); };   // completion only: no select changes
+  if (row.kind === "t") { note(choices.status, String(row.status)); note(choices.type, row.type); }
+  note(choices.domain, row.host || row.sni);
+  if (row.mime) {
+    let type = mimeTypes.get(row.mime);
+    if (type === undefined) { type = row.mime.split(";")[0].trim(); if (mimeTypes.size < 1000) mimeTypes.set(row.mime, type); }
+    note(choices.mime, type);
+  }
+  const colon = row.url ? row.url.indexOf(":") : -1;
+  if (colon > 0 && colon < 12) note(choices.scheme, row.url.slice(0, colon));
   return changed;
 }
 

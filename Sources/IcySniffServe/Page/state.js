@@ -13,7 +13,9 @@ export const state = {
   fresh: [],           // rows come since the filter last ran: added to shown as they match
   refilter: true,      // the filter, the sort or a shown row changed: run it over every row
   transactions: 0,     // transactions received, and those shown
-  shownTransactions: 0,
+  shownTransactions: 0, // and the encrypted connections and estimated exchanges shown
+  shownConnections: 0,
+  shownEstimates: 0,
   selected: null,
   after: 0,            // the last seq received
   running: true,
