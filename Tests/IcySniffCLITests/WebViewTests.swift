@@ -351,6 +351,9 @@ import Glibc
         #expect(grid["hideQuery"] as? String == "-domain:\(hidden)" && (grid["shownHosts"] as? [String])?.contains(hidden) == false, "\(grid)")
         #expect(grid["shownAfterHide"] as? Int == grid["expectedAfterHide"] as? Int && (grid["shownAfterHide"] as? Int ?? 0) > 0, "\(grid)")
         #expect((grid["axeList"] as? [String])?.isEmpty == true && (grid["axeMenu"] as? [String])?.isEmpty == true, "\(grid)")
+        // A host with its port: "Show only 127.0.0.1:18080" keeps that host's rows (the NDJSON's count).
+        #expect((grid["portHost"] as? String)?.contains(":") == true && grid["showOnlyPort"] as? Int == grid["expectedShowOnlyPort"] as? Int
+                && (grid["showOnlyPort"] as? Int ?? 0) > 0, "\(grid)")
         // Group by domain: a line per host in the order of its first row with its count (the
         // NDJSON rows'), a click folds its rows and another unfolds them, the arrows never stop
         // on a line, and the grouping is kept in the page's address.

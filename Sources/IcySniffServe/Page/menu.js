@@ -11,7 +11,9 @@ let returnFocus = null;   // what had the focus before the menu opened
 
 /** The menu's items for a row: [label, action] (null: a separator). */
 function itemsFor(row) {
-  const domain = (row.host || row.sni || "").replace(/:\d+$/, "");
+  // As the domain: filter reads a row (its host, port included, else its SNI): a port taken off
+  // here would make "Show only" show nothing for a host that has one.
+  const domain = row.host || row.sni || "";
   const withEntry = (make, what) => () => entryOf(row).then(e => make(e)).then(text => copyText(text, what))
     .catch(err => showNotice(`Could not copy ${what}: ${err}`));
   const items = [];
