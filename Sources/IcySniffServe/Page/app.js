@@ -99,9 +99,9 @@ document.addEventListener("DOMContentLoaded", () => {
       $("f-q").select();
     }
   });
+  setUpHeader(remakeRowElements, () => { state.refilter = true; scheduleRender(); });
   applyColumns();
   buildColumnsMenu();
-  setUpHeader(remakeRowElements, () => { state.refilter = true; scheduleRender(); });
   $("columns-button").addEventListener("click", () => showColumnsMenu($("columns-menu").hidden));
   document.addEventListener("click", ev => {
     // The path as dispatched: a click on a menu button the menu has since made again is inside it.

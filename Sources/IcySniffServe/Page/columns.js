@@ -4,28 +4,37 @@
 import { state } from "./state.js";
 import { $, el } from "./util.js";
 
-/** Every column in its default order: class, header name, sort key; the first `true` marks the
- *  columns always shown (time and URL), the second those hidden until chosen. */
+/** Every column in its default order, the one place that names them: its class (`cls`, with
+ *  `num` for right-aligned figures), header name, the row field it sorts by; `always` shown (time
+ *  and URL), or `optIn`: hidden until chosen. The header is made from it, and the list's rows. */
 export const COLUMNS = [
-  ["c-time", "Time", "ts", true], ["c-client", "Client", "client"], ["c-method", "Method", "method"],
-  ["c-url", "URL", "url", true], ["c-status", "Status", "status"], ["c-proto", "Protocol", "protocol"],
-  ["c-type", "Type", "type"], ["c-size", "Size", "size"], ["c-dur", "Duration", "time"], ["c-cache", "Cache", "cache"],
-  ["c-flags", "Flags", "flags"], ["c-conn", "Connection", "conn", false, true], ["c-server", "Server", "server", false, true],
+  { cls: "c-time", name: "Time", sort: "ts", always: true }, { cls: "c-client", name: "Client", sort: "client" },
+  { cls: "c-method", name: "Method", sort: "method" }, { cls: "c-url", name: "URL", sort: "url", always: true },
+  { cls: "c-status", name: "Status", sort: "status" }, { cls: "c-proto", name: "Protocol", sort: "protocol" },
+  { cls: "c-type", name: "Type", sort: "type" }, { cls: "c-size num", name: "Size", sort: "size" },
+  { cls: "c-dur num", name: "Duration", sort: "time" }, { cls: "c-cache", name: "Cache", sort: "cache" },
+  { cls: "c-flags", name: "Flags", sort: "flags" }, { cls: "c-conn", name: "Connection", sort: "conn", optIn: true },
+  { cls: "c-server", name: "Server", sort: "server", optIn: true },
 ];
-const NAMES = COLUMNS.map(c => c[0]);
+/** A column's own class (`c-size`), which the preferences and the CSS variables use. */
+const NAMES = COLUMNS.map(c => c.cls.split(" ")[0]);
 const COLUMN_STORE = "icy-sniff.columns";
+
+/** A width the user dragged to, within what the list can show. */
+function clampWidth(w) { return Math.round(Math.min(600, Math.max(32, w))); }
 
 /** What the user chose: hidden columns, widths, the order (column classes). Columns a stored
  *  choice does not know (added since) take their defaults. */
 function loadColumnPrefs() {
   let p = null;
   try { p = JSON.parse(localStorage.getItem(COLUMN_STORE) || "null"); } catch (_) { p = null; }
-  const hideable = new Set(COLUMNS.filter(c => !c[3]).map(c => c[0]));
-  const known = new Set(Array.isArray(p && p.known) ? p.known : NAMES.slice(0, 11));
+  const hideable = new Set(NAMES.filter((_, i) => !COLUMNS[i].always));
+  // A choice stored before the opt-in columns existed knows none of them.
+  const known = new Set(Array.isArray(p && p.known) ? p.known : NAMES.filter((_, i) => !COLUMNS[i].optIn));
   const hidden = Array.isArray(p && p.hidden) ? p.hidden.filter(c => hideable.has(c)) : [];
-  for (const c of COLUMNS) if (c[4] && !known.has(c[0]) && !hidden.includes(c[0])) hidden.push(c[0]);
+  NAMES.forEach((c, i) => { if (COLUMNS[i].optIn && !known.has(c) && !hidden.includes(c)) hidden.push(c); });
   const widths = {};
-  for (const [c, w] of Object.entries((p && p.widths) || {})) if (NAMES.includes(c) && c !== "c-url" && Number.isFinite(w)) widths[c] = Math.min(600, Math.max(32, w));
+  for (const [c, w] of Object.entries((p && p.widths) || {})) if (NAMES.includes(c) && c !== "c-url" && Number.isFinite(w)) widths[c] = clampWidth(w);
   const order = Array.isArray(p && p.order) ? p.order.filter((c, i, all) => NAMES.includes(c) && all.indexOf(c) === i) : [];
   for (const c of NAMES) if (!order.includes(c)) order.push(c);
   return { hidden, widths, order, known: NAMES.slice() };
@@ -49,15 +58,12 @@ export function applyColumns() {
   for (const c of NAMES) main.classList.toggle("hide-" + c, columnPrefs.hidden.includes(c));
   for (const [c, w] of Object.entries(columnPrefs.widths)) main.style.setProperty("--w-" + c, w + "px");
   const head = $("list-head");
-  head.append(...columnOrder.map(i => head.querySelector("." + COLUMNS[i][0])));
+  head.append(...columnOrder.map(i => head.querySelector("." + NAMES[i])));
   head.querySelectorAll("[role=columnheader]").forEach((h, i) => h.setAttribute("aria-colindex", String(i + 1)));
 }
 
-/** Puts a column at `at` among the others (0: first). */
-function placeColumn(c, at) {
-  const order = columnPrefs.order.filter(o => o !== c);
-  order.splice(Math.min(order.length, Math.max(0, at)), 0, c);
-  if (order.join() === columnPrefs.order.join()) return;
+/** The columns in a new order (column classes): kept, shown, and the rows made again. */
+function setOrder(order) {
   columnPrefs.order = order;
   columnOrder = order.map(o => NAMES.indexOf(o));
   saveColumnPrefs();
@@ -65,12 +71,18 @@ function placeColumn(c, at) {
   orderChanged();
 }
 
+/** Puts a column at `at` among the others (0: first). */
+function placeColumn(c, at) {
+  const order = columnPrefs.order.filter(o => o !== c);
+  order.splice(Math.min(order.length, Math.max(0, at)), 0, c);
+  if (order.join() !== columnPrefs.order.join()) setOrder(order);
+}
+
 /** The Columns menu: a line per column (shown or not; moved left or right), and the defaults. */
 export function buildColumnsMenu() {
   const menu = $("columns-menu");
-  const byName = new Map(COLUMNS.map(c => [c[0], c]));
   menu.replaceChildren(...columnPrefs.order.map(c => {
-    const [, name, , always] = byName.get(c);
+    const { name, always } = COLUMNS[NAMES.indexOf(c)];
     const box = el("input", { type: "checkbox", id: "col-" + c, disabled: always, title: always ? "Always shown" : null });
     box.checked = !columnPrefs.hidden.includes(c);
     box.addEventListener("change", () => {
@@ -87,11 +99,8 @@ export function buildColumnsMenu() {
     const reset = el("button", { type: "button", text: "Default columns" });
     reset.addEventListener("click", () => {
       for (const c of Object.keys(columnPrefs.widths)) $("main").style.removeProperty("--w-" + c);
-      Object.assign(columnPrefs, { hidden: COLUMNS.filter(c => c[4]).map(c => c[0]), widths: {}, order: NAMES.slice() });
-      columnOrder = NAMES.map((_, i) => i);
-      saveColumnPrefs();
-      applyColumns();
-      orderChanged();
+      Object.assign(columnPrefs, { hidden: NAMES.filter((_, i) => COLUMNS[i].optIn), widths: {} });
+      setOrder(NAMES.slice());
       buildColumnsMenu();
     });
     return reset;
@@ -104,10 +113,11 @@ export function showColumnsMenu(open) {
   if (open) { const first = $("columns-menu").querySelector("input:not([disabled])"); if (first) first.focus(); }
 }
 
-/** The header's cells: a click sorts (ascending, descending, none; aria-sort says which), a drag
- *  moves the column, a drag of the grip at the right edge sets its width. */
+/** The header's cells, made from COLUMNS: a click sorts (ascending, descending, none; aria-sort
+ *  says which), a drag moves the column, a drag of the grip at the right edge sets its width. */
 export function setUpHeader(onOrderChange, onSort) {
   orderChanged = onOrderChange;
+  $("list-head").replaceChildren(...COLUMNS.map(c => el("span", { class: c.cls, "data-sort": c.sort, role: "columnheader", text: c.name })));
   for (const h of document.querySelectorAll("#list-head > span")) {
     const c = [...h.classList].find(k => k.startsWith("c-"));
     let dragged = false;
@@ -130,6 +140,7 @@ export function setUpHeader(onOrderChange, onSort) {
     // Moving: a press on the header, dragged past 8 pixels; let go over another header.
     h.addEventListener("pointerdown", ev => {
       if (ev.button !== 0) return;
+      dragged = false;   // a drag let go outside the header left it set, and would eat this click
       const startX = ev.clientX;
       h.setPointerCapture(ev.pointerId);
       const move = e => { if (Math.abs(e.clientX - startX) > 8) { dragged = true; h.classList.add("moving"); } };
@@ -161,7 +172,7 @@ export function setUpHeader(onOrderChange, onSort) {
       grip.setPointerCapture(ev.pointerId);
       const startX = ev.clientX, startWidth = h.getBoundingClientRect().width;
       const move = e => {
-        const w = Math.round(Math.min(600, Math.max(32, startWidth + e.clientX - startX)));
+        const w = clampWidth(startWidth + e.clientX - startX);
         columnPrefs.widths[c] = w;
         $("main").style.setProperty("--w-" + c, w + "px");
       };

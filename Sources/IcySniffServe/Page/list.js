@@ -216,7 +216,7 @@ function fillRow(e, row) {
     const i = columnOrder[j];
     const [text, title, extra] = values[i];
     const cell = cells[j];
-    cell.className = COLUMNS[i][0] + (COLUMNS[i][0] === "c-size" || COLUMNS[i][0] === "c-dur" ? " num" : "") + (extra ? " " + extra : "");
+    cell.className = COLUMNS[i].cls + (extra ? " " + extra : "");
     cell.textContent = shown(text);
     if (title) cell.title = shown(title); else cell.removeAttribute("title");
   }
