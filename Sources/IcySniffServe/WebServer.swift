@@ -223,12 +223,12 @@ public final class WebServer: @unchecked Sendable {
     func route(_ r: Request) throws(RequestGuard.BadParameter) -> Response? {
         // HEAD is GET without the body (`respond` leaves it out).
         let method: HTTPMethod = r.method == .HEAD ? .GET : r.method
+        if method == .GET, let file = Self.pageFiles[r.path] {
+            return Response(type: file.type, body: file.body)
+        }
         switch (method, r.path) {
         case (.GET, "/"), (.GET, "/index.html"):
             return Response(type: "text/html; charset=utf-8", body: PackageResources.index_html)
-        case (.GET, _) where Self.pageFiles[r.path] != nil:
-            let file = Self.pageFiles[r.path]!
-            return Response(type: file.type, body: file.body)
         case (.GET, "/favicon.ico"):
             return Response(status: .noContent)
         case (.GET, "/api/info"):

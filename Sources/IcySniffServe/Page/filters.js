@@ -121,18 +121,19 @@ function hostOrSNI(re) {
   return row => host(row) || sni(row);
 }
 
+/** A device by its address or one of its names; else the client address (each remembered). */
+function deviceOrClient(re) {
+  const device = remembered(row => row.device || "", row => !!row.device
+    && (re.test(row.device) || (deviceNames.get(row.device) || []).some(n => re.test(n))));
+  const client = remembered(row => row.client || "", row => re.test(row.client || ""));
+  return row => device(row) || client(row);
+}
+
 /** One term of the query as a test of a row (its negation included). */
 function termTest(t) {
   const key = MEMO_KEYS[t.key];
-  let holds = key ? remembered(key, row => answer(row, t)) : row => answer(row, t);
-  if (t.key === "domain") holds = hostOrSNI(t.re);
-  if (t.key === "device") {
-    // A device by its address or one of its names; else the client address.
-    const device = remembered(row => row.device || "", row => !!row.device
-      && (t.re.test(row.device) || (deviceNames.get(row.device) || []).some(n => t.re.test(n))));
-    const client = remembered(row => row.client || "", row => t.re.test(row.client || ""));
-    holds = row => device(row) || client(row);
-  }
+  const holds = t.key === "domain" ? hostOrSNI(t.re) : t.key === "device" ? deviceOrClient(t.re)
+    : key ? remembered(key, row => answer(row, t)) : row => answer(row, t);
   const onlyTransactions = TRANSACTION_KEYS.has(t.key);
   return row => (onlyTransactions && row.kind !== "t" ? false : holds(row)) !== t.negate;
 }
@@ -145,9 +146,7 @@ function containing(text) { return new RegExp(text.replace(/[.*+?^${}()|[\]\\]/g
 function testsOf(f) {
   const tests = [];
   if (f.client) tests.push(row => (row.device || row.client) === f.client);
-  if (f.host) {
-    tests.push(hostOrSNI(containing(f.host)));
-  }
+  if (f.host) tests.push(hostOrSNI(containing(f.host)));
   if (f.status) tests.push(remembered(row => row.status, row => String(row.status === 0 ? 0 : Math.floor(row.status / 100)) === f.status));
   if (f.type) tests.push(row => row.type === f.type);
   if (f.protocol) tests.push(row => row.protocol === f.protocol);

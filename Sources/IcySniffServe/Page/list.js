@@ -35,12 +35,12 @@ export function applyFilter() {
   state.refilter = false;
   state.fresh = [];
   // One pass over the rows: with a million of them, each pass costs a cache miss a row.
-  let passed = [];
+  const passed = [];
   state.shownTransactions = state.shownConnections = state.shownEstimates = 0;
   for (const r of state.rows) if (matches(r, f)) { passed.push(r); count(r); }
   if (key) {
     const get = key === "flags" ? (r => r.flags.join(",")) : (r => r[key]);
-    passed = passed.slice().sort((a, b) => {
+    passed.sort((a, b) => {
       const x = get(a), y = get(b);
       return (x < y ? -1 : x > y ? 1 : a.seq - b.seq) * dir;
     });
@@ -183,7 +183,7 @@ function newRowElement(list) {
 function phasesText(row) {
   if (!row.phases) return "";
   const parts = Object.entries(row.phases).filter(([, v]) => v !== null && v !== undefined && v >= 0).map(([p, v]) => `${p} ${fmtMs(v) || "0 ms"}`);
-  return parts.length ? parts.join(" · ") : "";
+  return parts.join(" · ");
 }
 
 /** Puts a row's text into an element (as text: the strings are the capture's). */
