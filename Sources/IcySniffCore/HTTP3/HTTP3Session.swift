@@ -15,9 +15,9 @@ final class HTTP3Session {
     private unowned let connection: Connection
     private let options: HTTPParserOptions
     private let pairing: StreamPairing
-    /// `decoders[d.index]`: decodes the field sections that the sender of `d` encodes, fed by that
+    /// `decoders[d]`: decodes the field sections that the sender of `d` encodes, fed by that
     /// sender's encoder stream; its capacity comes from the other side's SETTINGS.
-    private let decoders: [QPACKDecoder]
+    private let decoders: PerDirection<QPACKDecoder>
     private var streams: [StreamKey: StreamState] = [:]
     /// The stream of the last call: a transfer's frames come one stream at a time.
     private var lastState: (key: StreamKey, state: StreamState)? = nil
@@ -28,7 +28,7 @@ final class HTTP3Session {
 
     struct StreamKey: Hashable {
         var id: UInt64
-        var fromClient: Bool
+        var direction: Direction
     }
 
     enum StreamKind: Equatable {
@@ -65,8 +65,7 @@ final class HTTP3Session {
         self.connection = connection
         self.options = options
         pairing = StreamPairing(connection: connection, emitter: emitter, scheme: "https", numbering: .http3)
-        decoders = [QPACKDecoder(maxHeaderBytes: options.maxHeaderBytes, maxFields: options.maxHeaderFields),
-                    QPACKDecoder(maxHeaderBytes: options.maxHeaderBytes, maxFields: options.maxHeaderFields)]
+        decoders = PerDirection { _ in QPACKDecoder(maxHeaderBytes: options.maxHeaderBytes, maxFields: options.maxHeaderFields) }
     }
 
     private func note(_ weird: Weird) {
@@ -76,11 +75,11 @@ final class HTTP3Session {
     /// Streams whose field sections waited for the encoder stream, per decoding side (client,
     /// server): `qpack_blocked_streams` of the corpus.
     var blockedStreams: (clientDecoder: [UInt64], serverDecoder: [UInt64]) {
-        (decoders[Direction.fromServer.index].blockedStreams, decoders[Direction.fromClient.index].blockedStreams)
+        (decoders.fromServer.blockedStreams, decoders.fromClient.blockedStreams)
     }
 
     private func state(_ id: UInt64, _ direction: Direction) -> StreamState {
-        let key = StreamKey(id: id, fromClient: direction == .fromClient)
+        let key = StreamKey(id: id, direction: direction)
         if let last = lastState, last.key == key { return last.state }
         if let s = streams[key] { lastState = (key, s); return s }
         let kind: StreamKind
@@ -110,7 +109,7 @@ final class HTTP3Session {
             case .decoder:
                 return
             case .encoder:
-                decoders[direction.index].encoderData(UnsafeRawBufferPointer(rebasing: bytes[i...]))
+                decoders[direction].encoderData(UnsafeRawBufferPointer(rebasing: bytes[i...]))
                 return
             case .unknown:
                 i += readStreamType(s, UnsafeRawBufferPointer(rebasing: bytes[i...]), id: id, from: direction)
@@ -274,7 +273,7 @@ final class HTTP3Session {
             }
         }
         // This side's decoder settings: they govern what the other side's encoder sends it.
-        decoders[direction.reversed.index].configure(capacity: capacity, blockedStreams: blocked)
+        decoders[direction.reversed].configure(capacity: capacity, blockedStreams: blocked)
     }
 
     private func goaway(_ payload: [UInt8], from direction: Direction, at ts: Timestamp) {
@@ -305,7 +304,7 @@ final class HTTP3Session {
         guard let pushID else { return note(.http3MalformedFrame) }
         let section = Array(payload[consumed...])
         let key = StreamPairing.pushKey(pushID)
-        decoders[Direction.fromServer.index].decode(section, stream: 0) { [weak self] fields, dropped in
+        decoders.fromServer.decode(section, stream: 0) { [weak self] fields, dropped in
             guard let self else { return }
             let request = HTTPMessage(kind: .request)
             request.version = "HTTP/3"
@@ -333,7 +332,7 @@ final class HTTP3Session {
         let key: UInt64
         if case .push(let pushID?) = s.kind { key = StreamPairing.pushKey(pushID) } else { key = stream }
         s.decoding += 1
-        decoders[direction.index].decode(section, stream: stream) { [weak self, s] fields, dropped in
+        decoders[direction].decode(section, stream: stream) { [weak self, s] fields, dropped in
             guard let self else { return }
             s.decoding -= 1
             self.place(fields, dropped: dropped, encodedSize: section.count, on: s, key: key, stream: stream, first: first,
@@ -424,7 +423,7 @@ final class HTTP3Session {
     /// state goes (QUIC hands nothing after a FIN). Kept, 200,000 unanswered requests held
     /// their messages to the end: 194 MiB, where the pairing's cap had emitted them.
     private func forget(_ id: UInt64, _ direction: Direction) {
-        let key = StreamKey(id: id, fromClient: direction == .fromClient)
+        let key = StreamKey(id: id, direction: direction)
         streams[key] = nil
         if lastState?.key == key { lastState = nil }
     }
@@ -441,7 +440,7 @@ final class HTTP3Session {
         note(.quicStreamDataLost)
         switch s.kind {
         case .encoder:
-            decoders[direction.index].encoderLost()
+            decoders[direction].encoderLost()
             note(.qpackEncoderStreamLost)
             s.kind = .ignored
         case .request, .push:
@@ -478,8 +477,8 @@ final class HTTP3Session {
     /// The connection is over: sections still waiting are decoded as far as they can be, then
     /// every open stream is emitted (flagged when unfinished).
     func finish(at ts: Timestamp) {
-        decoders[0].finish()
-        decoders[1].finish()
+        decoders.fromClient.finish()
+        decoders.fromServer.finish()
         pairing.finish(at: ts)
     }
 }

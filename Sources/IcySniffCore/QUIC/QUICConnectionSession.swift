@@ -49,28 +49,27 @@ final class QUICConnectionSession {
     /// The client's Initial DCIDs, newest first: the Initial keys derive from the current one
     /// (after a Retry, the Retry's SCID).
     private var initialDCIDs: [[UInt8]]
-    private var initialKeys: [(version: UInt32, dcid: [UInt8], keys: [QUICPacketKeys?])] = []
+    private var initialKeys: [(version: UInt32, dcid: [UInt8], keys: PerDirection<QUICPacketKeys?>)] = []
     /// The negotiated version (the server's first Initial or Handshake says it).
     private var negotiatedVersion: QUICVersion?
     private var clientRandom: [UInt8] = []
     private var cipher: TLSCipherParameters? = nil
     private var secrets: TLSSecrets? = nil
-    private var handshakeKeys: [QUICPacketKeys?] = [nil, nil]
+    private var handshakeKeys = PerDirection<QUICPacketKeys?>(nil)
     private var earlyKeys: QUICPacketKeys? = nil
-    private var appKeys: [PhaseKeys?] = [nil, nil]
-    /// The largest packet number seen in each space, per direction (`direction.index * 3 + space`).
-    private var largestPN = [UInt64?](repeating: nil, count: 6)
-    /// CRYPTO data per direction and packet number space (`QUICSpace.rawValue`: Initial,
-    /// Handshake, 1-RTT), and the handshake messages in it.
-    private var crypto: [[OffsetReassembler]] = Array(repeating: Array(repeating: OffsetReassembler(maxPending: 1 << 18), count: 3), count: 2)
-    private var handshakeMessages: [[TLSHandshakeBuffer]] = Array(repeating: Array(repeating: TLSHandshakeBuffer(), count: 3), count: 2)
+    private var appKeys = PerDirection<PhaseKeys?>(nil)
+    /// The largest packet number seen in each space, per direction.
+    private var largestPN = PerDirection(PerSpace<UInt64?>(nil))
+    /// CRYPTO data per direction and packet number space, and the handshake messages in it.
+    private var crypto = PerDirection(PerSpace(OffsetReassembler(maxPending: 1 << 18)))
+    private var handshakeMessages = PerDirection(PerSpace(TLSHandshakeBuffer()))
     private var clientHellos = 0
     /// Each direction's streams, open and over.
     private var streams = QUICStreamTable()
     /// The stateless reset tokens each direction's sender issued (RFC 9000 §10.3: the server's
     /// transport parameter, NEW_CONNECTION_ID frames; read with keys only), and whether a packet
     /// ended with one of them: the sender had lost the connection's state.
-    private var resetTokens: [[ResetToken]] = [[], []]
+    private var resetTokens = PerDirection<[ResetToken]>([])
     private var statelessReset = false
 
     private var http3: HTTP3Session? = nil
@@ -125,7 +124,7 @@ final class QUICConnectionSession {
     private var waitingForKeysSince: Timestamp? = nil
     private var gaveUpWaitingForKeys = false
     /// The client moved: each direction's next full packet is a path probe (`estimate`).
-    private var pathProbes = [false, false]
+    private var pathProbes = PerDirection(false)
     /// The ServerHello came: the packets held for its suite are handled once the current
     /// datagram is done.
     private var replayPending = false
@@ -185,7 +184,7 @@ final class QUICConnectionSession {
                 info.migrated = true
                 // Each side validates the new path with a datagram padded to 1,200 bytes
                 // (RFC 9000 §8.2.1): no request or response.
-                pathProbes = [true, true]
+                pathProbes = PerDirection(true)
                 if !info.clientPorts.contains(source.port) { info.clientPorts.append(source.port) }
             }
         } else {
@@ -218,9 +217,9 @@ final class QUICConnectionSession {
     /// new random (aioquic makes one), which is then the one the key log names. The facts shown
     /// stay those of the first offer.
     private func restartHandshake() {
-        for d in 0..<2 {
-            crypto[d][0] = OffsetReassembler(maxPending: 1 << 18)
-            handshakeMessages[d][0] = TLSHandshakeBuffer()
+        for d in Direction.allCases {
+            crypto[d].initial = OffsetReassembler(maxPending: 1 << 18)
+            handshakeMessages[d].initial = TLSHandshakeBuffer()
         }
         clientHellos = 0
         secrets = nil
@@ -405,8 +404,8 @@ final class QUICConnectionSession {
 
     /// Without keys (so far): the packet's size for the requests estimated from them.
     private func estimate(frameBytes: Int, at ts: Timestamp, from direction: Direction) {
-        if pathProbes[direction.index] && frameBytes >= QUICPacketPattern.full {
-            pathProbes[direction.index] = false
+        if pathProbes[direction] && frameBytes >= QUICPacketPattern.full {
+            pathProbes[direction] = false
             return
         }
         let before = pattern.series.exchanges.count
@@ -433,7 +432,7 @@ final class QUICConnectionSession {
         let pnOffset = 1 + receiverCIDLength(direction)
         guard bytes.count >= pnOffset + 4 + 16 else { return bytes.count }
         // The keys exist (the common case, checked without copying them out), or can be made.
-        if appKeys[direction.index] == nil {
+        if appKeys[direction] == nil {
             guard let version = negotiatedVersion ?? QUICVersion(info.version), appKeys(direction, version: version) != nil else {
                 holdForKeys(bytes, at: ts, from: direction)
                 return bytes.count
@@ -457,12 +456,12 @@ final class QUICConnectionSession {
     private func initialKeys(version: QUICVersion, dcid: [UInt8], direction: Direction) -> QUICPacketKeys? {
         let i: Int
         if let found = initialKeys.firstIndex(where: { $0.version == version.number && $0.dcid == dcid }) { i = found } else {
-            initialKeys.append((version.number, dcid, [nil, nil]))
+            initialKeys.append((version.number, dcid, PerDirection(nil)))
             i = initialKeys.count - 1
         }
-        if let keys = initialKeys[i].keys[direction.index] { return keys }
+        if let keys = initialKeys[i].keys[direction] { return keys }
         let keys = QUICPacketKeys.initial(dcid: dcid, version: version, server: direction == .fromServer)
-        initialKeys[i].keys[direction.index] = keys
+        initialKeys[i].keys[direction] = keys
         return keys
     }
 
@@ -493,12 +492,12 @@ final class QUICConnectionSession {
     }
 
     private func handshakeKeys(_ direction: Direction, version: QUICVersion) -> QUICPacketKeys? {
-        if let k = handshakeKeys[direction.index] { return k }
+        if let k = handshakeKeys[direction] { return k }
         guard let cipher else { return nil }
         if secrets?.clientHandshake == nil { lookUpLateSecrets() }
         guard let secret = direction == .fromClient ? secrets?.clientHandshake : secrets?.serverHandshake else { return nil }
         let k = QUICPacketKeys(secret: secret, cipher: cipher, version: version)
-        handshakeKeys[direction.index] = k
+        handshakeKeys[direction] = k
         return k
     }
 
@@ -512,13 +511,13 @@ final class QUICConnectionSession {
     }
 
     private func appKeys(_ direction: Direction, version: QUICVersion) -> PhaseKeys? {
-        if let k = appKeys[direction.index] { return k }
+        if let k = appKeys[direction] { return k }
         guard let cipher else { return nil }
         if (direction == .fromClient ? secrets?.clientTraffic0 : secrets?.serverTraffic0) == nil { lookUpLateSecrets() }
         guard let secret = direction == .fromClient ? secrets?.clientTraffic0 : secrets?.serverTraffic0,
               let keys = QUICPacketKeys(secret: secret, cipher: cipher, version: version) else { return nil }
-        appKeys[direction.index] = PhaseKeys(current: keys)
-        return appKeys[direction.index]
+        appKeys[direction] = PhaseKeys(current: keys)
+        return appKeys[direction]
     }
 
     // MARK: Packet protection
@@ -550,7 +549,7 @@ final class QUICConnectionSession {
             out[pnOffset + k] = whole[pnOffset + k] ^ m
             truncated = truncated << 8 | UInt64(out[pnOffset + k])
         }
-        let pn = decodePacketNumber(largest: largestPN[direction.index * 3 + space.rawValue], truncated: truncated, bits: pnLength * 8)
+        let pn = decodePacketNumber(largest: largestPN[direction][space], truncated: truncated, bits: pnLength * 8)
         return (pnOffset + pnLength, pn, first & 0x04 != 0)
     }
 
@@ -564,8 +563,7 @@ final class QUICConnectionSession {
             if !quiet { packetFailed() }
             return nil
         }
-        let s = space.rawValue
-        largestPN[direction.index * 3 + s] = max(largestPN[direction.index * 3 + s] ?? 0, pn)
+        largestPN[direction][space] = max(largestPN[direction][space] ?? 0, pn)
         packetOpened(application: space == .application)
         return UnsafeRawBufferPointer(rebasing: scratch[header..<(header + n)])
     }
@@ -579,7 +577,7 @@ final class QUICConnectionSession {
     /// packet at all, but the sender saying it lost the connection (it is not counted as one
     /// that failed to decrypt).
     private func isStatelessReset(_ packet: UnsafeRawBufferPointer, from direction: Direction) -> Bool {
-        let d = direction.index
+        let d = direction
         guard !resetTokens[d].isEmpty, packet.count >= 21, packet[0] & 0x80 == 0 else { return false }
         let tail = ResetToken(UnsafeRawBufferPointer(rebasing: packet[(packet.count - 16)...]))
         guard resetTokens[d].contains(tail) else { return false }
@@ -602,8 +600,8 @@ final class QUICConnectionSession {
     private func addResetToken(_ token: UnsafeRawBufferPointer, from direction: Direction) {
         let t = ResetToken(token)
         // Bounded: an endpoint keeps a handful of CIDs (active_connection_id_limit).
-        guard !resetTokens[direction.index].contains(t), resetTokens[direction.index].count < 64 else { return }
-        resetTokens[direction.index].append(t)
+        guard !resetTokens[direction].contains(t), resetTokens[direction].count < 64 else { return }
+        resetTokens[direction].append(t)
     }
 
     /// The frames of a 0-RTT or 1-RTT packet opened here: at once, or — while packets before it
@@ -619,7 +617,7 @@ final class QUICConnectionSession {
     /// cannot tell back which keys opened it, so there is no second try).
     private func submitShort(_ whole: UnsafeRawBufferPointer, pnOffset: Int, to decryption: DecryptionQueue, at ts: Timestamp,
                              from direction: Direction) {
-        let d = direction.index
+        let d = direction
         guard let k = appKeys[d],
               let (header, pn, phase) = unprotect(whole, pnOffset: pnOffset, keys: k.current, space: .application, from: direction,
                                                   longHeader: false) else { return packetFailed() }
@@ -639,8 +637,7 @@ final class QUICConnectionSession {
         case .none:
             return packetFailed()
         }
-        let s = QUICSpace.application.rawValue
-        if pn > largestPN[d * 3 + s] ?? 0 { largestPN[d * 3 + s] = pn }
+        if pn > largestPN[d].application ?? 0 { largestPN[d].application = pn }
         decryption.submit(header: UnsafeRawBufferPointer(rebasing: scratch[0..<header]), sealed: UnsafeRawBufferPointer(rebasing: whole[header...]),
                           packetNumber: pn, keys: keys, keyUpdate: keyUpdate, of: self, from: direction, at: ts)
     }
@@ -655,7 +652,7 @@ final class QUICConnectionSession {
             if isStatelessReset(packet, from: direction) { return }
             return packetFailed()
         }
-        if let phase = keyUpdate, let k = appKeys[direction.index], k.phase != phase, let next = k.next {
+        if let phase = keyUpdate, let k = appKeys[direction], k.phase != phase, let next = k.next {
             k.update(to: next, phase: phase, firstPacket: packetNumber)
         }
         packetOpened(application: true)
@@ -675,7 +672,7 @@ final class QUICConnectionSession {
     /// A 1-RTT packet: the key phase bit picks the current, next or previous keys (RFC 9001 §6,
     /// `PhaseKeys.keys`); a packet the next phase's keys do not open is tried with the previous.
     private func openShort(_ whole: UnsafeRawBufferPointer, pnOffset: Int, from direction: Direction) -> UnsafeRawBufferPointer? {
-        guard let k = appKeys[direction.index] else { return nil }
+        guard let k = appKeys[direction] else { return nil }
         guard let (header, pn, phase) = unprotect(whole, pnOffset: pnOffset, keys: k.current, space: .application, from: direction,
                                                   longHeader: false) else { packetFailed(); return nil }
         switch k.keys(phase: phase, packetNumber: pn) {
@@ -733,14 +730,13 @@ final class QUICConnectionSession {
     // MARK: CRYPTO: the TLS handshake
 
     private func cryptoData(_ data: UnsafeRawBufferPointer, at offset: UInt64, space: QUICSpace, from direction: Direction) {
-        let d = direction.index, epoch = space.rawValue
         var deliveredBytes: [[UInt8]] = []
-        crypto[d][epoch].insert(data, at: offset, deliver: { deliveredBytes.append(Array($0)) }, lost: { _ in })
+        crypto[direction][space].insert(data, at: offset, deliver: { deliveredBytes.append(Array($0)) }, lost: { _ in })
         // The messages are handled once the buffer is done with them: a ServerHello replays
         // held packets, whose CRYPTO data comes back here.
         var messages: [(UInt8, ArraySlice<UInt8>)] = []
         for chunk in deliveredBytes {
-            handshakeMessages[d][epoch].append(chunk) { messages.append(($0, $1)) }
+            handshakeMessages[direction][space].append(chunk) { messages.append(($0, $1)) }
         }
         for (type, message) in messages { handshakeMessage(type, message, space: space, from: direction) }
     }
@@ -902,7 +898,7 @@ final class QUICConnectionSession {
             info.pushes = h3.pushes
         }
         if info.end == nil { info.end = statelessReset ? "stateless_reset" : "idle" }
-        info.keyUpdates = max(appKeys[0]?.updates ?? 0, appKeys[1]?.updates ?? 0)
+        info.keyUpdates = max(appKeys.fromClient?.updates ?? 0, appKeys.fromServer?.updates ?? 0)
         connection.halves.0.bytes = info.bytesFromClient
         connection.halves.1.bytes = info.bytesFromServer
         // Without keys: QUIC's ALPN is encrypted; a client offering only HTTP/3 speaks it, and

@@ -12,14 +12,14 @@ struct QUICStreamTable {
         var finalSize: UInt64? = nil
     }
 
-    private var open: [[UInt64: Stream]] = [[:], [:]]
-    private var closed: [Set<UInt64>] = [[], []]
-    private var last: (direction: Int, id: UInt64, stream: Stream)? = nil
+    private var open = PerDirection<[UInt64: Stream]>([:])
+    private var closed = PerDirection<Set<UInt64>>([])
+    private var last: (direction: Direction, id: UInt64, stream: Stream)? = nil
 
     /// Stream `id` of `direction`, made when it is new; nil once it is over.
     @inline(__always)
     mutating func stream(_ id: UInt64, from direction: Direction) -> Stream? {
-        let d = direction.index
+        let d = direction
         if let last, last.id == id, last.direction == d { return last.stream }
         guard !closed[d].contains(id) else { return nil }
         let s: Stream
@@ -35,7 +35,7 @@ struct QUICStreamTable {
     /// over already.
     @discardableResult
     mutating func close(_ id: UInt64, from direction: Direction) -> Bool {
-        let d = direction.index
+        let d = direction
         guard !closed[d].contains(id) else { return false }
         if let last, last.id == id, last.direction == d { self.last = nil }
         open[d][id] = nil
@@ -45,7 +45,7 @@ struct QUICStreamTable {
 
     /// The open streams of `direction` by id, taken out of the table (the connection's end).
     mutating func takeOpen(from direction: Direction) -> [(id: UInt64, stream: Stream)] {
-        let d = direction.index
+        let d = direction
         let list = open[d].sorted { $0.key < $1.key }.map { (id: $0.key, stream: $0.value) }
         open[d] = [:]
         if last?.direction == d { last = nil }

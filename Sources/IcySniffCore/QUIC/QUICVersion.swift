@@ -68,3 +68,34 @@ enum QUICPacketType: Sendable {
 enum QUICSpace: Int {
     case initial = 0, handshake = 1, application = 2
 }
+
+/// One value for each packet-number space, subscripted by `QUICSpace` (as `PerDirection` is by
+/// `Direction`; a buffer in it is mutated in place through `_modify`).
+struct PerSpace<Value> {
+    var initial: Value
+    var handshake: Value
+    var application: Value
+
+    init(_ all: Value) {
+        initial = all
+        handshake = all
+        application = all
+    }
+
+    @inline(__always) subscript(space: QUICSpace) -> Value {
+        get {
+            switch space {
+            case .initial: initial
+            case .handshake: handshake
+            case .application: application
+            }
+        }
+        _modify {
+            switch space {
+            case .initial: yield &initial
+            case .handshake: yield &handshake
+            case .application: yield &application
+            }
+        }
+    }
+}

@@ -43,8 +43,6 @@ public enum Direction: Sendable, Hashable, CaseIterable {
     case fromServer
 
     public var reversed: Direction { self == .fromClient ? .fromServer : .fromClient }
-    /// 0 for the client's direction, 1 for the server's (for arrays of two).
-    @inline(__always) public var index: Int { self == .fromClient ? 0 : 1 }
 }
 
 /// How Reassembly recognised the client of a connection.

@@ -91,7 +91,7 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
         parser.gap(gap)
         if inTunnel {
             tunnelRelay?.missed(gap.length, at: gap.timestamp, from: direction)
-            webSocket?.missed(gap.length, at: gap.timestamp, fromClient: direction == .fromClient)
+            webSocket?.missed(gap.length, at: gap.timestamp, from: direction)
         }
     }
 
@@ -247,12 +247,13 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
     }
 
     func parserTunnelData(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from role: HTTPMessage.Kind) {
+        let direction: Direction = role == .request ? .fromClient : .fromServer
         if let upgraded {
             upgraded.received(StreamChunk(offset: 0, bytes: bytes, timestamp: ts), from: .fromServer, on: connection)
         } else if let webSocket {
-            webSocket.received(bytes, at: ts, fromClient: role == .request)
+            webSocket.received(bytes, at: ts, from: direction)
         } else {
-            tunnelRelay?.received(bytes, at: ts, from: role == .request ? .fromClient : .fromServer)
+            tunnelRelay?.received(bytes, at: ts, from: direction)
         }
     }
 

@@ -18,18 +18,18 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
     private unowned let connection: Connection
     private let options: HTTPParserOptions
     private let pairing: StreamPairing
-    private var clientFrames: HTTP2FrameReader
-    private var serverFrames: HTTP2FrameReader
-    /// The decoder of each direction's header blocks (index: `Direction.index`).
-    private let decoders = [HPACKDecoder(), HPACKDecoder()]
+    /// Each direction's frame reader.
+    private var frames: PerDirection<HTTP2FrameReader>
+    /// The decoder of each direction's header blocks.
+    private let decoders = PerDirection { _ in HPACKDecoder() }
     /// A header block whose CONTINUATION frames are still to come, per direction (§6.10: nothing
     /// else may come between them on the connection).
-    private var pendingBlock: [HeaderBlock?] = [nil, nil]
+    private var pendingBlock = PerDirection<HeaderBlock?>(nil)
     /// SETTINGS_HEADER_TABLE_SIZE values a direction's endpoint sent, waiting for its peer's ACK
     /// (from then on the peer's encoder may use them: RFC 7541 §4.2).
-    private var unackedTableSizes: [[Int]] = [[], []]
+    private var unackedTableSizes = PerDirection<[Int]>([])
     /// SETTINGS_MAX_FRAME_SIZE each direction's endpoint advertised (limits what it receives).
-    private var maxFrameSize = [HTTP2FrameHeader.defaultMaxFrameSize, HTTP2FrameHeader.defaultMaxFrameSize]
+    private var maxFrameSize = PerDirection(HTTP2FrameHeader.defaultMaxFrameSize)
     private var noted = Set<Weird>()
     /// Fields of the block being turned into a message were dropped at a cap (flagged on it).
     private var droppedFields: Weird? = nil
@@ -55,10 +55,9 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
         self.connection = connection
         self.options = options
         self.pairing = StreamPairing(connection: connection, emitter: emitter, scheme: scheme)
-        clientFrames = HTTP2FrameReader(direction: .fromClient, expectsPreface: expectsPreface)
         // Picked up mid-stream, the tables' state is unknown: blocks that use only the static
         // table and literals still decode, and a reference to an entry not seen fails (flagged).
-        serverFrames = HTTP2FrameReader(direction: .fromServer, expectsPreface: false)
+        frames = PerDirection { HTTP2FrameReader(direction: $0, expectsPreface: $0 == .fromClient && expectsPreface) }
     }
 
     /// h2c after `Upgrade: h2c` and a 101: the upgrading HTTP/1.1 request is stream 1, half
@@ -70,19 +69,11 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
     // MARK: StreamHandler
 
     func received(_ chunk: StreamChunk, from direction: Direction, on connection: Connection) {
-        if direction == .fromClient {
-            clientFrames.feed(chunk.bytes, at: chunk.timestamp, to: self)
-        } else {
-            serverFrames.feed(chunk.bytes, at: chunk.timestamp, to: self)
-        }
+        frames[direction].feed(chunk.bytes, at: chunk.timestamp, to: self)
     }
 
     func missed(_ gap: StreamGap, from direction: Direction, on connection: Connection) {
-        if direction == .fromClient {
-            clientFrames.gap(gap.length, at: gap.timestamp, to: self)
-        } else {
-            serverFrames.gap(gap.length, at: gap.timestamp, to: self)
-        }
+        frames[direction].gap(gap.length, at: gap.timestamp, to: self)
     }
 
     func ended(_ direction: Direction, reason: CloseReason, at timestamp: Timestamp, on connection: Connection) {}
@@ -100,8 +91,8 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
     // MARK: HTTP2FrameHandler
 
     func frame(_ h: HTTP2FrameHeader, payload: UnsafeRawBufferPointer, first: Timestamp, last: Timestamp, from direction: Direction) {
-        if h.length > maxFrameSize[direction.reversed.index] { note(.http2FrameTooLarge) }
-        if pendingBlock[direction.index] != nil && h.type != HTTP2FrameType.continuation.rawValue {
+        if h.length > maxFrameSize[direction.reversed] { note(.http2FrameTooLarge) }
+        if pendingBlock[direction] != nil && h.type != HTTP2FrameType.continuation.rawValue {
             // §6.10: a header block is followed by its CONTINUATIONs and nothing else.
             note(.http2MalformedFrame)
             abandonBlock(from: direction, at: last)
@@ -122,26 +113,26 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
             if h.endHeaders {
                 blockComplete(block, at: last, from: direction)
             } else {
-                pendingBlock[direction.index] = block
+                pendingBlock[direction] = block
             }
         case .continuation:
-            guard var block = pendingBlock[direction.index], block.stream == h.stream else { return malformed() }
+            guard var block = pendingBlock[direction], block.stream == h.stream else { return malformed() }
             // Taken out, so that `block` holds the only reference to its bytes and the append
             // below is in place: a copy per frame made a CONTINUATION flood quadratic (600,000
             // empty frames after a 1 MB block: 26 s).
-            pendingBlock[direction.index] = nil
+            pendingBlock[direction] = nil
             if block.bytes.count + payload.count > options.maxHeaderBytes {
                 // A CONTINUATION flood: the block is not collected past the cap. Its fields are
                 // lost, and with them the direction's HPACK state.
                 note(.headerTooLarge)
-                pendingBlock[direction.index] = block
+                pendingBlock[direction] = block
                 return abandonBlock(from: direction, at: last)
             }
             block.bytes.append(contentsOf: payload)
             if h.endHeaders {
                 blockComplete(block, at: last, from: direction)
             } else {
-                pendingBlock[direction.index] = block
+                pendingBlock[direction] = block
             }
         case .rstStream:
             guard h.length == 4, h.stream != 0 else { return malformed() }
@@ -152,9 +143,9 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
             guard h.stream == 0, h.length % 6 == 0 else { return malformed() }
             if h.ack {
                 // The peer's settings now hold for what this direction sends.
-                if !unackedTableSizes[direction.reversed.index].isEmpty {
-                    let size = unackedTableSizes[direction.reversed.index].removeFirst()
-                    if size >= 0 { decoders[direction.index].setTableSizeLimit(size) }
+                if !unackedTableSizes[direction.reversed].isEmpty {
+                    let size = unackedTableSizes[direction.reversed].removeFirst()
+                    if size >= 0 { decoders[direction].setTableSizeLimit(size) }
                 }
                 return
             }
@@ -165,14 +156,14 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
                 let value = Int(readUInt32(UnsafeRawBufferPointer(rebasing: payload[(i + 2)...])))
                 switch id {
                 case 0x1: tableSize = value
-                case 0x5: if value >= HTTP2FrameHeader.defaultMaxFrameSize && value <= HTTP2FrameHeader.maxLength { maxFrameSize[direction.index] = value }
+                case 0x5: if value >= HTTP2FrameHeader.defaultMaxFrameSize && value <= HTTP2FrameHeader.maxLength { maxFrameSize[direction] = value }
                 default: break
                 }
                 i += 6
             }
             // One entry per SETTINGS frame, so that ACKs pair with frames in order.
-            unackedTableSizes[direction.index].append(tableSize ?? -1)
-            if unackedTableSizes[direction.index].count > 64 { unackedTableSizes[direction.index].removeFirst() }
+            unackedTableSizes[direction].append(tableSize ?? -1)
+            if unackedTableSizes[direction].count > 64 { unackedTableSizes[direction].removeFirst() }
         case .goaway:
             guard h.stream == 0, h.length >= 8 else { return malformed() }
             let lastStream = readUInt31(payload)
@@ -216,8 +207,8 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
     private func readUInt31(_ p: UnsafeRawBufferPointer) -> UInt32 { readUInt32(p) & 0x7FFF_FFFF }
 
     func dataBegan(_ h: HTTP2FrameHeader, at ts: Timestamp, from direction: Direction) {
-        if h.length > maxFrameSize[direction.reversed.index] { note(.http2FrameTooLarge) }
-        if pendingBlock[direction.index] != nil {
+        if h.length > maxFrameSize[direction.reversed] { note(.http2FrameTooLarge) }
+        if pendingBlock[direction] != nil {
             note(.http2MalformedFrame)
             abandonBlock(from: direction, at: ts)
         }
@@ -235,14 +226,14 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
 
     func data(_ bytes: UnsafeRawBufferPointer, of h: HTTP2FrameHeader, at ts: Timestamp, from direction: Direction) {
         guard let m = bodyMessage(h.stream, from: direction) else { return strayData(h.stream) }
-        if !webSockets.isEmpty, let ws = webSockets[h.stream] { ws.received(bytes, at: ts, fromClient: direction == .fromClient) }
+        if !webSockets.isEmpty, let ws = webSockets[h.stream] { ws.received(bytes, at: ts, from: direction) }
         m.receiveBody(bytes, wire: bytes.count, options: options)
         m.lastByte = ts
     }
 
     func dataLost(_ length: UInt64, of h: HTTP2FrameHeader, at ts: Timestamp, from direction: Direction) {
         guard let m = bodyMessage(h.stream, from: direction) else { return }
-        if !webSockets.isEmpty, let ws = webSockets[h.stream] { ws.missed(length, at: ts, fromClient: direction == .fromClient) }
+        if !webSockets.isEmpty, let ws = webSockets[h.stream] { ws.missed(length, at: ts, from: direction) }
         m.receiveBodyGap(length)
     }
 
@@ -250,7 +241,7 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
         guard let m = bodyMessage(h.stream, from: direction) else { return }
         m.lastByte = ts
         if h.endStream {
-            if !webSockets.isEmpty, let ws = webSockets[h.stream] { ws.finish(direction == .fromClient, at: ts) }
+            if !webSockets.isEmpty, let ws = webSockets[h.stream] { ws.finish(direction, at: ts) }
             end(m, on: h.stream, at: ts)
             if !webSockets.isEmpty, pairing.transaction(on: UInt64(h.stream)) == nil { webSockets[h.stream] = nil }
         }
@@ -265,8 +256,8 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
         switch h.kind {
         case .headers, .pushPromise, .continuation:
             note(.http2HeaderBlockLost)
-            decoders[direction.index].markBroken()
-            pendingBlock[direction.index] = nil
+            decoders[direction].markBroken()
+            pendingBlock[direction] = nil
             if h.kind == .headers {
                 // The stream's headers are unknown, but the stream is there.
                 headersUnknown(on: h.stream, endStream: h.endStream, first: ts, at: ts, from: direction)
@@ -278,14 +269,14 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
 
     func framingLost(_ weird: Weird, at ts: Timestamp, from direction: Direction) {
         note(weird)
-        pendingBlock[direction.index] = nil
+        pendingBlock[direction] = nil
     }
 
     private func abandonBlock(from direction: Direction, at ts: Timestamp) {
-        guard let block = pendingBlock[direction.index] else { return }
-        pendingBlock[direction.index] = nil
+        guard let block = pendingBlock[direction] else { return }
+        pendingBlock[direction] = nil
         // Its fragments were not all seen: the table cannot be trusted after it.
-        decoders[direction.index].markBroken()
+        decoders[direction].markBroken()
         if block.type == .headers { headersUnknown(on: block.stream, endStream: block.endStream, first: block.first, at: ts, from: direction) }
     }
 
@@ -300,7 +291,7 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
         var dropped: Weird? = nil
         let maxBytes = options.maxHeaderBytes, maxFields = options.maxHeaderFields
         let decoded = block.bytes.withUnsafeBytes { raw in
-            decoders[direction.index].decode(raw) { name, value in
+            decoders[direction].decode(raw) { name, value in
                 decodedBytes += name.count + value.count + 4
                 if decodedBytes > maxBytes { dropped = .headerTooLarge; return }
                 if fields.count >= maxFields { dropped = .tooManyHeaders; return }

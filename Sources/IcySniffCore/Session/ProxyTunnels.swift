@@ -10,7 +10,7 @@
 final class TunnelRelay {
     private unowned let connection: Connection
     private let slot: SessionSlot
-    private var offsets: [UInt64] = [0, 0]
+    private var offsets = PerDirection<UInt64>(0)
 
     init(connection: Connection, factory: StandardSessionFactory, emitter: TransactionEmitter) {
         self.connection = connection
@@ -19,14 +19,14 @@ final class TunnelRelay {
 
     func received(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) {
         guard !bytes.isEmpty else { return }
-        slot.received(StreamChunk(offset: offsets[direction.index], bytes: bytes, timestamp: ts), from: direction, on: connection)
-        offsets[direction.index] &+= UInt64(bytes.count)
+        slot.received(StreamChunk(offset: offsets[direction], bytes: bytes, timestamp: ts), from: direction, on: connection)
+        offsets[direction] &+= UInt64(bytes.count)
     }
 
     func missed(_ length: UInt64, at ts: Timestamp, from direction: Direction) {
         guard length > 0 else { return }
-        slot.missed(StreamGap(offset: offsets[direction.index], length: length, timestamp: ts), from: direction, on: connection)
-        offsets[direction.index] &+= length
+        slot.missed(StreamGap(offset: offsets[direction], length: length, timestamp: ts), from: direction, on: connection)
+        offsets[direction] &+= length
     }
 
     func ended(_ direction: Direction, reason: CloseReason, at ts: Timestamp) {
@@ -195,7 +195,7 @@ final class SOCKSSession: ConnectionSession {
     private var stage = Stage.handshake
     /// Each direction's handshake bytes not yet read, and how far its dialogue has come (SOCKS5:
     /// 0 before the first message, 1 after the methods/choice, 2 after the sub-negotiation).
-    private var pending: [[UInt8]] = [[], []]
+    private var pending = PerDirection<[UInt8]>([])
     private var clientStep = 0
     private var serverStep = 0
     /// The client's request, once read.
@@ -222,7 +222,7 @@ final class SOCKSSession: ConnectionSession {
                 hold(Array(chunk.bytes), at: chunk.timestamp)
                 return
             }
-            pending[direction.index].append(contentsOf: chunk.bytes)
+            pending[direction].append(contentsOf: chunk.bytes)
             read(direction, at: chunk.timestamp)
         }
     }
@@ -274,7 +274,7 @@ final class SOCKSSession: ConnectionSession {
     /// Reads what the direction's bytes hold, message by message.
     private func read(_ direction: Direction, at ts: Timestamp) {
         while stage == .handshake {
-            let bytes = pending[direction.index]
+            let bytes = pending[direction]
             let message = nextMessage(bytes, from: direction)
             switch message {
             case .incomplete:
@@ -283,16 +283,16 @@ final class SOCKSSession: ConnectionSession {
             case .invalid:
                 return give(up: "not a SOCKS handshake after all")
             case .message(let length, let content):
-                pending[direction.index].removeFirst(length)
+                pending[direction].removeFirst(length)
                 accept(content, from: direction)
-                let rest = pending[direction.index]
+                let rest = pending[direction]
                 if direction == .fromClient, request != nil {
-                    pending[0] = []
+                    pending.fromClient = []
                     hold(rest, at: ts)
                     return
                 }
                 if stage == .tunnel {
-                    pending[direction.index] = []
+                    pending[direction] = []
                     rest.withUnsafeBytes { relay?.received($0, at: ts, from: direction) }
                     return
                 }
@@ -347,7 +347,7 @@ final class SOCKSSession: ConnectionSession {
     private func settle(_ reason: String) {
         stage = .over
         connection.notHTTP = NonHTTPSample(reason: reason, client: nil, server: nil)
-        pending = [[], []]
+        pending = PerDirection([])
         early = []
     }
 }

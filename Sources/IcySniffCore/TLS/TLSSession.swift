@@ -87,10 +87,10 @@ final class TLSSession: ConnectionSession {
     /// decrypted, whatever its handshake was.
     private var secretsIncomplete = false
     /// What each direction holds (`half(_:)`; `client`, `server`).
-    private let halves = [Half(), Half()]
-    private var client: Half { halves[0] }
-    private var server: Half { halves[1] }
-    private func half(_ direction: Direction) -> Half { halves[direction.index] }
+    private let halves = PerDirection { _ in Half() }
+    private var client: Half { halves.fromClient }
+    private var server: Half { halves.fromServer }
+    private func half(_ direction: Direction) -> Half { halves[direction] }
 
     /// What one direction of the connection holds (Go's `halfConn`): its record framing, its
     /// handshake messages (in clear, and TLS 1.3's decrypted ones), the protection of its records

@@ -13,7 +13,7 @@ final class WebSocketSession {
     let log = WebSocketLog()
     private let transaction: Transaction
     private let options: WebSocketOptions
-    private var readers: [WebSocketReader] = []
+    private var readers: PerDirection<WebSocketReader>! = nil
     /// Data kept over all messages of the socket.
     fileprivate var keptBytes = 0
 
@@ -28,29 +28,29 @@ final class WebSocketSession {
         log.extensions = response.headers.first("sec-websocket-extensions")
         log.subprotocol = response.headers.first("sec-websocket-protocol")
         let deflate = log.extensions.flatMap { PerMessageDeflate(extensions: $0) }
-        readers = [
-            WebSocketReader(fromClient: true, deflate: deflate.map { $0.clientNoContextTakeover }, session: self),
-            WebSocketReader(fromClient: false, deflate: deflate.map { $0.serverNoContextTakeover }, session: self),
-        ]
+        readers = PerDirection(
+            fromClient: WebSocketReader(fromClient: true, deflate: deflate.map { $0.clientNoContextTakeover }, session: self),
+            fromServer: WebSocketReader(fromClient: false, deflate: deflate.map { $0.serverNoContextTakeover }, session: self))
         transaction.webSocket = log
     }
 
-    func received(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, fromClient: Bool) {
-        readers[fromClient ? 0 : 1].feed(bytes, at: ts)
+    func received(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) {
+        readers[direction].feed(bytes, at: ts)
     }
 
-    func missed(_ length: UInt64, at ts: Timestamp, fromClient: Bool) {
-        readers[fromClient ? 0 : 1].gap(length, at: ts)
+    func missed(_ length: UInt64, at ts: Timestamp, from direction: Direction) {
+        readers[direction].gap(length, at: ts)
     }
 
     /// The socket is over: a message still being received is recorded, incomplete.
     func finish(at ts: Timestamp) {
-        for r in readers { r.finish(at: ts) }
+        readers.fromClient.finish(at: ts)
+        readers.fromServer.finish(at: ts)
     }
 
     /// One direction is over (an HTTP/2 stream's END_STREAM).
-    func finish(_ fromClient: Bool, at ts: Timestamp) {
-        readers[fromClient ? 0 : 1].finish(at: ts)
+    func finish(_ direction: Direction, at ts: Timestamp) {
+        readers[direction].finish(at: ts)
     }
 
     /// An anomaly of the socket: on its transaction (once) and counted on its connection.

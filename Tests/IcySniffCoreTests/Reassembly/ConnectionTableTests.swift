@@ -1,26 +1,23 @@
 import Testing
 @testable import IcySniffCore
 
-/// Records what reassembly delivers for each direction (index 0: from the client).
+/// Records what reassembly delivers for each direction.
 final class RecordingHandler: StreamHandler {
-    var data: [[UInt8]] = [[], []]
-    var events: [[String]] = [[], []]
-    var gaps: [[(UInt64, UInt64)]] = [[], []]
-    var ended = [false, false]
+    var data = PerDirection<[UInt8]>([])
+    var gaps = PerDirection<[(UInt64, UInt64)]>([])
+    var ended = PerDirection(false)
     var finished = false
 
     func received(_ chunk: StreamChunk, from direction: Direction, on connection: Connection) {
-        let side = direction.index
-        #expect(chunk.offset == UInt64(data[side].count), "chunks arrive in stream order")
-        data[side].append(contentsOf: chunk.bytes)
+        #expect(chunk.offset == UInt64(data[direction].count), "chunks arrive in stream order")
+        data[direction].append(contentsOf: chunk.bytes)
     }
     func missed(_ gap: StreamGap, from direction: Direction, on connection: Connection) {
-        let side = direction.index
-        #expect(gap.offset == UInt64(data[side].count))
-        gaps[side].append((gap.offset, gap.length))
-        data[side].append(contentsOf: repeatElement(0, count: Int(gap.length)))
+        #expect(gap.offset == UInt64(data[direction].count))
+        gaps[direction].append((gap.offset, gap.length))
+        data[direction].append(contentsOf: repeatElement(0, count: Int(gap.length)))
     }
-    func ended(_ direction: Direction, reason: CloseReason, at timestamp: Timestamp, on connection: Connection) { ended[direction.index] = true }
+    func ended(_ direction: Direction, reason: CloseReason, at timestamp: Timestamp, on connection: Connection) { ended[direction] = true }
     func finished(_ connection: Connection, at timestamp: Timestamp) { finished = true }
 }
 
@@ -107,9 +104,9 @@ struct SplitMix: RandomNumberGenerator {
     @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12] as [UInt64])
     func reorderedDuplicatedOverlappingSegmentsReassembleExactly(seed: UInt64) {
         let (stream, handler, _) = run(seed: seed, streamLength: 20_000, drop: 0)
-        #expect(handler.data[0] == stream, "seed \(seed)")
-        #expect(handler.gaps[0].isEmpty, "seed \(seed)")
-        #expect(handler.ended[0] && handler.finished)
+        #expect(handler.data.fromClient == stream, "seed \(seed)")
+        #expect(handler.gaps.fromClient.isEmpty, "seed \(seed)")
+        #expect(handler.ended.fromClient && handler.finished)
     }
 
     @Test(arguments: [21, 22, 23, 24, 25, 26] as [UInt64])
@@ -124,11 +121,11 @@ struct SplitMix: RandomNumberGenerator {
                 expected.append((UInt64(d.offset), UInt64(d.length)))
             }
         }
-        #expect(handler.gaps[0].map(\.0) == expected.map(\.0), "seed \(seed)")
-        #expect(handler.gaps[0].map(\.1) == expected.map(\.1), "seed \(seed)")
+        #expect(handler.gaps.fromClient.map(\.0) == expected.map(\.0), "seed \(seed)")
+        #expect(handler.gaps.fromClient.map(\.1) == expected.map(\.1), "seed \(seed)")
         var masked = stream
         for d in dropped { for i in d.offset..<(d.offset + d.length) { masked[i] = 0 } }
-        #expect(handler.data[0] == masked, "data plus gaps add up to the stream, seed \(seed)")
+        #expect(handler.data.fromClient == masked, "data plus gaps add up to the stream, seed \(seed)")
     }
 
     @Test func conflictingRetransmissionIsRecordedAndFirstCopyWins() {
@@ -151,7 +148,7 @@ struct SplitMix: RandomNumberGenerator {
         feed(109, b)          // conflicting copy of buffered bytes
         feed(105, a)          // fills the hole
         table.flushAll(at: Timestamp(nanoseconds: 2))
-        #expect(handler?.data[0] == a + a + c)
+        #expect(handler?.data.fromClient == a + a + c)
         #expect(connection?.weirds[.retransmissionInconsistency] == 1)
     }
 
@@ -176,8 +173,8 @@ struct SplitMix: RandomNumberGenerator {
         feed(client, server, 101, [.ack], "second")
         table.flushAll(at: Timestamp(nanoseconds: 5))
         #expect(connections.count == 2)
-        #expect(String(decoding: handlers[0].data[0], as: UTF8.self) == "mid-stream")
+        #expect(String(decoding: handlers[0].data.fromClient, as: UTF8.self) == "mid-stream")
         #expect(connections[0].weirds[.midstreamPickup] == 1)
-        #expect(String(decoding: handlers[1].data[0], as: UTF8.self) == "second")
+        #expect(String(decoding: handlers[1].data.fromClient, as: UTF8.self) == "second")
     }
 }

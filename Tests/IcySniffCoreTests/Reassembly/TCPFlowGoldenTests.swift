@@ -53,10 +53,10 @@ import CZlib
         table.flushAll(at: Timestamp(nanoseconds: Int64.max / 2))
         var result: [String: (Int, UInt32)] = [:]
         for (c, h) in handlers {
-            for d in Direction.allCases where !h.data[d.index].isEmpty {
+            for d in Direction.allCases where !h.data[d].isEmpty {
                 let key = name(c.source(of: d)) + "-" + name(c.source(of: d.reversed))
-                let crc = h.data[d.index].withUnsafeBufferPointer { crc32(0, $0.baseAddress, uInt($0.count)) }
-                result[key] = (h.data[d.index].count, UInt32(crc))
+                let crc = h.data[d].withUnsafeBufferPointer { crc32(0, $0.baseAddress, uInt($0.count)) }
+                result[key] = (h.data[d].count, UInt32(crc))
             }
         }
         return result
