@@ -1,7 +1,8 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// The folders are the pipeline: Capture → Decode → Reassembly → HTTP → Analysis → Export.
+// The folders are the pipeline: Capture → Decode → Reassembly → Session/TLS → HTTP, HTTP2 →
+// Analysis → Export, and Decode → QUIC → HTTP3 → Analysis (docs/ARCHITECTURE.md).
 // C libraries come from Debian's -dev packages (libpcap-dev, zlib1g-dev, libbrotli-dev, libzstd-dev,
 // libdeflate-dev, libssl-dev for libcrypto,
 // libnghttp2-dev for HPACK, libnghttp3-dev for QPACK).

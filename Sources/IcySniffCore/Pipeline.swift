@@ -28,7 +28,8 @@ public enum SourceOutcome: Equatable, Sendable {
 }
 
 /// Connects the stages for one stream of packets, on one thread:
-/// Capture → Decode → Reassembly → Session (HTTP) → Analysis → the sink.
+/// Capture → Decode → Reassembly (TCP) → Session (TLS, HTTP/1.x, HTTP/2) → Analysis → the sink,
+/// and Decode → QUIC (UDP) → HTTP/3 → Analysis.
 ///
 /// The sink gets transactions as they complete, without a cache verdict: a run that writes
 /// outputs puts a `CacheJudgingSink` first (`SinkFactory` does).
@@ -57,7 +58,8 @@ public final class Pipeline {
     private var lastIdleCheck: Timestamp = .zero
     private let decryption: DecryptionQueue?
 
-    /// `sessions` chooses what runs on each connection (default: HTTP/1.x in the clear).
+    /// `sessions` chooses what runs on each TCP connection (default: `StandardSessionFactory`, by
+    /// content: TLS, HTTP/1.x, HTTP/2, proxy tunnels).
     public init(sink: TransactionSink, options: PipelineOptions = PipelineOptions(), sessions: (any SessionFactory)? = nil) {
         var options = options
         if options.http.keepBodies && options.http.bodyBudget == nil { options.http.bodyBudget = BodyBudget() }
@@ -218,11 +220,6 @@ public final class Pipeline {
         collectTableCounts()
     }
 
-    /// Adds TLS secrets for the connections still to come (a capture's Decryption Secrets Blocks).
-    public func addSecrets(_ keyLogText: String) {
-        keyLog.add(text: keyLogText)
-    }
-
     /// Feeds one TCP segment that was decoded elsewhere (tests, other capture front ends).
     public func ingest(_ segment: TCPSegment) {
         counts.packets &+= 1
@@ -257,21 +254,21 @@ public final class Pipeline {
     public func breakContinuity(marking weird: Weird?) -> Int {
         let open = table.openConnections + quic.openConnections
         table.flushAll(at: counts.lastPacket ?? .zero, marking: weird)
-        quic.finishAll(at: counts.lastPacket ?? .zero)
+        quic.flushAll(at: counts.lastPacket ?? .zero)
         return open
     }
 
-    /// Ends every open connection: open transactions are emitted, flagged as partial.
     /// Segments the connection table dropped as retransmissions of ended connections.
     private func collectTableCounts() {
         let late = table.takeRetransmissionsAfterEnd()
         if late > 0 { counts.count(.retransmissionAfterEnd, by: late) }
     }
 
+    /// Ends every open connection: open transactions are emitted, flagged as partial.
     public func finish() {
         collectTableCounts()
         table.flushAll(at: counts.lastPacket ?? .zero)
-        quic.finishAll(at: counts.lastPacket ?? .zero)
+        quic.flushAll(at: counts.lastPacket ?? .zero)
         decryption?.drain()
         decryption?.stop()
     }

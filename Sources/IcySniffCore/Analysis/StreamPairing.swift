@@ -58,8 +58,6 @@ final class StreamPairing {
         if numbering == .http2, connection.http2 == nil { connection.http2 = HTTP2Stats() }
     }
 
-    var openStreams: Int { open.count }
-
     func transaction(on stream: UInt64) -> Transaction? { open[stream] }
 
     /// Whether the stream was emitted already (a frame for it now is a straggler).

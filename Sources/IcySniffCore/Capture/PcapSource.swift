@@ -169,8 +169,6 @@ public final class PcapSource {
         return "DLT \(dlt)"
     }
 
-    /// True when the capture is read through a decompressing stream (a compressed file, or a pipe).
-    public var isCompressed: Bool { decompressCookie != nil }
     /// The snapshot length the capture was made with.
     public var snaplen: Int32 { handle.map { pcap_snapshot($0) } ?? pcapngSnaplen }
 
@@ -549,11 +547,6 @@ public final class PcapSource {
         guard inputFD >= 0, handle != nil else { return inputSize }
         let p = lseek(inputFD, 0, SEEK_CUR)
         return p < 0 ? 0 : Int64(p)
-    }
-
-    /// Makes a blocking `next()` return; safe from a signal handler's thread.
-    public func breakLoop() {
-        if let handle { pcap_breakloop(handle) }
     }
 
     /// Kernel and interface counters of a live capture.

@@ -155,7 +155,7 @@ public final class TableWriter {
         case .url:
             guard req != nil else { return missing }
             let url = EntryEncoder.redactURL(t.url, options: options, readable: true)
-            // In a table the scheme says nothing (icy-sniff sees plain HTTP only): host + path.
+            // In a table http:// is the default and says nothing (host + path); https:// is kept.
             if format == .table, url.hasPrefix("http://") { return String(url.dropFirst(7)) }
             return url
         case .version: return resp?.versionText ?? req?.versionText ?? missing

@@ -99,9 +99,9 @@ public final class HTTPMessage {
     public var ended = false
     public var weirds: [Weird] = []
 
-    /// For responses: the method of the request this answers (set by the session), which frames it.
+    /// For responses: the method of the request this answers (set by the parser from the request
+    /// it paired), which frames it.
     public var requestMethod: String? = nil
-    public var requestIsHTTP09 = false
 
     init(kind: Kind) { self.kind = kind }
 

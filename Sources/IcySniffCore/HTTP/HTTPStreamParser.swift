@@ -372,9 +372,6 @@ public final class HTTPStreamParser {
         if case .http09Candidate = state { resolveHTTP09Candidate() }
     }
 
-    /// Whether a versionless request line is waiting for what comes next.
-    public var hasPendingHTTP09: Bool { if case .http09Candidate = state { return true }; return false }
-
     private func resolveHTTP09Candidate() {
         completeHead(at: http09LineEnd)
     }

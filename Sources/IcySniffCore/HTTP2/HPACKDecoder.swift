@@ -11,9 +11,6 @@ import CNghttp2
 final class HPACKDecoder {
     private var inflater: OpaquePointer?
     private(set) var broken = false
-    /// The SETTINGS_HEADER_TABLE_SIZE the decoding endpoint advertised, once acknowledged
-    /// (RFC 7541 §4.2: the encoder may use up to this; 4,096 until then).
-    private(set) var tableSizeLimit = 4096
 
     init() {
         if nghttp2_hd_inflate_new(&inflater) != 0 { inflater = nil; broken = true }
@@ -26,7 +23,6 @@ final class HPACKDecoder {
     /// The decoding endpoint's SETTINGS_HEADER_TABLE_SIZE took effect (its peer acknowledged it).
     func setTableSizeLimit(_ size: Int) {
         guard let inflater, !broken else { return }
-        tableSizeLimit = size
         if nghttp2_hd_inflate_change_table_size(inflater, size) != 0 { broken = true }
     }
 

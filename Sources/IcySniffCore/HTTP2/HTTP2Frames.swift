@@ -129,14 +129,6 @@ struct HTTP2FrameReader {
     }
 
     var isLost: Bool { if case .lost = state { return true }; return false }
-    /// Between frames (nothing of a frame read yet).
-    var isAtFrameBoundary: Bool {
-        switch state {
-        case .header: return headerBytes.isEmpty
-        case .preface(let m): return m == 0
-        default: return false
-        }
-    }
 
     mutating func feed<H: HTTP2FrameHandler>(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, to handler: H) {
         var i = 0

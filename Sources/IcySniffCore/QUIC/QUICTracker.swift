@@ -414,7 +414,7 @@ final class QUICTracker {
     }
 
     /// Ends every open connection (the end of the capture, or of a piece of it).
-    func finishAll(at ts: Timestamp) {
+    func flushAll(at ts: Timestamp) {
         // What no connection took by the end of the capture (or of a piece of it).
         while !orphans.isEmpty {
             let o = orphans.removeFirst()

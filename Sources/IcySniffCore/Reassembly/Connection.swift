@@ -100,7 +100,8 @@ public final class StateBudget {
     static func cost(of request: HTTPMessage?) -> Int { 1536 + max(0, request?.headersSize ?? 0) }
 }
 
-/// One TCP connection: its endpoints, handshake times, both directions, counters and anomalies.
+/// One TCP connection or QUIC connection: its endpoints, handshake times, both directions, counters
+/// and anomalies (`transport` says which; QUIC's own state is in `quic`).
 /// Side 0 is the endpoint that sent the first packet seen; `clientSide` says which side is the
 /// client once that is known (from the SYN, else from the content).
 public final class Connection {
@@ -362,8 +363,6 @@ public struct HTTP2Stats: Sendable, Equatable {
     public var reset = 0
 }
 
-/// What a connection that is not HTTP showed: why it was judged so, and the first line (up to 80
-/// printable characters; other bytes as `.`) each side sent.
 /// A tunnel through a proxy: the protocol that opened it and the target the client named.
 public struct ProxyTunnel: Sendable, Equatable {
     public enum Kind: String, Sendable {
@@ -388,6 +387,8 @@ public struct ProxyTunnel: Sendable, Equatable {
     public var description: String { "\(kind.rawValue) tunnel to \(target)" }
 }
 
+/// What a connection that is not HTTP showed: why it was judged so, and the first line (up to 80
+/// printable characters; other bytes as `.`) each side sent.
 public struct NonHTTPSample: Sendable, Equatable {
     public var reason: String
     public var client: String?

@@ -1,5 +1,5 @@
-/// What runs on the byte streams of one TCP connection: HTTP/1.x today; TLS (wrapping an HTTP
-/// session) and HTTP/2 plug in here.
+/// What runs on the byte streams of one TCP connection: HTTP/1.x, HTTP/2, TLS (wrapping one of
+/// them), a proxy tunnel; chosen by a `SessionFactory` from the first bytes.
 ///
 /// Input: Reassembly's calls (`StreamHandler`, in its documented order, each with its
 /// `Direction`). Output: `HTTPMessage`s paired into `Transaction`s by the session's pairing
@@ -62,7 +62,8 @@ public struct StandardSessionFactory: SessionFactory {
 
     public func makeSession(for connection: Connection, emitter: TransactionEmitter,
                             firstBytes: UnsafeRawBufferPointer?, from direction: Direction) -> any ConnectionSession {
-        if let firstBytes, TLSRecordReader.looksLikeRecord(firstBytes, handshakeType: direction == .fromClient ? 1 : 2) {
+        let hello = direction == .fromClient ? TLSHandshakeType.clientHello : TLSHandshakeType.serverHello
+        if let firstBytes, TLSRecordReader.looksLikeRecord(firstBytes, handshakeType: hello) {
             return TLSSession(connection: connection, emitter: emitter, options: options, keyLog: keyLog, decryption: decryption)
         }
         if let firstBytes, let preface = Self.http2Start(firstBytes, from: direction, on: connection) {
@@ -99,8 +100,8 @@ public struct StandardSessionFactory: SessionFactory {
 
     public func speakerHint(_ firstBytes: UnsafeRawBufferPointer) -> SpeakerHint {
         // A TLS ClientHello comes from the client, a ServerHello from the server.
-        if TLSRecordReader.looksLikeRecord(firstBytes, handshakeType: 1) { return .client }
-        if TLSRecordReader.looksLikeRecord(firstBytes, handshakeType: 2) { return .server }
+        if TLSRecordReader.looksLikeRecord(firstBytes, handshakeType: TLSHandshakeType.clientHello) { return .client }
+        if TLSRecordReader.looksLikeRecord(firstBytes, handshakeType: TLSHandshakeType.serverHello) { return .server }
         // The HTTP/2 preface is the client's (it also reads as a request line).
         if firstBytes.starts(with: HTTP2FrameHeader.preface.prefix(16)) { return .client }
         return HTTP1Session.speakerHint(firstBytes)

@@ -7,8 +7,9 @@
 ///
 /// With the connection's secrets in a key log (found by the ClientHello random): it decrypts the
 /// records (TLS 1.3: handshake, application and 0-RTT traffic secrets, KeyUpdate; TLS 1.2: the
-/// master secret's key block; AES-GCM and ChaCha20-Poly1305, through OpenSSL) and hands the
-/// plaintext to an inner HTTP/1.x session, each record with the capture time of the segment that
+/// master secret's key block; AES-GCM, ChaCha20-Poly1305 and CBC suites, through OpenSSL) and
+/// hands the plaintext to the inner session its ALPN or content chooses (HTTP/1.x, HTTP/2), each
+/// record with the capture time of the segment that
 /// completed it, so the transactions are timed like cleartext ones (their URLs are `https`). A
 /// record that does not authenticate is flagged and nothing after it in that direction is passed
 /// on; a record partly lost is a gap in the plaintext.
