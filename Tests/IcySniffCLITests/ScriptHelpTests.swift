@@ -1,22 +1,28 @@
 import Foundation
 import Testing
 
-/// Every script in scripts/ answers `--help` (and `-h`) with what it does, exit 0, and does
-/// nothing else: before, `scripts/install --help` built the release to install it under a
-/// prefix named `--help`, and record-* scripts started servers and tcpdump writing into a folder
-/// of that name. Run from an empty folder, which must stay empty. Folders (scripts/lib: shell
-/// functions the scripts source) are not scripts.
+/// Every script in scripts/ and bench/ answers `--help` (and `-h`) with what it does, exit 0, and
+/// does nothing else: before, `scripts/install --help` built the release to install it under a
+/// prefix named `--help`, record-* scripts started servers and tcpdump writing into a folder of
+/// that name, and bench/make-*-capture failed in `mkdir --help`. Run from an empty folder, which
+/// must stay empty. Folders (scripts/lib: shell functions the scripts source) and C sources (bench/
+/// *.c, built by scripts/bench) are not scripts.
 @Suite struct ScriptHelpTests {
     @Test func everyScriptAnswersHelpAndDoesNothingElse() throws {
-        let scripts = try FileManager.default.contentsOfDirectory(atPath: CLI.packageRoot.appendingPathComponent("scripts").path)
-            .filter { name in
-                var folder: ObjCBool = false
-                let path = CLI.packageRoot.appendingPathComponent("scripts/\(name)").path
-                return !name.hasPrefix(".") && FileManager.default.fileExists(atPath: path, isDirectory: &folder) && !folder.boolValue
-            }.sorted()
-        #expect(scripts.count >= 30, "\(scripts)")
+        var scripts: [String] = []
+        for folder in ["scripts", "bench"] {
+            scripts += try FileManager.default.contentsOfDirectory(atPath: CLI.packageRoot.appendingPathComponent(folder).path)
+                .filter { name in
+                    var isFolder: ObjCBool = false
+                    let path = CLI.packageRoot.appendingPathComponent("\(folder)/\(name)").path
+                    return !name.hasPrefix(".") && !name.hasSuffix(".c")
+                        && FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) && !isFolder.boolValue
+                }.map { "\(folder)/\($0)" }
+        }
+        scripts.sort()
+        #expect(scripts.count >= 40, "\(scripts)")
         for name in scripts {
-            let script = CLI.packageRoot.appendingPathComponent("scripts/\(name)").path
+            let script = CLI.packageRoot.appendingPathComponent(name).path
             for flag in ["--help", "-h"] {
                 let dir = CLI.temporaryDirectory()
                 defer { try? FileManager.default.removeItem(at: dir) }
