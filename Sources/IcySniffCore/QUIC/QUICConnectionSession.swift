@@ -18,10 +18,10 @@
 /// its HTTP/3 session) and, at its end, its `Connection` with `quic` and `tls` set.
 final class QUICConnectionSession {
     let connection: Connection
-    private let keyLog: KeyLog?
-    /// A key log that holds secrets, or that a client is writing (live): one may be this
-    /// connection's.
-    private var mayHaveKeys: Bool { keyLog.map { $0.count > 0 || $0.growing } ?? false }
+    /// Its keys, from the Initial DCIDs and the key log (`QUICKeyring`).
+    private var keyring: QUICKeyring
+    private var keyLog: KeyLog? { keyring.keyLog }
+    private var mayHaveKeys: Bool { keyring.mayHaveKeys }
     private var info = QUICInfo()
     private var tls = TLSInfo() {
         didSet { connection.tls = tls }
@@ -46,18 +46,8 @@ final class QUICConnectionSession {
             }
         }
     }
-    /// The client's Initial DCIDs, newest first: the Initial keys derive from the current one
-    /// (after a Retry, the Retry's SCID).
-    private var initialDCIDs: [[UInt8]]
-    private var initialKeys: [(version: UInt32, dcid: [UInt8], keys: PerDirection<QUICPacketKeys?>)] = []
     /// The negotiated version (the server's first Initial or Handshake says it).
     private var negotiatedVersion: QUICVersion?
-    private var clientRandom: [UInt8] = []
-    private var cipher: TLSCipherParameters? = nil
-    private var secrets: TLSSecrets? = nil
-    private var handshakeKeys = PerDirection<QUICPacketKeys?>(nil)
-    private var earlyKeys: QUICPacketKeys? = nil
-    private var appKeys = PerDirection<PhaseKeys?>(nil)
     /// The largest packet number seen in each space, per direction.
     private var largestPN = PerDirection(PerSpace<UInt64?>(nil))
     /// CRYPTO data per direction and packet number space, and the handshake messages in it.
@@ -91,27 +81,6 @@ final class QUICConnectionSession {
     private let workspace: PacketWorkspace
     static let maxPacket = 65536 + 64
 
-    /// Where the packets of a tracker's connections are unprotected and opened, one packet at a
-    /// time: all of it happens on the thread that reads packets (the decryption thread gets its
-    /// own copies), and a packet's frames are read before the next packet of any connection is
-    /// opened, so the connections share it. 64 KiB per connection were touched a page or two
-    /// each: 4-8 KiB of every one-packet connection of a flood.
-    final class PacketWorkspace {
-        private(set) var buffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
-        deinit { buffer.deallocate() }
-
-        /// Room for a packet of `n` bytes.
-        func reserve(_ n: Int) {
-            guard buffer.count < n else { return }
-            buffer.deallocate()
-            buffer = .allocate(byteCount: min(QUICConnectionSession.maxPacket, max(2048, 1 << (Int.bitWidth - (n - 1).leadingZeroBitCount))), alignment: 16)
-        }
-        /// The run's key-log searches for connections whose ClientHello was not captured.
-        let searches = QUICKeyTrial.Budget()
-        /// Requests estimated without keys (`QUICPacketPattern`) that the tracker's open
-        /// connections keep, at most `QUICPacketPattern.maxKept`.
-        var estimates = 0
-    }
     /// A key-log search was made for this connection (one at most).
     private var searched = false
     /// Without keys: its packets' sizes (`QUICPacketPattern`).
@@ -139,10 +108,9 @@ final class QUICConnectionSession {
         connection.transport = .quic
         clientEndpoint = client
         serverEndpoint = server
-        self.keyLog = keyLog
+        keyring = QUICKeyring(keyLog: keyLog, dcid: dcid)
         self.emitter = emitter
         self.options = options
-        initialDCIDs = [dcid]
         knownCIDs = [CIDKey(dcid), CIDKey(scid)]
         info.originalDCID = dcid
         info.clientCID = scid
@@ -222,7 +190,7 @@ final class QUICConnectionSession {
             handshakeMessages[d].initial = TLSHandshakeBuffer()
         }
         clientHellos = 0
-        secrets = nil
+        keyring.forgetSecrets()
     }
 
     /// One packet at the start of `bytes`; answers its length (nil: not a packet).
@@ -251,7 +219,7 @@ final class QUICConnectionSession {
             restarted = true
             restartHandshake()
             let newDCID = Array(scid)
-            if !initialDCIDs.contains(newDCID) { initialDCIDs.insert(newDCID, at: 0) }
+            keyring.useInitialDCID(newDCID)
             newCIDs.append(newDCID)
             return bytes.count
         }
@@ -293,14 +261,14 @@ final class QUICConnectionSession {
             return end
         case .handshake, .zeroRTT:
             guard type == .handshake || direction == .fromClient else { return end }
-            if type == .handshake && clientRandom.isEmpty { searchKeyLog(whole, from: direction) }
-            if cipher == nil {
+            if type == .handshake && keyring.clientRandom.isEmpty { searchKeyLog(whole, from: direction) }
+            if keyring.cipher == nil {
                 // Before the ServerHello (0-RTT; a Handshake packet overtaking a lost Initial):
                 // kept until the cipher suite is known, if there may be keys for it.
                 if mayHaveKeys { hold(whole, at: ts, from: direction) }
                 return end
             }
-            keys = type == .handshake ? handshakeKeys(direction, version: version) : zeroRTTKeys(version: version)
+            keys = type == .handshake ? keyring.handshake(direction, version: version) : keyring.zeroRTT(version: version)
         default:
             return end
         }
@@ -320,7 +288,7 @@ final class QUICConnectionSession {
     /// packets are held (at most `maxHeldBytes`) for `TLSSession.maxWaitForKeys` of capture time
     /// and read once the secrets are there; after that, counted and flagged `quic_keys_late`.
     private func holdForKeys(_ packet: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) {
-        guard keyLog?.growing == true, !clientRandom.isEmpty, !gaveUpWaitingForKeys else { return }
+        guard keyLog?.growing == true, !keyring.clientRandom.isEmpty, !gaveUpWaitingForKeys else { return }
         let since = waitingForKeysSince ?? ts
         waitingForKeysSince = since
         guard ts.nanoseconds - since.nanoseconds <= TLSSession.maxWaitForKeys else {
@@ -424,7 +392,7 @@ final class QUICConnectionSession {
         // Checked before header protection is removed: a reset's bits are random, and its key
         // phase bit must not start a key update.
         if isStatelessReset(bytes, from: direction) { return bytes.count }
-        guard cipher != nil else {
+        guard keyring.cipher != nil else {
             // Overtook the ServerHello (reordered, or its Initial was retransmitted): kept.
             hold(bytes, at: ts, from: direction)
             return bytes.count
@@ -432,8 +400,8 @@ final class QUICConnectionSession {
         let pnOffset = 1 + receiverCIDLength(direction)
         guard bytes.count >= pnOffset + 4 + 16 else { return bytes.count }
         // The keys exist (the common case, checked without copying them out), or can be made.
-        if appKeys[direction] == nil {
-            guard let version = negotiatedVersion ?? QUICVersion(info.version), appKeys(direction, version: version) != nil else {
+        if keyring.application[direction] == nil {
+            guard let version = negotiatedVersion ?? QUICVersion(info.version), keyring.application(direction, version: version) != nil else {
                 holdForKeys(bytes, at: ts, from: direction)
                 return bytes.count
             }
@@ -451,73 +419,17 @@ final class QUICConnectionSession {
 
     // MARK: Keys
 
-    /// The Initial keys of one direction, derived when a packet of that direction first needs
-    /// them (a client Initial that no server answers costs one direction's contexts, not two).
-    private func initialKeys(version: QUICVersion, dcid: [UInt8], direction: Direction) -> QUICPacketKeys? {
-        let i: Int
-        if let found = initialKeys.firstIndex(where: { $0.version == version.number && $0.dcid == dcid }) { i = found } else {
-            initialKeys.append((version.number, dcid, PerDirection(nil)))
-            i = initialKeys.count - 1
-        }
-        if let keys = initialKeys[i].keys[direction] { return keys }
-        let keys = QUICPacketKeys.initial(dcid: dcid, version: version, server: direction == .fromServer)
-        initialKeys[i].keys[direction] = keys
-        return keys
-    }
-
     /// Initial packets: tried with the keys of each DCID the client has used, newest first.
     private func openInitial(_ whole: UnsafeRawBufferPointer, pnOffset: Int, version: QUICVersion, at ts: Timestamp,
                              from direction: Direction) {
-        for dcid in initialDCIDs {
-            guard let keys = initialKeys(version: version, dcid: dcid, direction: direction) else { continue }
+        for dcid in keyring.initialDCIDs {
+            guard let keys = keyring.initial(version: version, dcid: dcid, direction: direction) else { continue }
             if let plaintext = open(whole, pnOffset: pnOffset, keys: keys, space: .initial, from: direction, longHeader: true, quiet: true) {
                 confirmed = true
                 return frames(plaintext, space: .initial, at: ts, from: direction)
             }
         }
         info.packetsUndecryptable += 1
-    }
-
-    /// A secret this packet needs is missing: a key log being written (live) may have it by now;
-    /// a finished one was read when the ClientHello and the ServerHello came, and holds no more.
-    private func lookUpLateSecrets() {
-        if keyLog?.growing == true { lookUpSecrets() }
-    }
-
-    private func lookUpSecrets() {
-        guard let keyLog, !clientRandom.isEmpty else { return }
-        if secrets == nil || keyLog.growing {
-            secrets = keyLog.secrets(forClientRandom: clientRandom, wanting: { $0.clientTraffic0 == nil || $0.serverTraffic0 == nil })
-        }
-    }
-
-    private func handshakeKeys(_ direction: Direction, version: QUICVersion) -> QUICPacketKeys? {
-        if let k = handshakeKeys[direction] { return k }
-        guard let cipher else { return nil }
-        if secrets?.clientHandshake == nil { lookUpLateSecrets() }
-        guard let secret = direction == .fromClient ? secrets?.clientHandshake : secrets?.serverHandshake else { return nil }
-        let k = QUICPacketKeys(secret: secret, cipher: cipher, version: version)
-        handshakeKeys[direction] = k
-        return k
-    }
-
-    private func zeroRTTKeys(version: QUICVersion) -> QUICPacketKeys? {
-        if let earlyKeys { return earlyKeys }
-        if secrets?.clientEarly == nil { lookUpLateSecrets() }
-        // The early secret's suite is the resumed session's: the one the server picks again.
-        guard let secret = secrets?.clientEarly, let cipher else { return nil }
-        earlyKeys = QUICPacketKeys(secret: secret, cipher: cipher, version: version)
-        return earlyKeys
-    }
-
-    private func appKeys(_ direction: Direction, version: QUICVersion) -> PhaseKeys? {
-        if let k = appKeys[direction] { return k }
-        guard let cipher else { return nil }
-        if (direction == .fromClient ? secrets?.clientTraffic0 : secrets?.serverTraffic0) == nil { lookUpLateSecrets() }
-        guard let secret = direction == .fromClient ? secrets?.clientTraffic0 : secrets?.serverTraffic0,
-              let keys = QUICPacketKeys(secret: secret, cipher: cipher, version: version) else { return nil }
-        appKeys[direction] = PhaseKeys(current: keys)
-        return appKeys[direction]
     }
 
     // MARK: Packet protection
@@ -618,7 +530,7 @@ final class QUICConnectionSession {
     private func submitShort(_ whole: UnsafeRawBufferPointer, pnOffset: Int, to decryption: DecryptionQueue, at ts: Timestamp,
                              from direction: Direction) {
         let d = direction
-        guard let k = appKeys[d],
+        guard let k = keyring.application[d],
               let (header, pn, phase) = unprotect(whole, pnOffset: pnOffset, keys: k.current, space: .application, from: direction,
                                                   longHeader: false) else { return packetFailed() }
         let keys: QUICPacketKeys
@@ -652,7 +564,7 @@ final class QUICConnectionSession {
             if isStatelessReset(packet, from: direction) { return }
             return packetFailed()
         }
-        if let phase = keyUpdate, let k = appKeys[direction], k.phase != phase, let next = k.next {
+        if let phase = keyUpdate, let k = keyring.application[direction], k.phase != phase, let next = k.next {
             k.update(to: next, phase: phase, firstPacket: packetNumber)
         }
         packetOpened(application: true)
@@ -672,7 +584,7 @@ final class QUICConnectionSession {
     /// A 1-RTT packet: the key phase bit picks the current, next or previous keys (RFC 9001 §6,
     /// `PhaseKeys.keys`); a packet the next phase's keys do not open is tried with the previous.
     private func openShort(_ whole: UnsafeRawBufferPointer, pnOffset: Int, from direction: Direction) -> UnsafeRawBufferPointer? {
-        guard let k = appKeys[direction] else { return nil }
+        guard let k = keyring.application[direction] else { return nil }
         guard let (header, pn, phase) = unprotect(whole, pnOffset: pnOffset, keys: k.current, space: .application, from: direction,
                                                   longHeader: false) else { packetFailed(); return nil }
         switch k.keys(phase: phase, packetNumber: pn) {
@@ -747,19 +659,19 @@ final class QUICConnectionSession {
             guard let hello = TLSHandshakeObserver.clientHello(message, into: &tls, first: clientHellos == 0) else { return }
             clientHellos += 1
             if clientHellos == 1 {
-                clientRandom = hello.random
-                lookUpSecrets()
+                keyring.clientRandom = hello.random
+                keyring.lookUpSecrets()
             }
         case (.fromServer, .initial, TLSHandshakeType.serverHello):
-            guard let hello = TLSHandshakeObserver.serverHello(message, into: &tls), !hello.helloRetry, cipher == nil else { return }
-            cipher = TLSCipherParameters(suite: hello.cipherSuite)
+            guard let hello = TLSHandshakeObserver.serverHello(message, into: &tls), !hello.helloRetry, keyring.cipher == nil else { return }
+            keyring.cipher = TLSCipherParameters(suite: hello.cipherSuite)
             if tls.earlyDataOffered && keyLog != nil { tls.earlyDataAccepted = false }
-            lookUpSecrets()
+            keyring.lookUpSecrets()
             replayPending = !held.isEmpty
             connection.quic = info
             // A live key log may still write them (looked up again as packets need them); if it
             // never does, the connection's end says so.
-            emitter.secured(connection, keys: secrets != nil ? .found : keyLog?.growing == true ? .awaited : .none)
+            emitter.secured(connection, keys: keyring.secrets != nil ? .found : keyLog?.growing == true ? .awaited : .none)
         case (.fromServer, .handshake, TLSHandshakeType.encryptedExtensions):
             TLSHandshakeObserver.encryptedExtensions(message, into: &tls) { serverTransportParameters($0) }
         default:
@@ -776,7 +688,7 @@ final class QUICConnectionSession {
         guard confirmed, !searched, mayHaveKeys, let keyLog else { return }
         searched = true
         guard workspace.searches.take() else { return connection.note(.quicKeySearchLimited) }
-        if let found = QUICKeyTrial.search(packet, keyLog: keyLog, suite: cipher == nil ? nil : tls.cipherSuite),
+        if let found = QUICKeyTrial.search(packet, keyLog: keyLog, suite: keyring.cipher == nil ? nil : tls.cipherSuite),
            found.fromServer == (direction == .fromServer) {
             adopt(found)
         }
@@ -788,7 +700,7 @@ final class QUICConnectionSession {
     /// (its first Initial, whose DCID that is, never seen).
     func adopt(_ found: QUICKeyTrial.Found, originalDCIDKnown: Bool = true) {
         searched = true
-        clientRandom = found.clientRandom
+        keyring.clientRandom = found.clientRandom
         if !originalDCIDKnown { info.originalDCID = [] }
         let serverCID = found.fromServer ? found.scid : found.dcid
         if info.serverCID == nil {
@@ -798,10 +710,10 @@ final class QUICConnectionSession {
         if negotiatedVersion == nil { negotiatedVersion = found.version }
         confirmed = true
         connection.note(.quicKeysFoundBySearch)
-        lookUpSecrets()
+        keyring.lookUpSecrets()
         replayPending = !held.isEmpty
-        guard cipher == nil else { return }
-        cipher = found.cipher
+        guard keyring.cipher == nil else { return }
+        keyring.cipher = found.cipher
         tls.cipherSuite = found.suite
         connection.quic = info
         emitter.secured(connection, keys: .found)
@@ -865,8 +777,8 @@ final class QUICConnectionSession {
     func finish(at ts: Timestamp) {
         // A live key log's last chance: secrets written since the last packet open what waits.
         if waitingForKeysSince != nil, !held.isEmpty {
-            lookUpLateSecrets()
-            if secrets?.clientTraffic0 != nil || secrets?.serverTraffic0 != nil || secrets?.clientHandshake != nil {
+            keyring.lookUpLateSecrets()
+            if keyring.secrets?.clientTraffic0 != nil || keyring.secrets?.serverTraffic0 != nil || keyring.secrets?.clientHandshake != nil {
                 stopWaitingForKeys()
             } else {
                 connection.note(.quicKeysLate)
@@ -874,13 +786,13 @@ final class QUICConnectionSession {
         }
         // Without the ClientHello's random the key log cannot be searched: that is said, not
         // blamed on the key log.
-        if clientRandom.isEmpty && confirmed && (mayHaveKeys || !held.isEmpty) { connection.note(.quicClientHelloUnreadable) }
+        if keyring.clientRandom.isEmpty && confirmed && (mayHaveKeys || !held.isEmpty) { connection.note(.quicClientHelloUnreadable) }
         else if !held.isEmpty { connection.note(.quicKeysNotFound) }
         held = []
-        if mayHaveKeys, !clientRandom.isEmpty {
+        if mayHaveKeys, !keyring.clientRandom.isEmpty {
             // The key log has no secrets for this connection, or not those of its traffic.
-            if secrets == nil { lookUpSecrets() }
-            if secrets?.clientTraffic0 == nil || secrets?.serverTraffic0 == nil { connection.note(.quicKeysNotFound) }
+            if keyring.secrets == nil { keyring.lookUpSecrets() }
+            if keyring.secrets?.clientTraffic0 == nil || keyring.secrets?.serverTraffic0 == nil { connection.note(.quicKeysNotFound) }
         }
         if let h3 = http3 {
             for direction in [Direction.fromClient, .fromServer] {
@@ -898,7 +810,7 @@ final class QUICConnectionSession {
             info.pushes = h3.pushes
         }
         if info.end == nil { info.end = statelessReset ? "stateless_reset" : "idle" }
-        info.keyUpdates = max(appKeys.fromClient?.updates ?? 0, appKeys.fromServer?.updates ?? 0)
+        info.keyUpdates = max(keyring.application.fromClient?.updates ?? 0, keyring.application.fromServer?.updates ?? 0)
         connection.halves.0.bytes = info.bytesFromClient
         connection.halves.1.bytes = info.bytesFromServer
         // Without keys: QUIC's ALPN is encrypted; a client offering only HTTP/3 speaks it, and

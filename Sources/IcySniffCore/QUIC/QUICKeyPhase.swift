@@ -1,7 +1,7 @@
 extension QUICConnectionSession {
     /// The 1-RTT keys of one direction: the current key phase's, with the previous phase's kept
     /// for late packets (RFC 9001 §6.5) and the next one's derived when a packet flips the bit.
-    /// A class, changed where it lies: as a struct in `appKeys`, every packet's reads of its
+    /// A class, changed where it lies: as a struct in `QUICKeyring.application`, every packet's reads of its
     /// phase and keys copied it (three references counted up and down each time).
     final class PhaseKeys {
         var current: QUICPacketKeys
