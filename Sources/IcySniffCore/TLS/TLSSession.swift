@@ -126,21 +126,9 @@ final class TLSSession: ConnectionSession {
     private var encryptThenMAC = false
     /// The ServerHello (not a HelloRetryRequest) has been read.
     private var sawServerHello = false
-    /// Without keys, what the records' sizes and times say (`RecordPattern`).
-    private var pattern = RecordPattern()
-    /// TLS 1.3: the client's Finished (its first encrypted record after the ServerHello, or the
-    /// second after an EndOfEarlyData), and whether the server's Finished was seen (records
-    /// after it and before the client's are 0.5-RTT data); the server's records before it.
-    private var clientFinishedAt: Timestamp? = nil
-    private var serverFinishedSeen = false
-    /// TLS 1.3: NewSessionTickets the server sent once it read the client's Finished, before the
-    /// client wrote again (at most two, 100 to 400 bytes each): not part of a response.
-    private var ticketsTaken = 0
-    private var clientWroteAfterFinished = false
-    private var serverHandshakeRecords = 0
-    /// 0-RTT records (the request sent with the ClientHello), for `pattern` once the suite is
-    /// known, at most 64.
-    private var earlyRecords: [TLSRecordReader.Record] = []
+    /// What each encrypted record is (handshake, ticket, data), and, without keys, what the
+    /// records' sizes and times say (`TLSRecordRoles`, `RecordPattern`).
+    private var roles = TLSRecordRoles()
     /// TLS 1.2: the server's Certificate came (a full handshake).
     private var sawCertificate = false
 
@@ -231,7 +219,7 @@ final class TLSSession: ConnectionSession {
         if info.version != 0 && !isTLS13 { info.earlyDataAccepted = false }
         if !heldEarly.isEmpty { settleEarlyData(accepted: info.earlyDataAccepted ?? false) }
         // No keys: the records' sizes and times are what there is.
-        if secrets == nil && sawServerHello { info.inferred = pattern.result(offered: info.alpnOffered, negotiated: info.alpn) }
+        if secrets == nil && sawServerHello { info.inferred = roles.inferred(offered: info.alpnOffered, negotiated: info.alpn) }
         inTurn { self.inner?.finished(connection, at: timestamp) }
     }
 
@@ -276,7 +264,7 @@ final class TLSSession: ConnectionSession {
         case TLSContentType.applicationData:
             client.applicationBytes &+= UInt64(r.length + 5)
             if !sawServerHello {
-                if earlyRecords.count < 64 { earlyRecords.append(TLSRecordReader.Record(type: TLSContentType.applicationData, body: nil, length: r.length, firstByte: r.firstByte, lastByte: r.lastByte, lost: r.lost)) }
+                roles.early(r)
                 // 0-RTT early data, sent with the ClientHello: held until the server's
                 // EncryptedExtensions say whether it was accepted.
                 if r.body != nil || r.lost {
@@ -285,15 +273,11 @@ final class TLSSession: ConnectionSession {
                 }
                 return
             }
-            // TLS 1.3: the client's first encrypted record after the ServerHello ends its flight.
-            if isTLS13, clientFinishedAt == nil {
+            switch roles.client(r, tls13: isTLS13, earlyDataOffered: info.earlyDataOffered) {
+            case .handshake:
+                // TLS 1.3: the client's first encrypted record after the ServerHello ends its flight.
                 if info.handshakeEnd == nil { info.handshakeEnd = r.lastByte }
-                // After 0-RTT the client's EndOfEarlyData (an empty handshake message) comes
-                // first; its Finished is the next.
-                if !(info.earlyDataOffered && r.length - pattern.overhead == 4) { clientFinishedAt = r.lastByte }
-            } else {
-                if clientFinishedAt != nil { clientWroteAfterFinished = true }
-                let withFinished = clientFinishedAt.map { r.firstByte.nanoseconds - $0.nanoseconds < 1_000_000 } ?? false
+            case .data(let withFinished):
                 // Keys found: the records are decrypted, nothing is estimated.
                 if secrets == nil { estimate(r, fromClient: true, withFinished: withFinished) }
             }
@@ -308,9 +292,8 @@ final class TLSSession: ConnectionSession {
     /// An application-data record for the estimates (`RecordPattern`): the exchanges it adds are
     /// charged to the connection's state budget, whichever way the record came (0-RTT too).
     private func estimate(_ r: TLSRecordReader.Record, fromClient: Bool, withFinished: Bool = false) {
-        let kept = pattern.kept
-        pattern.record(fromClient: fromClient, length: r.length, first: r.firstByte, last: r.lastByte, withFinished: withFinished, lost: r.lost)
-        if pattern.kept != kept { connection.chargeEstimates((pattern.kept - kept) * RecordPattern.bytesPerExchange) }
+        let added = roles.estimate(r, fromClient: fromClient, withFinished: withFinished)
+        if added != 0 { connection.chargeEstimates(added * RecordPattern.bytesPerExchange) }
     }
 
     private func serverRecord(_ r: TLSRecordReader.Record) {
@@ -340,16 +323,8 @@ final class TLSSession: ConnectionSession {
             }
         case TLSContentType.applicationData:
             server.applicationBytes &+= UInt64(r.length + 5)
-            // TLS 1.3: before the client's Finished, the server's encrypted handshake, up to its
-            // Finished (not its first record, which is EncryptedExtensions); then 0.5-RTT data.
-            if isTLS13, clientFinishedAt != nil, !clientWroteAfterFinished, ticketsTaken < 2,
-               RecordPattern.ticketLengths.contains(r.length - pattern.overhead) {
-                ticketsTaken += 1
-            } else if !isTLS13 || clientFinishedAt != nil || serverFinishedSeen {
-                if secrets == nil { estimate(r, fromClient: false) }
-            } else {
-                if serverHandshakeRecords > 0, let cipher, r.length - pattern.overhead == 4 + cipher.hashLength { serverFinishedSeen = true }
-                serverHandshakeRecords += 1
+            if roles.server(r, tls13: isTLS13, finishedLength: cipher.map { 4 + $0.hashLength }) == .data, secrets == nil {
+                estimate(r, fromClient: false)
             }
             sealed(r, from: .fromServer)
         default:
@@ -639,10 +614,8 @@ final class TLSSession: ConnectionSession {
         sawServerHello = true
         serverRandom = hello.random
         self.cipher = TLSCipherParameters(suite: hello.cipherSuite)
-        pattern.overhead = cipher?.recordOverhead(tls13: hello.version == 0x0304) ?? 0
         // A request sent as 0-RTT data is the first exchange's.
-        for r in earlyRecords { estimate(r, fromClient: true) }
-        earlyRecords = []
+        for r in roles.suiteKnown(overhead: cipher?.recordOverhead(tls13: hello.version == 0x0304) ?? 0) { estimate(r, fromClient: true) }
         if cipher == nil && (keyLog?.count ?? 0) > 0 { connection.note(.tlsCipherUnsupported) }
         if hello.version == 0x0304 { server.encrypted = true }
         setUpKeys()
