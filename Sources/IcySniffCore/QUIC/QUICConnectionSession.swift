@@ -285,13 +285,13 @@ final class QUICConnectionSession {
 
     /// A live key log (`KeyLog.growing`) that has not written this connection's secrets yet: a
     /// browser under load writes them after its first packets went out. Its Handshake and 1-RTT
-    /// packets are held (at most `maxHeldBytes`) for `TLSSession.maxWaitForKeys` of capture time
+    /// packets are held (at most `maxHeldBytes`) for `TLSKeyWait.maxWait` of capture time
     /// and read once the secrets are there; after that, counted and flagged `quic_keys_late`.
     private func holdForKeys(_ packet: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) {
         guard keyLog?.growing == true, !keyring.clientRandom.isEmpty, !gaveUpWaitingForKeys else { return }
         let since = waitingForKeysSince ?? ts
         waitingForKeysSince = since
-        guard ts.nanoseconds - since.nanoseconds <= TLSSession.maxWaitForKeys else {
+        guard ts.nanoseconds - since.nanoseconds <= TLSKeyWait.maxWait else {
             gaveUpWaitingForKeys = true
             waitingForKeysSince = nil
             if !held.isEmpty { connection.note(.quicKeysLate) }

@@ -302,3 +302,26 @@ final class RecordProtection {
         return (explicitNonce ?? []) + out
     }
 }
+
+extension RecordProtection {
+    /// TLS 1.2: each direction's record protection from the master secret (RFC 5246 §6.3:
+    /// key_block = PRF(master, "key expansion", server_random + client_random): the client's and
+    /// the server's MAC keys (CBC suites), write keys, then IVs (the AEAD suites' implicit IVs;
+    /// CBC records carry their own)). Nil when the PRF fails.
+    static func tls12(master: [UInt8], clientRandom: [UInt8], serverRandom: [UInt8], cipher c: TLSCipherParameters,
+                      encryptThenMAC: Bool) -> PerDirection<RecordProtection?>? {
+        let m = c.cbcMAC?.length ?? 0, k = c.keyLength, v = c.cbcMAC == nil ? c.tls12ImplicitIVLength : 0
+        guard let block = TLSKeys.prf(master, "key expansion", seed: serverRandom + clientRandom, length: 2 * (m + k + v),
+                                      sha384: c.sha384) else { return nil }
+        return PerDirection { direction in
+            let side = direction == .fromClient ? 0 : 1
+            let key = Array(block[(2 * m + side * k)..<(2 * m + side * k + k)])
+            if let mac = c.cbcMAC {
+                return RecordProtection(cbcKey: key, macKey: Array(block[(side * m)..<(side * m + m)]), mac: mac,
+                                        encryptThenMAC: encryptThenMAC)
+            }
+            let iv = 2 * (m + k) + side * v
+            return RecordProtection(key: key, iv: Array(block[iv..<(iv + v)]), cipher: c, tls13: false)
+        }
+    }
+}

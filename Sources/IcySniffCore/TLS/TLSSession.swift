@@ -18,8 +18,8 @@
 /// reached it, about when the capture sees that ServerHello: the connection then waits for them.
 /// What comes after the ServerHello is held in arrival order (records and ends), the key log
 /// read again as each chunk comes, and everything held is handled as it came once the secrets
-/// are there — or without them (flagged tls_keys_not_found) after `maxWaitForKeys` of capture
-/// time or `maxHeldForKeys` bytes, or at the connection's end. A client that logs its keys does
+/// are there — or without them (flagged tls_keys_not_found) after `TLSKeyWait.maxWait` of capture
+/// time or `TLSKeyWait.maxHeld` bytes, or at the connection's end. A client that logs its keys does
 /// so within milliseconds; most apps on a hotspot never do, and must cost little.
 final class TLSSession: ConnectionSession {
     let scheme = "https"
@@ -44,18 +44,7 @@ final class TLSSession: ConnectionSession {
     /// counted toward the caps, so that a million empty records cannot be held for free.
     static let heldRecordOverhead = 64
     /// Live: waiting for the key log to name this connection's secrets, and what came since.
-    private var awaitingKeys = false
-    private enum Held {
-        case record(TLSRecordReader.Record, Direction)
-        case ended(Direction, CloseReason, Timestamp)
-    }
-    private var heldForKeys: [Held] = []
-    private var heldForKeysBytes = 0
-    /// What a connection holds at most while it waits for its secrets, and for how long (capture
-    /// time): a client that never logs its secrets costs no more than this.
-    static let maxHeldForKeys = 256 << 10
-    static let maxWaitForKeys: Int64 = 1_000_000_000
-    private var awaitingSince: Timestamp = .zero
+    private var keyWait = TLSKeyWait()
     /// Where application data is decrypted (offline: on the second core, `DecryptionQueue`);
     /// nil: here, as records come. Everything that follows a record there (the plaintext's way
     /// into the inner session, a direction's end, the connection's end) waits its turn (`inTurn`).
@@ -149,7 +138,7 @@ final class TLSSession: ConnectionSession {
     /// records, and everything that may be decrypted.
     private func keeps(_ type: UInt8, _ direction: Direction) -> Bool {
         if type == TLSContentType.handshake && !half(direction).encrypted { return true }
-        if awaitingKeys { return (TLSContentType.changeCipherSpec...TLSContentType.applicationData).contains(type) }
+        if keyWait.waiting { return (TLSContentType.changeCipherSpec...TLSContentType.applicationData).contains(type) }
         guard secrets != nil, !half(direction).decryptionFailed, (TLSContentType.alert...TLSContentType.applicationData).contains(type) else { return false }
         return true
     }
@@ -167,7 +156,7 @@ final class TLSSession: ConnectionSession {
             if direction == .fromServer { plainAnswer.received(chunk, from: direction, on: connection) }
             return
         }
-        if awaitingKeys { lookForKeys(final: false) }
+        if keyWait.waiting { lookForKeys(final: false) }
         // Whether a record's body is kept is decided when its header arrives, by the state the
         // records before it (in the same chunk too) left.
         if direction == .fromClient {
@@ -192,7 +181,7 @@ final class TLSSession: ConnectionSession {
             if direction == .fromServer { plainAnswer.missed(gap, from: direction, on: connection) }
             return
         }
-        if awaitingKeys { lookForKeys(final: false) }
+        if keyWait.waiting { lookForKeys(final: false) }
         let reader = half(direction).records
         let wasBroken = reader.broken
         reader.gap(gap.length, at: gap.timestamp) { direction == .fromClient ? clientRecord($0) : serverRecord($0) }
@@ -205,13 +194,13 @@ final class TLSSession: ConnectionSession {
 
     func ended(_ direction: Direction, reason: CloseReason, at timestamp: Timestamp, on connection: Connection) {
         if let plainAnswer { return plainAnswer.ended(direction, reason: reason, at: timestamp, on: connection) }
-        if awaitingKeys { heldForKeys.append(.ended(direction, reason, timestamp)); return }
+        if keyWait.waiting { keyWait.hold(end: direction, reason: reason, at: timestamp); return }
         inTurn { self.inner?.ended(direction, reason: reason, at: timestamp, on: connection) }
     }
 
     func finished(_ connection: Connection, at timestamp: Timestamp) {
         plainAnswer?.finished(connection, at: timestamp)
-        if awaitingKeys { lookForKeys(final: true) }
+        if keyWait.waiting { lookForKeys(final: true) }
         if client.records.midRecord || server.records.midRecord { connection.note(.tlsRecordCut) }
         info.applicationBytesFromClient = client.applicationBytes
         info.applicationBytesFromServer = server.applicationBytes
@@ -242,7 +231,7 @@ final class TLSSession: ConnectionSession {
     // MARK: Records
 
     private func clientRecord(_ r: TLSRecordReader.Record) {
-        if awaitingKeys { return hold(r, from: .fromClient) }
+        if keyWait.waiting { return hold(r, from: .fromClient) }
         switch r.type {
         case TLSContentType.handshake where !client.encrypted:
             if let body = r.body {
@@ -297,7 +286,7 @@ final class TLSSession: ConnectionSession {
     }
 
     private func serverRecord(_ r: TLSRecordReader.Record) {
-        if awaitingKeys { return hold(r, from: .fromServer) }
+        if keyWait.waiting { return hold(r, from: .fromServer) }
         switch r.type {
         case TLSContentType.handshake where !server.encrypted:
             guard let body = r.body else { return }
@@ -501,8 +490,7 @@ final class TLSSession: ConnectionSession {
         guard let keyLog, keyLog.count > 0 || keyLog.growing else { return }
         let found = keyLog.secrets(forClientRandom: clientRandom, wanting: keyLog.growing ? { !self.hasAllSecrets($0) } : nil)
         if keyLog.growing && cipher != nil && !hasAllSecrets(found) {
-            awaitingKeys = true
-            awaitingSince = connection.lastSeen
+            keyWait.start(at: connection.lastSeen)
             return
         }
         useKeys(found)
@@ -534,24 +522,10 @@ final class TLSSession: ConnectionSession {
             client.protection = protection(for: found.clientHandshake)
             if server.protection == nil && client.protection == nil { secrets = nil; connection.note(.tlsKeysNotFound) }
         } else if let master = found.masterSecret {
-            // RFC 5246 §6.3: key_block = PRF(master, "key expansion", server_random + client_random):
-            // the client's and the server's MAC keys (CBC suites), write keys, then IVs (the
-            // AEAD suites' implicit IVs; CBC records carry their own).
-            let m = c.cbcMAC?.length ?? 0, k = c.keyLength, v = c.cbcMAC == nil ? c.tls12ImplicitIVLength : 0
-            guard let block = TLSKeys.prf(master, "key expansion", seed: serverRandom + clientRandom, length: 2 * (m + k + v),
-                                          sha384: c.sha384) else { return }
-            /// Side 0: the client's, 1: the server's.
-            func protection(_ side: Int) -> RecordProtection? {
-                let key = Array(block[(2 * m + side * k)..<(2 * m + side * k + k)])
-                if let mac = c.cbcMAC {
-                    return RecordProtection(cbcKey: key, macKey: Array(block[(side * m)..<(side * m + m)]), mac: mac,
-                                            encryptThenMAC: encryptThenMAC)
-                }
-                let iv = 2 * (m + k) + side * v
-                return RecordProtection(key: key, iv: Array(block[iv..<(iv + v)]), cipher: c, tls13: false)
-            }
-            client.pending = protection(0)
-            server.pending = protection(1)
+            guard let pending = RecordProtection.tls12(master: master, clientRandom: clientRandom, serverRandom: serverRandom,
+                                                       cipher: c, encryptThenMAC: encryptThenMAC) else { return }
+            client.pending = pending.fromClient
+            server.pending = pending.fromServer
         } else {
             secrets = nil
             connection.note(.tlsKeysNotFound)
@@ -560,15 +534,11 @@ final class TLSSession: ConnectionSession {
 
     /// A record that came while the connection waits for its secrets.
     private func hold(_ r: TLSRecordReader.Record, from direction: Direction) {
-        heldForKeys.append(.record(r, direction))
-        heldForKeysBytes += (r.body?.count ?? 0) + Self.heldRecordOverhead
-        if heldForKeysBytes > Self.maxHeldForKeys || r.lastByte.nanoseconds - awaitingSince.nanoseconds > Self.maxWaitForKeys {
-            lookForKeys(final: true)
-        }
+        if keyWait.hold(r, from: direction) { lookForKeys(final: true) }
     }
 
     /// Reads the key log again (however recently it was: only waiting connections ask, and each
-    /// for at most `maxWaitForKeys`); once every secret is there (or `final`: waited long
+    /// for at most `TLSKeyWait.maxWait`); once every secret is there (or `final`: waited long
     /// enough, or the connection ended; with what there is), handles what was held.
     private func lookForKeys(final: Bool) {
         let found = keyLog?.secrets(forClientRandom: clientRandom, wanting: { !self.hasAllSecrets($0) }, now: true)
@@ -578,12 +548,9 @@ final class TLSSession: ConnectionSession {
     /// Sets up the keys found (none: flagged), then handles everything held, in arrival order,
     /// as if it came now.
     private func stopWaiting(with found: TLSSecrets?) {
-        awaitingKeys = false
+        let held = keyWait.stop()
         useKeys(found)
         if secrets == nil { emitter.secured(connection, keys: .none) }
-        let held = heldForKeys
-        heldForKeys = []
-        heldForKeysBytes = 0
         for item in held {
             switch item {
             case .record(let r, .fromClient): clientRecord(r)
@@ -619,7 +586,7 @@ final class TLSSession: ConnectionSession {
         if cipher == nil && (keyLog?.count ?? 0) > 0 { connection.note(.tlsCipherUnsupported) }
         if hello.version == 0x0304 { server.encrypted = true }
         setUpKeys()
-        emitter.secured(connection, keys: awaitingKeys ? .awaited : secrets == nil ? .none : .found)
+        emitter.secured(connection, keys: keyWait.waiting ? .awaited : secrets == nil ? .none : .found)
     }
 
     /// TLS 1.2 ECDHE: ServerKeyExchange names the curve (RFC 8422 §5.4).
