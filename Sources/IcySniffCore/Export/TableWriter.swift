@@ -68,41 +68,6 @@ public final class TableWriter {
         }
     }
 
-    /// What each flexible column (nil width) gets of a line of `width` cells once the others and
-    /// the spaces between columns are placed; nil when there is none.
-    static func sharedWidth(_ widths: [Int?], of width: Int) -> Int? {
-        let shares = widths.filter { $0 == nil }.count
-        guard shares > 0 else { return nil }
-        return (width - widths.compactMap { $0 }.reduce(0, +) - (widths.count - 1)) / shares
-    }
-
-    /// The table's width in display cells: the terminal's, else `COLUMNS` (as `ls` and `ps` read
-    /// it when not writing to a terminal), else 160.
-    public static func tableWidth(terminal: Bool) -> Int {
-        var ws = winsize()
-        if terminal && ioctl(1, UInt(TIOCGWINSZ), &ws) == 0 && ws.ws_col >= 40 { return Int(ws.ws_col) }
-        if let text = getenv("COLUMNS").map({ String(cString: $0) }), let n = Int(text), n >= 40 { return min(n, 1000) }
-        return 160
-    }
-
-    /// The URL column's share of a line: three tenths of it, at least 24 cells, at most 60.
-    static func urlTarget(_ width: Int) -> Int { min(60, max(24, width * 3 / 10)) }
-
-    /// The table's columns and their widths for a line of `width` cells. With the default
-    /// columns (`adaptive`), the least needed give way to the URL until it has its share: the
-    /// client and protocol go, flags narrow, the content type goes, the cache verdict narrows,
-    /// the flags go, and the time drops its milliseconds. Columns named with `--fields` all stay.
-    static func tableLayout(_ fields: [Field], width: Int, adaptive: Bool) -> [(field: Field, width: Int?)] {
-        var layout: [(field: Field, width: Int?)] = fields.map { ($0, baseWidth($0)) }
-        guard adaptive else { return layout }
-        let steps: [(Field, Int?)] = [(.proto, nil), (.client, nil), (.flags, 12), (.contentType, nil), (.cache, 12), (.flags, nil), (.time, 8)]
-        for (field, narrowed) in steps where (sharedWidth(layout.map(\.width), of: width) ?? .max) < urlTarget(width) {
-            guard let i = layout.firstIndex(where: { $0.field == field }) else { continue }
-            if let narrowed { layout[i].width = narrowed } else { layout.remove(at: i) }
-        }
-        return layout
-    }
-
     /// Writes one row. The transaction's cache verdict comes with it (`CacheJudgingSink`).
     public func consume(_ t: Transaction) {
         defer { if flushEachRow { output.flush() } }
@@ -332,29 +297,6 @@ public final class TableWriter {
         return client.address.description
     }
 
-    private static func baseWidth(_ f: Field) -> Int? {
-        switch f {
-        case .time: return 12
-        case .client: return 16
-        case .server: return 21
-        case .method: return 7
-        case .status: return 6
-        case .contentType: return 16
-        case .size, .encodedSize, .requestSize: return 9
-        case .duration, .connect, .send, .wait, .receive, .ssl: return 8
-        case .tlsVersion: return 11
-        case .cache: return 16
-        case .depth: return 5
-        case .connection: return 6
-        case .version: return 8
-        case .proto: return 8
-        case .stream: return 6
-        case .wsMessages, .wsBytes: return 9
-        case .flags: return 24
-        default: return nil
-        }
-    }
-
     func tableRow(_ values: [String], status: Int) -> String {
         var cells: [String] = []
         for (i, (f, v)) in zip(fields, values).enumerated() {
@@ -376,74 +318,9 @@ public final class TableWriter {
         return row
     }
 
-    /// Display cells of a scalar on a terminal (after `printable`): 0 for combining marks and
-    /// zero-width characters, 2 for East Asian wide and fullwidth characters and emoji (the
-    /// ranges of Markus Kuhn's wcwidth, Unicode 15's emoji blocks), 1 otherwise.
-    static func cells(_ c: Unicode.Scalar) -> Int {
-        let v = c.value
-        if v < 0x300 { return 1 }
-        switch c.properties.generalCategory {
-        case .nonspacingMark, .enclosingMark, .format: return 0
-        default: break
-        }
-        if (0x1160...0x11FF).contains(v) || v == 0x200B { return 0 }
-        return wideRanges.contains { $0.contains(v) } ? 2 : 1
-    }
-
-    /// East Asian wide and fullwidth characters, and emoji: two cells.
-    private static let wideRanges: [ClosedRange<UInt32>] = [
-        0x1100...0x115F, 0x2329...0x232A, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF,
-        0xA000...0xA4CF, 0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE10...0xFE19, 0xFE30...0xFE6F, 0xFF00...0xFF60,
-        0xFFE0...0xFFE6, 0x1F300...0x1F64F, 0x1F900...0x1F9FF, 0x20000...0x2FFFD, 0x30000...0x3FFFD,
-    ]
-
-    static func cells(_ s: String) -> Int { s.unicodeScalars.reduce(0) { $0 + cells($1) } }
-
-    /// Text for a terminal: control characters (C0, DEL, C1) as "?", so bytes from the wire
-    /// cannot move the cursor or send escape sequences.
-    static func printable(_ s: String) -> String {
-        String(String.UnicodeScalarView(s.unicodeScalars.map { c in
-            c.value < 0x20 || (0x7F...0x9F).contains(c.value) ? "?" : c
-        }))
-    }
-
     /// Shortens to `width` display cells with an ellipsis, in the middle for URLs (they keep
     /// both ends); wide characters count two cells, combining marks none.
     private func fit(_ s: String, _ width: Int, keepEnd: Bool) -> String { Self.fit(s, width, keepEnd: keepEnd) }
-
-    static func fit(_ s: String, _ width: Int, keepEnd: Bool) -> String {
-        let scalars = Array(Self.printable(s).unicodeScalars)
-        let total = scalars.reduce(0) { $0 + Self.cells($1) }
-        if total <= width { return String(String.UnicodeScalarView(scalars)) }
-        if width <= 1 { return width == 1 ? "…" : "" }
-        /// The longest run from the start (or from the end) that fits `room` cells.
-        func take(_ room: Int, fromEnd: Bool) -> [Unicode.Scalar] {
-            var used = 0, out: [Unicode.Scalar] = []
-            for c in (fromEnd ? Array(scalars.reversed()) : scalars) {
-                let w = Self.cells(c)
-                if used + w > room { break }
-                used += w
-                out.append(c)
-            }
-            return fromEnd ? out.reversed() : out
-        }
-        // A URL keeps its end — the file a row is about, where rows of one page differ — and of
-        // its start a third of the width: the host with its slash when that fits
-        // ("upload.wikimedia.org/…/Wikipedia-logo.png"), else the host's first letters.
-        // A scheme ("https://") is not counted in that third, and the host's slash is the first
-        // one after it (an https URL kept "https:/" and lost its host).
-        let afterScheme = !keepEnd ? 0 : (0..<min(12, max(0, scalars.count - 2))).first {
-            scalars[$0] == ":" && scalars[$0 + 1] == "/" && scalars[$0 + 2] == "/"
-        }.map { $0 + 3 } ?? 0
-        let head = keepEnd ? min(width - 1, afterScheme + max(1, (width - 1) / 3)) : width - 1
-        var out = take(head, fromEnd: false)
-        if keepEnd, let slash = scalars[afterScheme...].firstIndex(of: "/"), slash + 1 <= out.count, slash > afterScheme {
-            out = Array(scalars[...slash])
-        }
-        out.append("…")
-        if keepEnd { out += take(width - Self.cells(String(String.UnicodeScalarView(out))), fromEnd: true) }
-        return String(String.UnicodeScalarView(out))
-    }
 
     // MARK: heads (-V)
 
@@ -479,33 +356,6 @@ public final class TableWriter {
         if let ws = t.webSocket { text += Self.webSocketLines(ws) }
         text += "\n"
         output.write(text)
-    }
-
-    /// A WebSocket's messages for `-V`: one line each (time, direction, kind, size, and the
-    /// start of a text message), then its totals and close.
-    static func webSocketLines(_ ws: WebSocketLog) -> String {
-        var text = "\n"
-        for m in ws.messages {
-            var line = "\(m.time.iso8601(fractionDigits: 3))  \(m.fromClient ? "→ send   " : "← receive")  "
-                + "\(m.opcode == 1 ? "text  " : "binary")  \(m.size) bytes"
-            if m.compressed { line += " (\(m.wireSize) compressed)" }
-            if let problem = m.problem { line += " [\(problem.rawValue)]" }
-            if m.opcode == 1, let data = m.data, !data.isEmpty {
-                var preview = String(decoding: data.prefix(120), as: UTF8.self)
-                if data.count > 120 || m.truncated { preview += "…" }
-                line += "  " + preview
-            }
-            text += printable(line) + "\n"
-        }
-        if ws.dropped > 0 { text += "(\(ws.dropped) more messages counted, not listed)\n" }
-        text += "[websocket: \(ws.sent.messages) sent (\(ws.sent.bytes) bytes), \(ws.received.messages) received (\(ws.received.bytes) bytes)"
-        if let by = ws.closedByClient {
-            text += ", closed by the \(by ? "client" : "server")"
-            if let code = ws.closeCode { text += " \(code)" }
-            if let reason = ws.closeReason, !reason.isEmpty { text += " " + printable(reason) }
-        }
-        if let e = ws.extensions { text += "; " + printable(e) }
-        return text + "]\n"
     }
 
     // MARK: NDJSON
@@ -568,105 +418,5 @@ public final class TableWriter {
         guard lastRowSequence == t.sequence, t.sequence != 0 else { return nil }
         let b = json.buffer
         return UnsafeBufferPointer(rebasing: b[..<(b.count - 1)])
-    }
-}
-
-extension String {
-    /// Every occurrence of `target` replaced (no Foundation needed).
-    public func replacingAll(_ target: String, _ replacement: String) -> String {
-        guard !target.isEmpty else { return self }
-        var result = ""
-        var rest = self[...]
-        while let r = rest.range(of: target) {
-            result += rest[..<r.lowerBound]
-            result += replacement
-            rest = rest[r.upperBound...]
-        }
-        return result + rest
-    }
-}
-
-extension Substring {
-    func range(of needle: String) -> Range<Substring.Index>? {
-        guard let first = needle.first else { return nil }
-        var i = startIndex
-        while i < endIndex {
-            if self[i] == first, self[i...].hasPrefix(needle) {
-                return i..<index(i, offsetBy: needle.count)
-            }
-            i = index(after: i)
-        }
-        return nil
-    }
-}
-
-/// One transaction as a flat JSON object (docs/OUTPUT.md, NDJSON, lists the fields).
-enum NDJSONEncoder {
-    static func write(_ t: Transaction, to w: JSONWriter, options: ExportOptions) {
-        let req = t.request, resp = t.response
-        // Read once: each read of a struct property of the transaction or of a message copied
-        // it, retaining what it holds (57 reference-count calls a line before). Of the connection,
-        // the plain values only: the snapshot, captured by the closures below, was copied (its
-        // strings retained and released) for each of them.
-        let connectionID = t.connection.id, client = t.connection.client, server = t.connection.server
-        let requestHeaders = req?.headers, responseHeaders = resp?.headers
-        w.beginObject()
-        w.plainString("ts") { t.startTime.appendISO8601(to: $0, fractionDigits: 6) }
-        if !t.captureName.isEmpty { w.string("capture", t.captureName) }
-        w.plainString("connection") { ConnectionSnapshot.appendLabel(of: connectionID, to: $0) }
-        w.int("depth", t.depth)
-        w.plainString("client_ip") { client.address.appendText(to: $0) }
-        w.int("client_port", client.port)
-        if let device = t.connection.device { w.plainString("device") { device.appendText(to: $0) } }
-        w.plainString("server_ip") { server.address.appendText(to: $0) }
-        w.int("server_port", server.port)
-        w.optionalString("method", req?.method)
-        w.string("host", t.host)
-        w.key("target"); if let req { EntryEncoder.writeTarget(of: req, to: w, options: options) } else { w.null() }
-        w.optionalString("url", req.map { _ in EntryEncoder.redactURL(t.url, options: options) })
-        w.string("protocol", t.protocolName)
-        w.optionalString("request_version", req?.versionText)
-        w.headerValue("user_agent", requestHeaders, .userAgent)
-        EntryEncoder.writeURLHeader("referrer", requestHeaders, .referer, to: w, options: options)
-        w.key("request_body_len"); if let req { w.int(req.decodedBytes) } else { w.null() }
-        w.key("status"); if let resp { w.int(resp.status) } else { w.null() }
-        w.optionalString("reason", resp?.reason)
-        w.optionalString("response_version", resp?.versionText)
-        w.headerValue("content_type", responseHeaders, .contentType)
-        w.headerValue("content_encoding", responseHeaders, .contentEncoding)
-        w.key("response_body_len"); if let resp { w.int(resp.decodedBytes) } else { w.null() }
-        w.key("response_encoded_len"); if let resp { w.int(resp.bodyBytes) } else { w.null() }
-        EntryEncoder.writeURLHeader("location", responseHeaders, .location, to: w, options: options)
-        w.number("time_ms", t.timings.total)
-        // Phases that did not happen are null, not HAR's -1, so that AVG() and friends in SQL
-        // engines count only the transactions that had them.
-        if t.timings.dns < 0 { w.key("dns_ms"); w.null() } else { w.number("dns_ms", t.timings.dns) }
-        if t.timings.connect < 0 { w.key("connect_ms"); w.null() } else { w.number("connect_ms", t.timings.connect) }
-        w.number("send_ms", t.timings.send)
-        w.number("wait_ms", t.timings.wait)
-        w.number("receive_ms", t.timings.receive)
-        if let c = t.cache {
-            w.key("cache"); c.withLabelUTF8 { w.string(bytes: $0) }
-            w.bool("cache_storable", c.storable)
-            w.optionalNumber("cache_lifetime", c.freshnessLifetime)
-            w.string("cache_lifetime_source", c.lifetimeSource.rawValue)
-            w.number("cache_age", c.age)
-            w.optionalNumber("cache_fresh_for", c.freshFor)
-            w.bool("cache_avoidable", c.avoidable)
-        }
-        w.optionalString("tls_version", t.connection.tlsVersion)
-        w.optionalString("sni", t.connection.sni)
-        if t.timings.ssl < 0 { w.key("ssl_ms"); w.null() } else { w.number("ssl_ms", t.timings.ssl) }
-        w.key("stream"); if let stream = t.streamID { w.int(stream) } else { w.null() }
-        if t.pushed { w.bool("pushed", true) }
-        if let ws = t.webSocket {
-            w.int("ws_messages_sent", ws.sent.messages)
-            w.int("ws_messages_received", ws.received.messages)
-            w.int("ws_bytes_sent", ws.sent.bytes)
-            w.int("ws_bytes_received", ws.received.bytes)
-            w.key("ws_close_code"); if let code = ws.closeCode { w.int(code) } else { w.null() }
-        }
-        w.key("flags"); w.beginArray(); for f in t.allWeirds { w.string(f.rawValue) }; w.endArray()
-        w.endObject()
     }
 }

@@ -1,51 +1,10 @@
-/// Limits that keep reassembly memory bounded.
-public struct ReassemblyLimits: Sendable {
-    /// Out-of-order bytes buffered per direction before the first hole is declared a gap.
-    public var maxBufferedBytesPerDirection = 4 << 20
-    /// A segment further than this beyond the next expected byte is ignored as out of window.
-    public var maxWindow: UInt64 = 1 << 30
-    /// Idle time (capture clock) after which a connection is flushed, for files and live alike.
-    public var idleTimeout: Int64 = 300_000_000_000
-    /// Idle time after which a connection that never carried data (a lone SYN) is dropped.
-    public var halfOpenTimeout: Int64 = 30_000_000_000
-    /// Connections kept at once; past this the longest idle quarter is flushed, flagged
-    /// `connection_evicted` (a flood of connections cannot grow memory without bound: about
-    /// 1 KiB per bare connection, 5 KiB with a request waiting, so 8,192 stay within about
-    /// 40 MiB; 131,072 let 100,000 unanswered requests take 431 MiB). `--max-connections`.
-    public var maxConnections = 1 << 13
-    /// Bytes of waiting HTTP state of all connections together (`StateBudget`).
-    public var stateBudget = 32 << 20
-    public init() {}
-}
-
-/// Ports on which the server side of a connection is assumed when nothing else tells.
-let wellKnownServerPorts: Set<UInt16> = [80, 8080, 8000, 8008, 8888, 3128, 8081, 591, 443]
-
 /// Reassembles TCP streams per connection and direction.
 ///
 /// Input: `TCPSegment`. Output: calls on the `StreamHandler` of each connection, in stream order,
 /// with gaps as explicit events. In-order data is delivered straight from the packet (no copy);
 /// only out-of-order data is copied, and only until the hole before it is filled or declared a gap.
 public final class ConnectionTable<Handler: StreamHandler> {
-    final class Flow {
-        let connection: Connection
-        /// Made when the connection first carries data, then never replaced.
-        private(set) var handler: Handler?
-        /// `handler` again, unretained, for the per-packet path.
-        private(set) var unretainedHandler: Unmanaged<Handler>?
-        #if DEBUG
-        /// Set when the connection is finished: an unretained use after that is a bug.
-        var isFinished = false
-        #endif
-        init(connection: Connection) { self.connection = connection }
-
-        @inline(__always) func setHandler(_ h: Handler) {
-            handler = h
-            unretainedHandler = Unmanaged.passUnretained(h)
-        }
-    }
-
-    private var flows: [ConnectionKey: Flow] = [:]
+    var flows: [ConnectionKey: Flow] = [:]
     /// Where each direction of a recently finished connection ended, so that its segments
     /// retransmitted after the end are known for what they are (not a new connection picked up
     /// mid-stream, whose transactions would be a second copy). Bounded: the oldest go first.
@@ -68,7 +27,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
     /// Flows finished during the current call, kept alive until it returns: a flow is used
     /// unretained while its segment is processed, and processing can finish it (FIN, RST), so it
     /// is released after the closure that uses it returns, never inside it.
-    private var retired: [Flow] = []
+    var retired: [Flow] = []
     private let makeHandler: (Connection) -> Handler
     /// Reads the first bytes of a connection whose handshake was not captured (the protocols on
     /// top know what a client's first bytes look like).
@@ -490,7 +449,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
                       at: timestamp, on: flow.connection)
     }
 
-    private func finish(_ flow: Flow, key: ConnectionKey, at timestamp: Timestamp) {
+    func finish(_ flow: Flow, key: ConnectionKey, at timestamp: Timestamp) {
         let c = flow.connection
         // The client's side first, so requests are known before their responses are framed.
         let first = c.clientSide ?? 0
@@ -532,57 +491,5 @@ public final class ConnectionTable<Handler: StreamHandler> {
     public func takeRetransmissionsAfterEnd() -> UInt64 {
         defer { retransmissionsAfterEnd = 0 }
         return retransmissionsAfterEnd
-    }
-
-    /// The waiting state of all connections is over its budget: the longest idle connections
-    /// are ended, flagged, until a quarter of the budget is free (one sort per round, so the
-    /// rounds are rare). Called after a segment was handled.
-    private func evictOverBudget(now: Timestamp) {
-        let target = budget.limit * 3 / 4
-        endLongestIdle(now: now, marking: .stateBudgetExceeded) { budget.used > target }
-    }
-
-    private func evictIdle(now: Timestamp, keep: Int) {
-        endLongestIdle(now: now, marking: .connectionEvicted) { flows.count > keep }
-    }
-
-    /// Ends the longest idle connections, each flagged `weird`, while `more` says so: the one
-    /// eviction of both caps (connections, waiting state).
-    private func endLongestIdle(now: Timestamp, marking weird: Weird, while more: () -> Bool) {
-        let sorted = flows.sorted { $0.value.connection.lastSeen < $1.value.connection.lastSeen }
-        for (key, flow) in sorted {
-            guard more() else { break }
-            flow.connection.note(weird)
-            finish(flow, key: key, at: now)
-        }
-    }
-
-    /// Flushes connections idle past the limits (capture clock): `idleLongerThan` (default
-    /// `idleTimeout`) for all, `halfOpenTimeout` for those that never carried data.
-    public func expire(now: Timestamp, idleLongerThan: Int64? = nil) {
-        let idleLimit = idleLongerThan ?? limits.idleTimeout
-        var expired: [(ConnectionKey, Flow)] = []
-        for (key, flow) in flows {
-            let idle = now.nanoseconds - flow.connection.lastSeen.nanoseconds
-            let c = flow.connection
-            let empty = c.halves.0.bytes == 0 && c.halves.1.bytes == 0 && c.halves.0.pending.isEmpty && c.halves.1.pending.isEmpty
-            if idle > idleLimit || (empty && idle > limits.halfOpenTimeout) { expired.append((key, flow)) }
-        }
-        expired.sort { $0.1.connection.id < $1.1.connection.id }
-        for (key, flow) in expired {
-            if flow.connection.halves.0.bytes > 0 || flow.connection.halves.1.bytes > 0 { flow.connection.note(.connectionEvicted) }
-            finish(flow, key: key, at: now)
-        }
-        retired.removeAll(keepingCapacity: true)
-    }
-
-    /// Ends every connection (end of capture), in the order they started.
-    public func flushAll(at timestamp: Timestamp, marking weird: Weird? = nil) {
-        let all = flows.sorted { $0.value.connection.id < $1.value.connection.id }
-        for (key, flow) in all {
-            if let weird { flow.connection.note(weird) }
-            finish(flow, key: key, at: max(timestamp, flow.connection.lastSeen))
-        }
-        retired.removeAll(keepingCapacity: true)
     }
 }
