@@ -36,16 +36,11 @@ final class QUICConnectionSession {
     private(set) var confirmed = false
     /// The capture time of its last datagram (the tracker ends idle connections by it).
     var lastSeen: Timestamp { connection.lastSeen }
-    /// Connection IDs the tracker should route to this connection (drained by it).
-    var newCIDs: [[UInt8]] = [] {
-        didSet {
-            for cid in newCIDs where knownCIDs.insert(CIDKey(cid)).inserted {
-                knownOrder.append(CIDKey(cid))
-                // The oldest go past the cap (the tracker forgets them too, and names it).
-                if knownOrder.count > QUICTracker.maxCIDsPerConnection { knownCIDs.remove(knownOrder.removeFirst()) }
-            }
-        }
-    }
+    /// Every CID either side announced (`QUICConnectionIDs`), and those the tracker is still to
+    /// route to this connection (`takeNewCIDs`).
+    private var cids: QUICConnectionIDs
+    var hasNewCIDs: Bool { !cids.announced.isEmpty }
+    func takeNewCIDs() -> [[UInt8]] { cids.takeAnnounced() }
     /// The negotiated version (the server's first Initial or Handshake says it).
     private var negotiatedVersion: QUICVersion?
     /// The largest packet number seen in each space, per direction.
@@ -56,10 +51,9 @@ final class QUICConnectionSession {
     private var clientHellos = 0
     /// Each direction's streams, open and over.
     private var streams = QUICStreamTable()
-    /// The stateless reset tokens each direction's sender issued (RFC 9000 §10.3: the server's
-    /// transport parameter, NEW_CONNECTION_ID frames; read with keys only), and whether a packet
-    /// ended with one of them: the sender had lost the connection's state.
-    private var resetTokens = PerDirection<[ResetToken]>([])
+    /// The stateless reset tokens each direction's sender issued (`QUICResetTokens`), and
+    /// whether a packet ended with one of them: the sender had lost the connection's state.
+    private var resetTokens = QUICResetTokens()
     private var statelessReset = false
 
     private var http3: HTTP3Session? = nil
@@ -111,7 +105,7 @@ final class QUICConnectionSession {
         keyring = QUICKeyring(keyLog: keyLog, dcid: dcid)
         self.emitter = emitter
         self.options = options
-        knownCIDs = [CIDKey(dcid), CIDKey(scid)]
+        cids = QUICConnectionIDs(dcid, scid)
         info.originalDCID = dcid
         info.clientCID = scid
         info.initialVersion = version
@@ -220,7 +214,7 @@ final class QUICConnectionSession {
             restartHandshake()
             let newDCID = Array(scid)
             keyring.useInitialDCID(newDCID)
-            newCIDs.append(newDCID)
+            cids.announce(newDCID)
             return bytes.count
         }
         if type == .initial { guard r.vector() != nil else { return nil } }   // the token
@@ -246,11 +240,11 @@ final class QUICConnectionSession {
             }
             if type == .initial && info.serverCID == nil {
                 info.serverCID = Array(scid)
-                newCIDs.append(Array(scid))
+                cids.announce(Array(scid))
             }
         }
         if type == .initial, direction == .fromClient, !scid.isEmpty, Array(scid) != info.clientCID, restarted {
-            newCIDs.append(Array(scid))
+            cids.announce(Array(scid))
         }
         let space: QUICSpace = type == .initial ? .initial : (type == .handshake ? .handshake : .application)
         let keys: QUICPacketKeys?
@@ -327,13 +321,8 @@ final class QUICConnectionSession {
         let dcid = CIDKey(UnsafeRawBufferPointer(rebasing: bytes[1...length]))
         // The receiver's first CID (most packets carry it) before the look-up among all.
         if let first = direction == .fromClient ? info.serverCID : info.clientCID, CIDKey(first) == dcid { return true }
-        return knownCIDs.contains(dcid)
+        return cids.contains(dcid)
     }
-
-    /// Every CID either side announced (the tracker routes by them too), the newest
-    /// `QUICTracker.maxCIDsPerConnection`, in the order they came.
-    private var knownCIDs = Set<CIDKey>()
-    private var knownOrder: [CIDKey] = []
 
     /// Where the next packet starts in a datagram that holds several short-header packets: a
     /// capture on the sending host sees UDP GSO's super-datagrams (equal segments, one after the
@@ -489,10 +478,7 @@ final class QUICConnectionSession {
     /// packet at all, but the sender saying it lost the connection (it is not counted as one
     /// that failed to decrypt).
     private func isStatelessReset(_ packet: UnsafeRawBufferPointer, from direction: Direction) -> Bool {
-        let d = direction
-        guard !resetTokens[d].isEmpty, packet.count >= 21, packet[0] & 0x80 == 0 else { return false }
-        let tail = ResetToken(UnsafeRawBufferPointer(rebasing: packet[(packet.count - 16)...]))
-        guard resetTokens[d].contains(tail) else { return false }
+        guard resetTokens.ends(packet, from: direction) else { return false }
         statelessReset = true
         return true
     }
@@ -504,16 +490,9 @@ final class QUICConnectionSession {
             var p = QUICReader(raw)
             while p.remaining > 0 {
                 guard let id = p.varint(), let value = p.vector() else { return }
-                if id == 0x02, value.count == 16 { addResetToken(value, from: .fromServer) }
+                if id == 0x02, value.count == 16 { resetTokens.add(value, from: .fromServer) }
             }
         }
-    }
-
-    private func addResetToken(_ token: UnsafeRawBufferPointer, from direction: Direction) {
-        let t = ResetToken(token)
-        // Bounded: an endpoint keeps a handful of CIDs (active_connection_id_limit).
-        guard !resetTokens[direction].contains(t), resetTokens[direction].count < 64 else { return }
-        resetTokens[direction].append(t)
     }
 
     /// The frames of a 0-RTT or 1-RTT packet opened here: at once, or — while packets before it
@@ -631,8 +610,8 @@ final class QUICConnectionSession {
             case .stream(let id, let offset, let data, let fin):
                 streamData(id, data, at: offset, fin: fin, ts: ts, from: direction)
             case .newConnectionID(let cid, let resetToken):
-                newCIDs.append(Array(cid))
-                addResetToken(resetToken, from: direction)
+                cids.announce(Array(cid))
+                resetTokens.add(resetToken, from: direction)
             case .connectionClose(let application):
                 info.end = application ? "application_close" : "connection_close"
             }
@@ -705,7 +684,7 @@ final class QUICConnectionSession {
         let serverCID = found.fromServer ? found.scid : found.dcid
         if info.serverCID == nil {
             info.serverCID = serverCID
-            newCIDs.append(serverCID)
+            cids.announce(serverCID)
         }
         if negotiatedVersion == nil { negotiatedVersion = found.version }
         confirmed = true
@@ -825,17 +804,5 @@ final class QUICConnectionSession {
         connection.quic = info
         connection.tls = tls
         connection.finishedAt = ts
-    }
-}
-
-/// A stateless reset token (16 bytes) as two words: compared per packet against the few a
-/// connection's peer issued.
-struct ResetToken: Equatable {
-    var a: UInt64 = 0, b: UInt64 = 0
-
-    init(_ bytes: UnsafeRawBufferPointer) {
-        var words: (UInt64, UInt64) = (0, 0)
-        withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes.prefix(16))) }
-        (a, b) = words
     }
 }

@@ -390,9 +390,8 @@ final class QUICTracker {
         let oldClient = s.clientEndpoint
         s.datagram(d.payload, from: d.source, to: d.destination, at: d.timestamp)
         if s.clientEndpoint != oldClient { pair(AddressPair(s.clientEndpoint, s.serverEndpoint), for: s) }
-        if !s.newCIDs.isEmpty {
-            for cid in s.newCIDs { register(cid, for: s) }
-            s.newCIDs = []
+        if s.hasNewCIDs {
+            for cid in s.takeNewCIDs() { register(cid, for: s) }
         }
     }
 
