@@ -62,11 +62,9 @@ final class QUICConnectionSession {
     /// Where 1-RTT packets are opened (reading a file: the second core, `DecryptionQueue`); nil:
     /// here, as they come. Whatever reads streams waits its turn behind the packets there.
     let decryption: DecryptionQueue?
-    /// 0-RTT and other packets that came before their keys could be known (ServerHello not yet
-    /// read): copies, handled once it is.
-    private var held: [(bytes: [UInt8], at: Timestamp, direction: Direction)] = []
-    private var heldBytes = 0
-    static let maxHeldBytes = 1 << 20
+    /// Packets that came before their keys could be known (ServerHello not yet read; live, the
+    /// key log's secrets not yet written): copies, handled once they are (`QUICHeldPackets`).
+    private var held = QUICHeldPackets()
     /// Where a packet is unprotected and decrypted, one at a time: its frames are read from here
     /// (nothing re-enters packet handling while they are: held packets are replayed after the
     /// datagram, `replayPending`). The tracker's `PacketWorkspace`, sized to the largest packet
@@ -83,9 +81,6 @@ final class QUICConnectionSession {
     /// The packet being read follows an Initial packet (any long-header packet) in its datagram.
     private var afterInitial = false
     private var afterLongHeader = false
-    /// A live key log had no secrets for a packet yet: since when packets wait (`holdForKeys`).
-    private var waitingForKeysSince: Timestamp? = nil
-    private var gaveUpWaitingForKeys = false
     /// The client moved: each direction's next full packet is a path probe (`estimate`).
     private var pathProbes = PerDirection(false)
     /// The ServerHello came: the packets held for its suite are handled once the current
@@ -270,7 +265,7 @@ final class QUICConnectionSession {
             if type == .handshake { holdForKeys(whole, at: ts, from: direction) }
             return end
         }
-        if waitingForKeysSince != nil { stopWaitingForKeys() }
+        if held.waitingSince != nil { stopWaitingForKeys() }
         if let plaintext = open(whole, pnOffset: pnOffset, keys: keys, space: space, from: direction, longHeader: true) {
             if type == .handshake { frames(plaintext, space: .handshake, at: ts, from: direction) } else { applicationFrames(plaintext, at: ts, from: direction) }
         }
@@ -279,19 +274,18 @@ final class QUICConnectionSession {
 
     /// A live key log (`KeyLog.growing`) that has not written this connection's secrets yet: a
     /// browser under load writes them after its first packets went out. Its Handshake and 1-RTT
-    /// packets are held (at most `maxHeldBytes`) for `TLSKeyWait.maxWait` of capture time
+    /// packets are held (at most `QUICHeldPackets.maxBytes`) for `TLSKeyWait.maxWait` of capture time
     /// and read once the secrets are there; after that, counted and flagged `quic_keys_late`.
     private func holdForKeys(_ packet: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) {
-        guard keyLog?.growing == true, !keyring.clientRandom.isEmpty, !gaveUpWaitingForKeys else { return }
-        let since = waitingForKeysSince ?? ts
-        waitingForKeysSince = since
+        guard keyLog?.growing == true, !keyring.clientRandom.isEmpty, !held.gaveUp else { return }
+        let since = held.waitingSince ?? ts
+        held.waitingSince = since
         guard ts.nanoseconds - since.nanoseconds <= TLSKeyWait.maxWait else {
-            gaveUpWaitingForKeys = true
-            waitingForKeysSince = nil
+            held.gaveUp = true
+            held.waitingSince = nil
             if !held.isEmpty { connection.note(.quicKeysLate) }
             info.packetsUndecryptable += UInt64(held.count)
-            held = []
-            heldBytes = 0
+            _ = held.take()
             return
         }
         hold(packet, at: ts, from: direction)
@@ -299,14 +293,12 @@ final class QUICConnectionSession {
 
     /// The secrets came: what was held for them is read, in the order it came.
     private func stopWaitingForKeys() {
-        waitingForKeysSince = nil
+        held.waitingSince = nil
         if !held.isEmpty && !replaying { replayHeld() }
     }
 
     private func hold(_ packet: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) {
-        guard heldBytes + packet.count <= Self.maxHeldBytes else { return connection.note(.quicPacketsHeld) }
-        heldBytes += packet.count
-        held.append((Array(packet), ts, direction))
+        if !held.hold(packet, at: ts, from: direction) { connection.note(.quicPacketsHeld) }
     }
 
     /// How long the DCID of a short header of `direction` is: the receiver's CID (the one it chose
@@ -395,7 +387,7 @@ final class QUICConnectionSession {
                 return bytes.count
             }
             // Keys that a live key log wrote late: the packets held for them first.
-            if waitingForKeysSince != nil { stopWaitingForKeys() }
+            if held.waitingSince != nil { stopWaitingForKeys() }
         }
         if let decryption, decryption.willTake(packetBytes: bytes.count) {
             submitShort(bytes, pnOffset: pnOffset, to: decryption, at: ts, from: direction)
@@ -705,10 +697,7 @@ final class QUICConnectionSession {
         replayPending = false
         replaying = true
         defer { replaying = false }
-        let items = held
-        held = []
-        heldBytes = 0
-        for item in items {
+        for item in held.take() {
             item.bytes.withUnsafeBytes { bytes in
                 // A held remainder may hold several packets (GSO segments).
                 var at = 0
@@ -755,7 +744,7 @@ final class QUICConnectionSession {
     /// connection's facts are published for its outputs.
     func finish(at ts: Timestamp) {
         // A live key log's last chance: secrets written since the last packet open what waits.
-        if waitingForKeysSince != nil, !held.isEmpty {
+        if held.waitingSince != nil, !held.isEmpty {
             keyring.lookUpLateSecrets()
             if keyring.secrets?.clientTraffic0 != nil || keyring.secrets?.serverTraffic0 != nil || keyring.secrets?.clientHandshake != nil {
                 stopWaitingForKeys()
@@ -767,7 +756,7 @@ final class QUICConnectionSession {
         // blamed on the key log.
         if keyring.clientRandom.isEmpty && confirmed && (mayHaveKeys || !held.isEmpty) { connection.note(.quicClientHelloUnreadable) }
         else if !held.isEmpty { connection.note(.quicKeysNotFound) }
-        held = []
+        _ = held.take()
         if mayHaveKeys, !keyring.clientRandom.isEmpty {
             // The key log has no secrets for this connection, or not those of its traffic.
             if keyring.secrets == nil { keyring.lookUpSecrets() }

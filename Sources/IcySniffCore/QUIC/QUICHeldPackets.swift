@@ -1,0 +1,33 @@
+/// Packets a QUIC connection cannot read yet, copied and kept in arrival order: 0-RTT and other
+/// packets that came before the ServerHello named the suite, and, live, Handshake and 1-RTT
+/// packets whose secrets the key log has not written yet (the wait: `waitingSince`, at most
+/// `TLSKeyWait.maxWait` of capture time, then `gaveUp`). At most `maxBytes` of packets; the
+/// session replays them, in order, once it can read them.
+struct QUICHeldPackets {
+    static let maxBytes = 1 << 20
+
+    typealias Item = (bytes: [UInt8], at: Timestamp, direction: Direction)
+    private var items: [Item] = []
+    private var bytes = 0
+    /// Live: since when packets wait for the key log's secrets (nil: not waiting).
+    var waitingSince: Timestamp? = nil
+    /// Live: the wait was given up (its packets were counted undecryptable, `quic_keys_late`).
+    var gaveUp = false
+
+    var isEmpty: Bool { items.isEmpty }
+    var count: Int { items.count }
+
+    /// Keeps a copy of `packet`; false when it would pass `maxBytes` (not kept).
+    mutating func hold(_ packet: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) -> Bool {
+        guard bytes + packet.count <= Self.maxBytes else { return false }
+        bytes += packet.count
+        items.append((Array(packet), ts, direction))
+        return true
+    }
+
+    /// Everything held, in arrival order; nothing is held after.
+    mutating func take() -> [Item] {
+        defer { items = []; bytes = 0 }
+        return items
+    }
+}
