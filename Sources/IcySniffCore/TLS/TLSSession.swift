@@ -31,15 +31,9 @@ final class TLSSession: ConnectionSession {
     private var serverRandom: [UInt8] = []
     private var cipher: TLSCipherParameters? = nil
     private var secrets: TLSSecrets? = nil
-    /// TLS 1.3 0-RTT: the early-data protection, and early records held until the server says
-    /// (EncryptedExtensions) whether it accepted them.
-    private var earlyProtection: RecordProtection? = nil
-    private var earlyActive = false
-    private var heldEarly: [TLSRecordReader.Record] = []
-    private var heldEarlyBytes = 0
-    private var earlyDataDropped = false
-    /// 0-RTT data held at most (servers accept 16 KiB to a few hundred; more is not 0-RTT).
-    static let maxEarlyDataHeld = 1 << 20
+    /// TLS 1.3 0-RTT: early records held until the server says (EncryptedExtensions) whether it
+    /// accepted them, and the early-data protection (`TLSEarlyData`).
+    private var early = TLSEarlyData()
     /// What a held record costs beside its bytes (its place in the list, its times and offsets):
     /// counted toward the caps, so that a million empty records cannot be held for free.
     static let heldRecordOverhead = 64
@@ -206,7 +200,7 @@ final class TLSSession: ConnectionSession {
         info.applicationBytesFromServer = server.applicationBytes
         if info.handshakeEnd == nil || client.handshake.overflowed || server.handshake.overflowed { info.incomplete = true }
         if info.version != 0 && !isTLS13 { info.earlyDataAccepted = false }
-        if !heldEarly.isEmpty { settleEarlyData(accepted: info.earlyDataAccepted ?? false) }
+        if early.isHolding { settleEarlyData(accepted: info.earlyDataAccepted ?? false) }
         // No keys: the records' sizes and times are what there is.
         if secrets == nil && sawServerHello { info.inferred = roles.inferred(offered: info.alpnOffered, negotiated: info.alpn) }
         inTurn { self.inner?.finished(connection, at: timestamp) }
@@ -257,8 +251,7 @@ final class TLSSession: ConnectionSession {
                 // 0-RTT early data, sent with the ClientHello: held until the server's
                 // EncryptedExtensions say whether it was accepted.
                 if r.body != nil || r.lost {
-                    heldEarlyBytes += r.length + Self.heldRecordOverhead
-                    if heldEarlyBytes <= Self.maxEarlyDataHeld { heldEarly.append(r) } else { earlyDataDropped = true }
+                    early.hold(r)
                 }
                 return
             }
@@ -340,7 +333,7 @@ final class TLSSession: ConnectionSession {
         }
         let chosen: RecordProtection?
         if let protection { chosen = protection }
-        else if direction == .fromClient { chosen = earlyActive ? earlyProtection : client.protection }
+        else if direction == .fromClient { chosen = early.active ? early.protection : client.protection }
         else { chosen = server.protection }
         guard let p = chosen else { return }
         let out = plaintextBuffer
@@ -423,9 +416,9 @@ final class TLSSession: ConnectionSession {
     private func clientSealedMessage(_ type: UInt8, _ message: ArraySlice<UInt8>) {
         switch type {
         case TLSHandshakeType.endOfEarlyData:   // the client's handshake keys from here
-            earlyActive = false
+            early.active = false
         case TLSHandshakeType.finished:   // the client's application traffic keys from here
-            earlyActive = false
+            early.active = false
             handOver(.fromClient, protection: protection(for: secrets?.clientTraffic0), secret: secrets?.clientTraffic0)
         default:
             break
@@ -441,18 +434,17 @@ final class TLSSession: ConnectionSession {
     /// 0-RTT records held since the ClientHello: decrypted with the early traffic secret when
     /// the server accepted them; otherwise the server never read them, and neither do we.
     private func settleEarlyData(accepted: Bool) {
-        let held = heldEarly
-        heldEarly = []
+        let held = early.take()
         guard accepted || !held.isEmpty else { return }
-        guard accepted, let early = protection(for: secrets?.clientEarly) else {
+        guard accepted, let protection = protection(for: secrets?.clientEarly) else {
             connection.note(accepted ? .tlsKeysNotFound : .tlsEarlyDataRejected)
             return
         }
-        earlyProtection = early
-        for r in held { sealed(r, from: .fromClient, with: early) }
-        if earlyDataDropped { connection.note(.tlsRecordLost) }
+        early.protection = protection
+        for r in held { sealed(r, from: .fromClient, with: protection) }
+        if early.dropped { connection.note(.tlsRecordLost) }
         // The client's records after the server's flight use the early keys until EndOfEarlyData.
-        earlyActive = true
+        early.active = true
     }
 
     /// Plaintext application data: to the inner session, chosen by the negotiated protocol.
