@@ -500,8 +500,7 @@ final class QUICConnectionSession {
     /// cannot tell back which keys opened it, so there is no second try).
     private func submitShort(_ whole: UnsafeRawBufferPointer, pnOffset: Int, to decryption: DecryptionQueue, at ts: Timestamp,
                              from direction: Direction) {
-        let d = direction
-        guard let k = keyring.application[d],
+        guard let k = keyring.application[direction],
               let (header, pn, phase) = unprotect(whole, pnOffset: pnOffset, keys: k.current, space: .application, from: direction,
                                                   longHeader: false) else { return packetFailed() }
         let keys: QUICPacketKeys
@@ -520,7 +519,7 @@ final class QUICConnectionSession {
         case .none:
             return packetFailed()
         }
-        if pn > largestPN[d].application ?? 0 { largestPN[d].application = pn }
+        if pn > largestPN[direction].application ?? 0 { largestPN[direction].application = pn }
         decryption.submit(header: UnsafeRawBufferPointer(rebasing: scratch[0..<header]), sealed: UnsafeRawBufferPointer(rebasing: whole[header...]),
                           packetNumber: pn, keys: keys, keyUpdate: keyUpdate, of: self, from: direction, at: ts)
     }

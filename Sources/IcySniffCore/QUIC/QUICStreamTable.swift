@@ -19,15 +19,14 @@ struct QUICStreamTable {
     /// Stream `id` of `direction`, made when it is new; nil once it is over.
     @inline(__always)
     mutating func stream(_ id: UInt64, from direction: Direction) -> Stream? {
-        let d = direction
-        if let last, last.id == id, last.direction == d { return last.stream }
-        guard !closed[d].contains(id) else { return nil }
+        if let last, last.id == id, last.direction == direction { return last.stream }
+        guard !closed[direction].contains(id) else { return nil }
         let s: Stream
-        if let existing = open[d][id] { s = existing } else {
+        if let existing = open[direction][id] { s = existing } else {
             s = Stream()
-            open[d][id] = s
+            open[direction][id] = s
         }
-        last = (d, id, s)
+        last = (direction, id, s)
         return s
     }
 
@@ -35,20 +34,18 @@ struct QUICStreamTable {
     /// over already.
     @discardableResult
     mutating func close(_ id: UInt64, from direction: Direction) -> Bool {
-        let d = direction
-        guard !closed[d].contains(id) else { return false }
-        if let last, last.id == id, last.direction == d { self.last = nil }
-        open[d][id] = nil
-        closed[d].insert(id)
+        guard !closed[direction].contains(id) else { return false }
+        if let last, last.id == id, last.direction == direction { self.last = nil }
+        open[direction][id] = nil
+        closed[direction].insert(id)
         return true
     }
 
     /// The open streams of `direction` by id, taken out of the table (the connection's end).
     mutating func takeOpen(from direction: Direction) -> [(id: UInt64, stream: Stream)] {
-        let d = direction
-        let list = open[d].sorted { $0.key < $1.key }.map { (id: $0.key, stream: $0.value) }
-        open[d] = [:]
-        if last?.direction == d { last = nil }
+        let list = open[direction].sorted { $0.key < $1.key }.map { (id: $0.key, stream: $0.value) }
+        open[direction] = [:]
+        if last?.direction == direction { last = nil }
         return list
     }
 }

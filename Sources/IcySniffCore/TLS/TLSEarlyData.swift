@@ -21,7 +21,7 @@ struct TLSEarlyData {
 
     /// A 0-RTT record (with its body, or lost) before the ServerHello.
     mutating func hold(_ r: TLSRecordReader.Record) {
-        heldBytes += r.length + TLSSession.heldRecordOverhead
+        heldBytes += r.length + TLSRecordReader.Record.heldOverhead
         if heldBytes <= Self.maxHeld { held.append(r) } else { dropped = true }
     }
 

@@ -28,7 +28,7 @@ struct TLSKeyWait {
     /// stops waiting, with what secrets there are.
     mutating func hold(_ r: TLSRecordReader.Record, from direction: Direction) -> Bool {
         held.append(.record(r, direction))
-        heldBytes += (r.body?.count ?? 0) + TLSSession.heldRecordOverhead
+        heldBytes += (r.body?.count ?? 0) + TLSRecordReader.Record.heldOverhead
         return heldBytes > Self.maxHeld || r.lastByte.nanoseconds - since.nanoseconds > Self.maxWait
     }
 

@@ -4,6 +4,11 @@
 /// asked (cleartext handshake records), so memory stays at one record at most.
 final class TLSRecordReader {
     struct Record {
+        /// What a held record costs beside its bytes (its place in the list, its times and
+        /// offsets): counted toward the caps of those that hold records (`TLSKeyWait`,
+        /// `TLSEarlyData`), so that a million empty records cannot be held for free.
+        static let heldOverhead = 64
+
         var type: UInt8
         /// The body, when `keep` asked for it.
         var body: [UInt8]?

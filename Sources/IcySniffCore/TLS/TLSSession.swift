@@ -34,9 +34,6 @@ final class TLSSession: ConnectionSession {
     /// TLS 1.3 0-RTT: early records held until the server says (EncryptedExtensions) whether it
     /// accepted them, and the early-data protection (`TLSEarlyData`).
     private var early = TLSEarlyData()
-    /// What a held record costs beside its bytes (its place in the list, its times and offsets):
-    /// counted toward the caps, so that a million empty records cannot be held for free.
-    static let heldRecordOverhead = 64
     /// Live: waiting for the key log to name this connection's secrets, and what came since.
     private var keyWait = TLSKeyWait()
     /// Where application data is decrypted (offline: on the second core, `DecryptionQueue`);
