@@ -192,15 +192,13 @@ final class QUICConnectionSession {
             return shortPacket(bytes, at: ts, from: direction)
         }
         afterLongHeader = true
-        var r = QUICReader(bytes, at: 1)
-        guard let versionNumber = r.u32(), versionNumber != 0,
-              let dcidLength = r.u8(), dcidLength <= 20, r.take(Int(dcidLength)) != nil,
-              let scidLength = r.u8(), scidLength <= 20, let scid = r.take(Int(scidLength)) else { return nil }
-        guard let version = QUICVersion(versionNumber) else {
+        guard let header = QUICLongHeader(bytes), header.versionNumber != 0 else { return nil }
+        guard let version = header.version else {
             // A version icy-sniff cannot read (the reserved one that asks for Version Negotiation).
             return bytes.count
         }
-        let type = version.packetType((first >> 4) & 3)
+        let versionNumber = header.versionNumber, scid = header.scid
+        let type = header.type(version)
         if type == .retry {
             guard direction == .fromServer else { return bytes.count }
             // The client's next Initial goes to the Retry's SCID, and its keys derive from it.
@@ -212,10 +210,8 @@ final class QUICConnectionSession {
             cids.announce(newDCID)
             return bytes.count
         }
-        if type == .initial { guard r.vector() != nil else { return nil } }   // the token
-        guard let length = r.varint(), length <= UInt64(r.remaining) else { return nil }
-        let pnOffset = r.at
-        let end = pnOffset + Int(length)
+        guard let (pnOffset, end) = header.extent(of: type, in: bytes) else { return nil }
+        let length = end - pnOffset
         let whole = UnsafeRawBufferPointer(rebasing: bytes[0..<end])
         if direction == .fromClient {
             if info.version != versionNumber && negotiatedVersion == nil { info.version = versionNumber }
@@ -226,7 +222,7 @@ final class QUICConnectionSession {
             // Counted when it came: a 0-RTT packet held for the ServerHello comes by again.
             if type == .zeroRTT && !replaying {
                 info.zeroRTTPackets += 1
-                if !info.decrypted { estimate(frameBytes: Int(length) - 16, at: ts, from: direction) }
+                if !info.decrypted { estimate(frameBytes: length - 16, at: ts, from: direction) }
             }
         } else {
             if negotiatedVersion == nil && (type == .initial || type == .handshake) {
@@ -316,28 +312,12 @@ final class QUICConnectionSession {
         return cids.contains(dcid)
     }
 
-    /// Where the next packet starts in a datagram that holds several short-header packets: a
-    /// capture on the sending host sees UDP GSO's super-datagrams (equal segments, one after the
-    /// other), and a short header carries no length. The next segment starts with a byte and the
-    /// same DCID; nil: this packet runs to the end.
-    private func nextSegment(_ bytes: UnsafeRawBufferPointer, dcid: [UInt8], minimum: Int) -> Int? {
-        guard dcid.count >= 4, bytes.count > minimum + dcid.count else { return nil }
-        let first = dcid[0]
-        var i = minimum
-        while i + dcid.count < bytes.count {
-            if bytes[i + 1] == first, bytes[i] & 0x80 == 0,
-               UnsafeRawBufferPointer(rebasing: bytes[(i + 1)..<(i + 1 + dcid.count)]).elementsEqual(dcid) { return i }
-            i += 1
-        }
-        return nil
-    }
-
     private func shortPacket(_ whole: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) -> Int? {
         var end = whole.count
         if whole.count > 1500 {
             // A GSO super-datagram: one segment at a time (the shortest QUIC packet is well over 20 bytes).
             let dcid = Array(whole[1..<min(whole.count, 1 + receiverCIDLength(direction))])
-            end = nextSegment(whole, dcid: dcid, minimum: 21 + dcid.count) ?? whole.count
+            end = QUICShortHeader.nextSegment(whole, dcid: dcid, minimum: 21 + dcid.count) ?? whole.count
         }
         let bytes = UnsafeRawBufferPointer(rebasing: whole[0..<end])
         // Not one behind an Initial: a datagram with an Initial is padded to 1,200 bytes, in its

@@ -44,17 +44,11 @@ struct QUICKeyTrial {
         var at = 0
         while at < datagram.count, datagram[at] & 0x80 != 0 {
             let bytes = UnsafeRawBufferPointer(rebasing: datagram[at...])
-            var r = QUICReader(bytes, at: 1)
-            guard let number = r.u32(), let version = QUICVersion(number),
-                  let dl = r.u8(), dl <= 20, let dcid = r.take(Int(dl)),
-                  let sl = r.u8(), sl <= 20, let scid = r.take(Int(sl)) else { return nil }
-            let type = version.packetType((bytes[0] >> 4) & 3)
-            guard type != .retry else { return nil }
-            if type == .initial { guard r.vector() != nil else { return nil } }
-            guard let length = r.varint(), length <= UInt64(r.remaining) else { return nil }
-            let end = r.at + Int(length)
+            guard let header = QUICLongHeader(bytes), let version = header.version else { return nil }
+            let type = header.type(version)
+            guard let (pnOffset, end) = header.extent(of: type, in: bytes) else { return nil }
             if type == .handshake {
-                return (UnsafeRawBufferPointer(rebasing: bytes[0..<end]), r.at, Array(dcid), Array(scid), version)
+                return (UnsafeRawBufferPointer(rebasing: bytes[0..<end]), pnOffset, Array(header.dcid), Array(header.scid), version)
             }
             at += end
         }

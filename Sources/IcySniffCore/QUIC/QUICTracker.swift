@@ -137,15 +137,15 @@ final class QUICTracker {
 
     private func longHeader(_ d: UDPDatagram) -> Bool {
         let p = d.payload
-        var r = QUICReader(p, at: 1)
-        guard let version = r.u32(), let dl = r.u8(), dl <= 20, let dcidBytes = r.take(Int(dl)),
-              let sl = r.u8(), sl <= 20, let scidBytes = r.take(Int(sl)) else { return false }
-        let dcid = Array(dcidBytes), scid = Array(scidBytes)
-        let dcidKey = CIDKey(dcidBytes)
+        guard let header = QUICLongHeader(p) else { return false }
+        let version = header.versionNumber
+        let dcid = Array(header.dcid), scid = Array(header.scid)
+        let dcidKey = CIDKey(header.dcid)
         if version == 0 {
             // Version Negotiation (RFC 9000 §17.2.1): the server echoes the client's CIDs swapped.
             guard let s = byCID[CIDKey(scid)] ?? byCID[dcidKey] ?? byAddress[AddressPair(d.source, d.destination)] else { return false }
             var versions: [UInt32] = []
+            var r = QUICReader(p, at: header.afterCIDs)
             while let v = r.u32() { versions.append(v) }
             s.versionNegotiation(versions)
             deliver(d, to: s)
@@ -155,8 +155,8 @@ final class QUICTracker {
             deliver(d, to: s)
             return true
         }
-        let known = QUICVersion(version)
-        let isInitial = known.map { $0.packetType((p[0] >> 4) & 3) == .initial } ?? (p.count >= 1200)
+        let known = header.version
+        let isInitial = known.map { header.type($0) == .initial } ?? (p.count >= 1200)
         // The client starting again after Version Negotiation or Retry, perhaps with new CIDs.
         if let s = byAddress[AddressPair(d.source, d.destination)], s.serverEndpoint == d.destination,
            isInitial, s.restarted || !s.confirmed {
