@@ -43,8 +43,6 @@ final class QUICConnectionSession {
     func takeNewCIDs() -> [[UInt8]] { cids.takeAnnounced() }
     /// The negotiated version (the server's first Initial or Handshake says it).
     private var negotiatedVersion: QUICVersion?
-    /// The largest packet number seen in each space, per direction.
-    private var largestPN = PerDirection(PerSpace<UInt64?>(nil))
     /// CRYPTO data per direction and packet number space, and the handshake messages in it.
     private var crypto = PerDirection(PerSpace(OffsetReassembler(maxPending: 1 << 18)))
     private var handshakeMessages = PerDirection(PerSpace(TLSHandshakeBuffer()))
@@ -65,13 +63,11 @@ final class QUICConnectionSession {
     /// Packets that came before their keys could be known (ServerHello not yet read; live, the
     /// key log's secrets not yet written): copies, handled once they are (`QUICHeldPackets`).
     private var held = QUICHeldPackets()
-    /// Where a packet is unprotected and decrypted, one at a time: its frames are read from here
-    /// (nothing re-enters packet handling while they are: held packets are replayed after the
-    /// datagram, `replayPending`). The tracker's `PacketWorkspace`, sized to the largest packet
-    /// so far.
-    private var scratch: UnsafeMutableRawBufferPointer { workspace.buffer }
-    private let workspace: PacketWorkspace
-    static let maxPacket = 65536 + 64
+    /// Where a packet is unprotected and decrypted (`QUICPacketOpener`), one at a time, into the
+    /// tracker's `PacketWorkspace`: its frames are read from there (nothing re-enters packet
+    /// handling while they are: held packets are replayed after the datagram, `replayPending`).
+    private var opener: QUICPacketOpener
+    private var workspace: PacketWorkspace { opener.workspace }
 
     /// A key-log search was made for this connection (one at most).
     private var searched = false
@@ -91,7 +87,7 @@ final class QUICConnectionSession {
          keyLog: KeyLog?, emitter: TransactionEmitter, options: HTTPParserOptions, decryption: DecryptionQueue? = nil,
          workspace: PacketWorkspace = PacketWorkspace()) {
         self.decryption = decryption
-        self.workspace = workspace
+        opener = QUICPacketOpener(workspace: workspace)
         connection = Connection(id: id, first: client, second: server, timestamp: ts)
         connection.clientSide = 0
         connection.transport = .quic
@@ -262,9 +258,12 @@ final class QUICConnectionSession {
             return end
         }
         if held.waitingSince != nil { stopWaitingForKeys() }
-        if let plaintext = open(whole, pnOffset: pnOffset, keys: keys, space: space, from: direction, longHeader: true) {
-            if type == .handshake { frames(plaintext, space: .handshake, at: ts, from: direction) } else { applicationFrames(plaintext, at: ts, from: direction) }
+        guard let plaintext = opener.open(whole, pnOffset: pnOffset, keys: keys, space: space, from: direction, longHeader: true) else {
+            packetFailed()
+            return end
         }
+        packetOpened(application: space == .application)
+        if type == .handshake { frames(plaintext, space: .handshake, at: ts, from: direction) } else { applicationFrames(plaintext, at: ts, from: direction) }
         return end
     }
 
@@ -369,12 +368,25 @@ final class QUICConnectionSession {
             // Keys that a live key log wrote late: the packets held for them first.
             if held.waitingSince != nil { stopWaitingForKeys() }
         }
+        guard let k = keyring.application[direction] else { return bytes.count }
         if let decryption, decryption.willTake(packetBytes: bytes.count) {
-            submitShort(bytes, pnOffset: pnOffset, to: decryption, at: ts, from: direction)
+            guard let p = opener.prepareShort(bytes, pnOffset: pnOffset, keys: k, from: direction) else {
+                packetFailed()
+                return bytes.count
+            }
+            decryption.submit(header: p.header, sealed: p.sealed, packetNumber: p.packetNumber, keys: p.keys, keyUpdate: p.keyUpdate,
+                              of: self, from: direction, at: ts)
             return bytes.count
         }
-        guard let plaintext = openShort(bytes, pnOffset: pnOffset, from: direction) else { return bytes.count }
-        applicationFrames(plaintext, at: ts, from: direction)
+        switch opener.openShort(bytes, pnOffset: pnOffset, keys: k, from: direction) {
+        case .opened(let plaintext):
+            packetOpened(application: true)
+            applicationFrames(plaintext, at: ts, from: direction)
+        case .failed:
+            packetFailed()
+        case .untried:
+            break
+        }
         return bytes.count
     }
 
@@ -385,7 +397,8 @@ final class QUICConnectionSession {
                              from direction: Direction) {
         for dcid in keyring.initialDCIDs {
             guard let keys = keyring.initial(version: version, dcid: dcid, direction: direction) else { continue }
-            if let plaintext = open(whole, pnOffset: pnOffset, keys: keys, space: .initial, from: direction, longHeader: true, quiet: true) {
+            if let plaintext = opener.open(whole, pnOffset: pnOffset, keys: keys, space: .initial, from: direction, longHeader: true) {
+                packetOpened(application: false)
                 confirmed = true
                 return frames(plaintext, space: .initial, at: ts, from: direction)
             }
@@ -394,52 +407,6 @@ final class QUICConnectionSession {
     }
 
     // MARK: Packet protection
-
-    /// Removes header protection and opens a long-header packet (or any packet whose keys are
-    /// known): the plaintext payload, nil when it does not authenticate.
-    private func open(_ whole: UnsafeRawBufferPointer, pnOffset: Int, keys: QUICPacketKeys, space: QUICSpace, from direction: Direction,
-                      longHeader: Bool, quiet: Bool = false) -> UnsafeRawBufferPointer? {
-        guard let (header, pn, _) = unprotect(whole, pnOffset: pnOffset, keys: keys, space: space, from: direction, longHeader: longHeader)
-        else { if !quiet { packetFailed() }; return nil }
-        return decrypt(whole, header: header, pn: pn, keys: keys, space: space, from: direction, quiet: quiet)
-    }
-
-    /// The unprotected header (in `scratch`), the full packet number, and the key-phase bit.
-    private func unprotect(_ whole: UnsafeRawBufferPointer, pnOffset: Int, keys: QUICPacketKeys, space: QUICSpace,
-                           from direction: Direction, longHeader: Bool) -> (Int, UInt64, Bool)? {
-        guard whole.count >= pnOffset + 4 + 16, whole.count <= Self.maxPacket else { return nil }
-        workspace.reserve(whole.count)
-        let sample = UnsafeRawBufferPointer(rebasing: whole[(pnOffset + 4)..<(pnOffset + 20)])
-        guard let mask = keys.mask(sample) else { return nil }
-        let first = whole[0] ^ (mask.0 & (longHeader ? 0x0f : 0x1f))
-        let pnLength = Int(first & 3) + 1
-        var truncated: UInt64 = 0
-        let out = scratch
-        out.copyMemory(from: UnsafeRawBufferPointer(rebasing: whole[0..<(pnOffset + pnLength)]))
-        out[0] = first
-        for k in 0..<pnLength {
-            let m = k == 0 ? mask.1 : k == 1 ? mask.2 : k == 2 ? mask.3 : mask.4
-            out[pnOffset + k] = whole[pnOffset + k] ^ m
-            truncated = truncated << 8 | UInt64(out[pnOffset + k])
-        }
-        let pn = decodePacketNumber(largest: largestPN[direction][space], truncated: truncated, bits: pnLength * 8)
-        return (pnOffset + pnLength, pn, first & 0x04 != 0)
-    }
-
-    private func decrypt(_ whole: UnsafeRawBufferPointer, header: Int, pn: UInt64, keys: QUICPacketKeys, space: QUICSpace,
-                         from direction: Direction, quiet: Bool) -> UnsafeRawBufferPointer? {
-        let sealed = UnsafeRawBufferPointer(rebasing: whole[header...])
-        let headerBytes = UnsafeRawBufferPointer(rebasing: scratch[0..<header])
-        let plain = UnsafeMutableRawBufferPointer(rebasing: scratch[header...])
-        let n = keys.open(packetNumber: pn, header: headerBytes, sealed: sealed, into: plain)
-        guard let n else {
-            if !quiet { packetFailed() }
-            return nil
-        }
-        largestPN[direction][space] = max(largestPN[direction][space] ?? 0, pn)
-        packetOpened(application: space == .application)
-        return UnsafeRawBufferPointer(rebasing: scratch[header..<(header + n)])
-    }
 
     private func packetFailed() {
         info.packetsUndecryptable += 1
@@ -475,35 +442,6 @@ final class QUICConnectionSession {
         decryption.later { [self] in copy.withUnsafeBytes { frames($0, space: .application, at: ts, from: direction) } }
     }
 
-    /// A 1-RTT packet for the decryption thread: header protection removed and the keys chosen
-    /// here, by the key phase bit and the packet number alone (`PhaseKeys.keys`: the thread
-    /// cannot tell back which keys opened it, so there is no second try).
-    private func submitShort(_ whole: UnsafeRawBufferPointer, pnOffset: Int, to decryption: DecryptionQueue, at ts: Timestamp,
-                             from direction: Direction) {
-        guard let k = keyring.application[direction],
-              let (header, pn, phase) = unprotect(whole, pnOffset: pnOffset, keys: k.current, space: .application, from: direction,
-                                                  longHeader: false) else { return packetFailed() }
-        let keys: QUICPacketKeys
-        var keyUpdate: Bool? = nil
-        switch k.keys(phase: phase, packetNumber: pn) {
-        case .current:
-            keys = k.current
-            if k.firstPacketOfCurrent == nil { k.firstPacketOfCurrent = pn }
-        case .previous(let previous):
-            keys = previous
-        case .next(let next):
-            // Kept for the packets of the new phase until the first of them opens (in its
-            // turn): only then has the key update happened.
-            keys = next
-            keyUpdate = phase
-        case .none:
-            return packetFailed()
-        }
-        if pn > largestPN[direction].application ?? 0 { largestPN[direction].application = pn }
-        decryption.submit(header: UnsafeRawBufferPointer(rebasing: scratch[0..<header]), sealed: UnsafeRawBufferPointer(rebasing: whole[header...]),
-                          packetNumber: pn, keys: keys, keyUpdate: keyUpdate, of: self, from: direction, at: ts)
-    }
-
     /// A packet the decryption thread opened (nil: it did not authenticate), in its turn.
     /// `packet`: the whole packet as it came (its last 16 bytes are left as they were when
     /// it does not authenticate).
@@ -531,43 +469,13 @@ final class QUICConnectionSession {
         if application && !info.decrypted { info.decrypted = true; tls.decrypted = true }
     }
 
-    /// A 1-RTT packet: the key phase bit picks the current, next or previous keys (RFC 9001 §6,
-    /// `PhaseKeys.keys`); a packet the next phase's keys do not open is tried with the previous.
-    private func openShort(_ whole: UnsafeRawBufferPointer, pnOffset: Int, from direction: Direction) -> UnsafeRawBufferPointer? {
-        guard let k = keyring.application[direction] else { return nil }
-        guard let (header, pn, phase) = unprotect(whole, pnOffset: pnOffset, keys: k.current, space: .application, from: direction,
-                                                  longHeader: false) else { packetFailed(); return nil }
-        switch k.keys(phase: phase, packetNumber: pn) {
-        case .current:
-            guard let p = decrypt(whole, header: header, pn: pn, keys: k.current, space: .application, from: direction, quiet: false)
-            else { return nil }
-            if k.firstPacketOfCurrent == nil { k.firstPacketOfCurrent = pn }
-            return p
-        case .previous(let previous):
-            return decrypt(whole, header: header, pn: pn, keys: previous, space: .application, from: direction, quiet: false)
-        case .next(let next):
-            if let p = decrypt(whole, header: header, pn: pn, keys: next, space: .application, from: direction, quiet: true) {
-                k.update(to: next, phase: phase, firstPacket: pn)
-                return p
-            }
-            // Not the next phase's after all: a late packet of the previous keys.
-            if let previous = k.previous {
-                return decrypt(whole, header: header, pn: pn, keys: previous, space: .application, from: direction, quiet: false)
-            }
-            packetFailed()
-            return nil
-        case .none:
-            return nil
-        }
-    }
-
     // MARK: Frames
 
     /// What the frames of a decrypted packet (`QUICFrameParser`) mean for the connection: CRYPTO
     /// data to the handshake of its packet number space, STREAM data to HTTP/3, CIDs and reset
     /// tokens to the connection, CONNECTION_CLOSE to how it ended.
     private func frames(_ plaintext: UnsafeRawBufferPointer, space: QUICSpace, at ts: Timestamp, from direction: Direction) {
-        // The plaintext lies in `scratch`: nothing here opens another packet.
+        // The plaintext lies in the workspace: nothing here opens another packet.
         for frame in QUICFrameParser(plaintext) {
             switch frame {
             case .other:

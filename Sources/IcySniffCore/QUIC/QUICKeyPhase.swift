@@ -25,7 +25,7 @@ extension QUICConnectionSession {
         /// current phase; for the other, the previous keys when the packet is numbered below the
         /// first of the current phase (a late packet), else the next phase's (a key update, derived
         /// once and kept until the update happens). The one rule of both ways a 1-RTT packet is
-        /// opened (`openShort` here, `submitShort` for the decryption thread).
+        /// opened (`QUICPacketOpener.openShort` here, `prepareShort` for the decryption thread).
         func keys(phase: Bool, packetNumber pn: UInt64) -> Choice {
             if phase == self.phase { return .current }
             if let previous, let start = firstPacketOfCurrent, pn < start { return .previous(previous) }

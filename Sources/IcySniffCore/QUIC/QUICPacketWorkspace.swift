@@ -12,7 +12,7 @@ extension QUICConnectionSession {
         func reserve(_ n: Int) {
             guard buffer.count < n else { return }
             buffer.deallocate()
-            buffer = .allocate(byteCount: min(QUICConnectionSession.maxPacket, max(2048, 1 << (Int.bitWidth - (n - 1).leadingZeroBitCount))), alignment: 16)
+            buffer = .allocate(byteCount: min(QUICPacketOpener.maxPacket, max(2048, 1 << (Int.bitWidth - (n - 1).leadingZeroBitCount))), alignment: 16)
         }
         /// The run's key-log searches for connections whose ClientHello was not captured.
         let searches = QUICKeyTrial.Budget()
