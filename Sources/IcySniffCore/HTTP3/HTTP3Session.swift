@@ -11,7 +11,7 @@
 /// the pushed response), QPACK encoder (fed to the decoder of the other side), QPACK decoder
 /// (not needed to decode), and unknown or GREASE types, ignored. Unknown frame types are skipped
 /// (§9). Field sections are decoded by `QPACKDecoder`, one per sending side.
-final class HTTP3Session {
+final class HTTP3Session: QUICStreamConsumer {
     private unowned let connection: Connection
     private let options: HTTPParserOptions
     private let pairing: StreamPairing

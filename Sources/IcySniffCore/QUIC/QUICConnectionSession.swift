@@ -480,14 +480,14 @@ final class QUICConnectionSession {
             switch frame {
             case .other:
                 continue
-            case .resetStream(let id, let finalSize):
-                streamReset(id, finalSize: finalSize, at: ts, from: direction)
+            case .resetStream(let id, _):
+                streams.reset(id, to: session, at: ts, from: direction)
             case .stopSending(let id):
                 http3?.stopSending(id, at: ts, from: direction)
             case .crypto(let offset, let data):
                 cryptoData(data, at: offset, space: space, from: direction)
             case .stream(let id, let offset, let data, let fin):
-                streamData(id, data, at: offset, fin: fin, ts: ts, from: direction)
+                streams.data(id, data, at: offset, fin: fin, to: session(), at: ts, from: direction)
             case .newConnectionID(let cid, let resetToken):
                 cids.announce(Array(cid))
                 resetTokens.add(resetToken, from: direction)
@@ -598,24 +598,6 @@ final class QUICConnectionSession {
 
     // MARK: STREAM: HTTP/3
 
-    private func streamData(_ id: UInt64, _ data: UnsafeRawBufferPointer, at offset: UInt64, fin: Bool, ts: Timestamp,
-                            from direction: Direction) {
-        let h3 = session()
-        guard let s = streams.stream(id, from: direction) else { return }
-        if fin { s.finalSize = offset + UInt64(data.count) }
-        s.reassembler.insert(data, at: offset, deliver: { h3.streamData(id, $0, at: ts, from: direction) },
-                             lost: { h3.streamGap(id, $0, at: ts, from: direction) })
-        if let size = s.finalSize, s.reassembler.delivered >= size {
-            streams.close(id, from: direction)
-            h3.streamEnded(id, at: ts, from: direction)
-        }
-    }
-
-    private func streamReset(_ id: UInt64, finalSize: UInt64, at ts: Timestamp, from direction: Direction) {
-        guard streams.close(id, from: direction) else { return }
-        session().streamReset(id, at: ts, from: direction)
-    }
-
     @inline(__always)
     private func session() -> HTTP3Session {
         if let http3 { return http3 }
@@ -650,16 +632,7 @@ final class QUICConnectionSession {
             if keyring.secrets?.clientTraffic0 == nil || keyring.secrets?.serverTraffic0 == nil { connection.note(.quicKeysNotFound) }
         }
         if let h3 = http3 {
-            for direction in [Direction.fromClient, .fromServer] {
-                for (id, s) in streams.takeOpen(from: direction) {
-                    s.reassembler.skipHoles(deliver: { h3.streamData(id, $0, at: ts, from: direction) },
-                                            lost: { h3.streamGap(id, $0, at: ts, from: direction) })
-                    if let size = s.finalSize {
-                        s.reassembler.lose(upTo: size, lost: { h3.streamGap(id, $0, at: ts, from: direction) })
-                        h3.streamEnded(id, at: ts, from: direction)
-                    }
-                }
-            }
+            streams.flush(to: h3, at: ts)
             h3.finish(at: ts)
             info.requests = h3.requests
             info.pushes = h3.pushes

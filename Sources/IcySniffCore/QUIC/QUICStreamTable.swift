@@ -1,7 +1,18 @@
+/// What reads a QUIC connection's streams (HTTP/3 does; WebTransport or MASQUE would): per stream
+/// and direction, its bytes in order, the holes the capture left, its end, or its reset — the
+/// events TCP's `StreamHandler` gets per connection, per stream here.
+protocol QUICStreamConsumer: AnyObject {
+    func streamData(_ id: UInt64, _ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction)
+    func streamGap(_ id: UInt64, _ length: UInt64, at ts: Timestamp, from direction: Direction)
+    func streamEnded(_ id: UInt64, at ts: Timestamp, from direction: Direction)
+    func streamReset(_ id: UInt64, at ts: Timestamp, from direction: Direction)
+}
+
 /// The streams of one QUIC connection, per direction (RFC 9000 §2-3): the open ones with their
 /// reassembly, and the ids of those that are over (all data handed on, or reset), whose late
-/// frames are dropped. The connection session decides what stream data means (HTTP/3); this table
-/// only keeps the streams, as quic-go's streams map stands apart from its connection.
+/// frames are dropped. STREAM and RESET_STREAM frames come in; what their data means is the
+/// `QUICStreamConsumer`'s (HTTP/3): this table only keeps the streams, as quic-go's streams map
+/// stands apart from its connection.
 ///
 /// A transfer sends frame after frame of one stream: the stream of the last frame is kept at
 /// hand (`last`), found without two dictionary look-ups.
@@ -42,10 +53,46 @@ struct QUICStreamTable {
     }
 
     /// The open streams of `direction` by id, taken out of the table (the connection's end).
-    mutating func takeOpen(from direction: Direction) -> [(id: UInt64, stream: Stream)] {
+    private mutating func takeOpen(from direction: Direction) -> [(id: UInt64, stream: Stream)] {
         let list = open[direction].sorted { $0.key < $1.key }.map { (id: $0.key, stream: $0.value) }
         open[direction] = [:]
         if last?.direction == direction { last = nil }
         return list
+    }
+
+    /// A STREAM frame's data: handed on in order, with the holes a later frame skips past;
+    /// the stream ends once everything up to its FIN was handed on.
+    @inline(__always)
+    mutating func data<C: QUICStreamConsumer>(_ id: UInt64, _ data: UnsafeRawBufferPointer, at offset: UInt64, fin: Bool,
+                                               to consumer: C, at ts: Timestamp, from direction: Direction) {
+        guard let s = stream(id, from: direction) else { return }
+        if fin { s.finalSize = offset + UInt64(data.count) }
+        s.reassembler.insert(data, at: offset, deliver: { consumer.streamData(id, $0, at: ts, from: direction) },
+                             lost: { consumer.streamGap(id, $0, at: ts, from: direction) })
+        if let size = s.finalSize, s.reassembler.delivered >= size {
+            close(id, from: direction)
+            consumer.streamEnded(id, at: ts, from: direction)
+        }
+    }
+
+    /// A RESET_STREAM frame: the stream is over, said once (the consumer made only then).
+    mutating func reset<C: QUICStreamConsumer>(_ id: UInt64, to consumer: () -> C, at ts: Timestamp, from direction: Direction) {
+        guard close(id, from: direction) else { return }
+        consumer().streamReset(id, at: ts, from: direction)
+    }
+
+    /// The connection is over: each stream still open hands on what it holds, its holes
+    /// declared lost, and ends when its length is known (a FIN came), by id, the client's first.
+    mutating func flush<C: QUICStreamConsumer>(to consumer: C, at ts: Timestamp) {
+        for direction in [Direction.fromClient, .fromServer] {
+            for (id, s) in takeOpen(from: direction) {
+                s.reassembler.skipHoles(deliver: { consumer.streamData(id, $0, at: ts, from: direction) },
+                                        lost: { consumer.streamGap(id, $0, at: ts, from: direction) })
+                if let size = s.finalSize {
+                    s.reassembler.lose(upTo: size, lost: { consumer.streamGap(id, $0, at: ts, from: direction) })
+                    consumer.streamEnded(id, at: ts, from: direction)
+                }
+            }
+        }
     }
 }
