@@ -43,9 +43,8 @@ final class QUICConnectionSession {
     func takeNewCIDs() -> [[UInt8]] { cids.takeAnnounced() }
     /// The negotiated version (the server's first Initial or Handshake says it).
     private var negotiatedVersion: QUICVersion?
-    /// CRYPTO data per direction and packet number space, and the handshake messages in it.
-    private var crypto = PerDirection(PerSpace(OffsetReassembler(maxPending: 1 << 18)))
-    private var handshakeMessages = PerDirection(PerSpace(TLSHandshakeBuffer()))
+    /// CRYPTO data and the handshake messages in it (`QUICCryptoStreams`).
+    private var crypto = QUICCryptoStreams()
     private var clientHellos = 0
     /// Each direction's streams, open and over.
     private var streams = QUICStreamTable()
@@ -170,10 +169,7 @@ final class QUICConnectionSession {
     /// new random (aioquic makes one), which is then the one the key log names. The facts shown
     /// stay those of the first offer.
     private func restartHandshake() {
-        for d in Direction.allCases {
-            crypto[d].initial = OffsetReassembler(maxPending: 1 << 18)
-            handshakeMessages[d].initial = TLSHandshakeBuffer()
-        }
+        crypto.restartInitial()
         clientHellos = 0
         keyring.forgetSecrets()
     }
@@ -485,7 +481,9 @@ final class QUICConnectionSession {
             case .stopSending(let id):
                 http3?.stopSending(id, at: ts, from: direction)
             case .crypto(let offset, let data):
-                cryptoData(data, at: offset, space: space, from: direction)
+                for message in crypto.received(data, at: offset, space: space, from: direction) {
+                    handshakeMessage(message.type, message.body, space: space, from: direction)
+                }
             case .stream(let id, let offset, let data, let fin):
                 streams.data(id, data, at: offset, fin: fin, to: session(), at: ts, from: direction)
             case .newConnectionID(let cid, let resetToken):
@@ -498,18 +496,6 @@ final class QUICConnectionSession {
     }
 
     // MARK: CRYPTO: the TLS handshake
-
-    private func cryptoData(_ data: UnsafeRawBufferPointer, at offset: UInt64, space: QUICSpace, from direction: Direction) {
-        var deliveredBytes: [[UInt8]] = []
-        crypto[direction][space].insert(data, at: offset, deliver: { deliveredBytes.append(Array($0)) }, lost: { _ in })
-        // The messages are handled once the buffer is done with them: a ServerHello replays
-        // held packets, whose CRYPTO data comes back here.
-        var messages: [(UInt8, ArraySlice<UInt8>)] = []
-        for chunk in deliveredBytes {
-            handshakeMessages[direction][space].append(chunk) { messages.append(($0, $1)) }
-        }
-        for (type, message) in messages { handshakeMessage(type, message, space: space, from: direction) }
-    }
 
     private func handshakeMessage(_ type: UInt8, _ message: ArraySlice<UInt8>, space: QUICSpace, from direction: Direction) {
         switch (direction, space, type) {
