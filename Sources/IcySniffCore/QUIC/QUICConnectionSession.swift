@@ -269,17 +269,15 @@ final class QUICConnectionSession {
     /// and read once the secrets are there; after that, counted and flagged `quic_keys_late`.
     private func holdForKeys(_ packet: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) {
         guard keyLog?.growing == true, !keyring.clientRandom.isEmpty, !held.gaveUp else { return }
-        let since = held.waitingSince ?? ts
-        held.waitingSince = since
-        guard ts.nanoseconds - since.nanoseconds <= TLSKeyWait.maxWait else {
-            held.gaveUp = true
-            held.waitingSince = nil
-            if !held.isEmpty { connection.note(.quicKeysLate) }
-            info.packetsUndecryptable += UInt64(held.count)
-            _ = held.take()
-            return
+        switch held.waitForKeys(packet, at: ts, from: direction) {
+        case .held:
+            break
+        case .full:
+            connection.note(.quicPacketsHeld)
+        case .gaveUp(let packets):
+            if packets > 0 { connection.note(.quicKeysLate) }
+            info.packetsUndecryptable += UInt64(packets)
         }
-        hold(packet, at: ts, from: direction)
     }
 
     /// The secrets came: what was held for them is read, in the order it came.

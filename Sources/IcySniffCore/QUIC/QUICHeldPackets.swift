@@ -30,4 +30,28 @@ struct QUICHeldPackets {
         defer { items = []; bytes = 0 }
         return items
     }
+
+    /// What became of a packet held for the key log's secrets.
+    enum Waited {
+        case held
+        /// Not kept: `maxBytes` are held.
+        case full
+        /// The wait is over: `packets` held were dropped (this one with them).
+        case gaveUp(packets: Int)
+    }
+
+    /// Live: `packet` kept while the wait for the key log's secrets lasts — `TLSKeyWait.maxWait`
+    /// of capture time from the first packet held for them; past it, the wait is given up and
+    /// what was held is dropped.
+    mutating func waitForKeys(_ packet: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) -> Waited {
+        let since = waitingSince ?? ts
+        waitingSince = since
+        guard ts.nanoseconds - since.nanoseconds <= TLSKeyWait.maxWait else {
+            gaveUp = true
+            waitingSince = nil
+            defer { _ = take() }
+            return .gaveUp(packets: items.count)
+        }
+        return hold(packet, at: ts, from: direction) ? .held : .full
+    }
 }
