@@ -72,12 +72,9 @@ final class QUICConnectionSession {
     private var searched = false
     /// Without keys: its packets' sizes (`QUICPacketPattern`).
     private var pattern = QUICPacketPattern()
-    private var estimatesLimited = false
     /// The packet being read follows an Initial packet (any long-header packet) in its datagram.
     private var afterInitial = false
     private var afterLongHeader = false
-    /// The client moved: each direction's next full packet is a path probe (`estimate`).
-    private var pathProbes = PerDirection(false)
     /// The ServerHello came: the packets held for its suite are handled once the current
     /// datagram is done.
     private var replayPending = false
@@ -134,9 +131,7 @@ final class QUICConnectionSession {
                 let moved = { [connection] in connection.movedClient = source }
                 if let decryption, decryption.isHolding { decryption.later(moved) } else { moved() }
                 info.migrated = true
-                // Each side validates the new path with a datagram padded to 1,200 bytes
-                // (RFC 9000 §8.2.1): no request or response.
-                pathProbes = PerDirection(true)
+                pattern.pathProbes = PerDirection(true)
                 if !info.clientPorts.contains(source.port) { info.clientPorts.append(source.port) }
             }
         } else {
@@ -326,18 +321,7 @@ final class QUICConnectionSession {
 
     /// Without keys (so far): the packet's size for the requests estimated from them.
     private func estimate(frameBytes: Int, at ts: Timestamp, from direction: Direction) {
-        if pathProbes[direction] && frameBytes >= QUICPacketPattern.full {
-            pathProbes[direction] = false
-            return
-        }
-        let before = pattern.series.exchanges.count
-        let room = workspace.estimates < QUICPacketPattern.maxKept
-        pattern.packet(fromClient: direction == .fromClient, frameBytes: frameBytes, at: ts, keep: room)
-        if pattern.series.exchanges.count > before { workspace.estimates += 1 }
-        if !room && direction == .fromClient && frameBytes >= QUICPacketPattern.ackOnly && !estimatesLimited {
-            estimatesLimited = true
-            connection.note(.quicEstimatesLimited)
-        }
+        if pattern.measure(frameBytes: frameBytes, at: ts, from: direction, in: workspace) { connection.note(.quicEstimatesLimited) }
     }
 
     private func shortPacketAlone(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) -> Int? {

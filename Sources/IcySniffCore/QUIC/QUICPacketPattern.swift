@@ -32,6 +32,30 @@ struct QUICPacketPattern {
     private var inBody = false
     private var sawClientFrames = false
 
+    /// The client moved: each direction's next full packet validates the new path (a datagram
+    /// padded to 1,200 bytes, RFC 9000 §8.2.1), no request or response.
+    var pathProbes = PerDirection(false)
+    /// The run's room for estimates ran out while this connection had requests to estimate.
+    private var limited = false
+
+    /// One packet of the connection, counted against the run's room for estimates
+    /// (`PacketWorkspace.estimates`, at most `maxKept`): true for the first request this
+    /// connection could not keep (the session flags it).
+    mutating func measure(frameBytes: Int, at ts: Timestamp, from direction: Direction,
+                          in workspace: QUICConnectionSession.PacketWorkspace) -> Bool {
+        if pathProbes[direction] && frameBytes >= Self.full {
+            pathProbes[direction] = false
+            return false
+        }
+        let before = series.exchanges.count
+        let room = workspace.estimates < Self.maxKept
+        packet(fromClient: direction == .fromClient, frameBytes: frameBytes, at: ts, keep: room)
+        if series.exchanges.count > before { workspace.estimates += 1 }
+        guard !room && direction == .fromClient && frameBytes >= Self.ackOnly && !limited else { return false }
+        limited = true
+        return true
+    }
+
     /// What the packets said (the closing taken back).
     mutating func result() -> [EncryptedExchange] {
         series.dropUnansweredLast(under: Self.closingBytes - Self.framing)
