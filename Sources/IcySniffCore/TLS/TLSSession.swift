@@ -26,11 +26,10 @@ final class TLSSession: ConnectionSession {
     private unowned let connection: Connection
     private unowned let emitter: TransactionEmitter
     private let options: HTTPParserOptions
-    private let keyLog: KeyLog?
-    private var clientRandom: [UInt8] = []
-    private var serverRandom: [UInt8] = []
-    private var cipher: TLSCipherParameters? = nil
-    private var secrets: TLSSecrets? = nil
+    /// Its randoms, suite, secrets and the record protections made from them (`TLSKeyring`).
+    private var keyring: TLSKeyring
+    private var cipher: TLSCipherParameters? { keyring.cipher }
+    private var secrets: TLSSecrets? { keyring.secrets }
     /// TLS 1.3 0-RTT: early records held until the server says (EncryptedExtensions) whether it
     /// accepted them, and the early-data protection (`TLSEarlyData`).
     private var early = TLSEarlyData()
@@ -102,8 +101,6 @@ final class TLSSession: ConnectionSession {
     }
     private var clientHellos = 0
     private var ticketOffered = false
-    /// TLS 1.2 CBC suites: the server agreed to encrypt-then-MAC (RFC 7366).
-    private var encryptThenMAC = false
     /// The ServerHello (not a HelloRetryRequest) has been read.
     private var sawServerHello = false
     /// What each encrypted record is (handshake, ticket, data), and, without keys, what the
@@ -122,7 +119,7 @@ final class TLSSession: ConnectionSession {
         self.connection = connection
         self.emitter = emitter
         self.options = options
-        self.keyLog = keyLog
+        keyring = TLSKeyring(keyLog: keyLog)
     }
 
     /// Whether a record of `type` from `direction` is to be kept whole: cleartext handshake
@@ -404,7 +401,7 @@ final class TLSSession: ConnectionSession {
         case TLSHandshakeType.encryptedExtensions:   // the negotiated ALPN, and whether 0-RTT was accepted
             settleEarlyData(accepted: TLSHandshakeObserver.encryptedExtensions(message, into: &info))
         case TLSHandshakeType.finished:   // the server's application traffic keys from here
-            handOver(.fromServer, protection: protection(for: secrets?.serverTraffic0), secret: secrets?.serverTraffic0)
+            handOver(.fromServer, protection: keyring.protection(for: secrets?.serverTraffic0), secret: secrets?.serverTraffic0)
         default:
             break
         }
@@ -416,16 +413,10 @@ final class TLSSession: ConnectionSession {
             early.active = false
         case TLSHandshakeType.finished:   // the client's application traffic keys from here
             early.active = false
-            handOver(.fromClient, protection: protection(for: secrets?.clientTraffic0), secret: secrets?.clientTraffic0)
+            handOver(.fromClient, protection: keyring.protection(for: secrets?.clientTraffic0), secret: secrets?.clientTraffic0)
         default:
             break
         }
-    }
-
-    /// A TLS 1.3 traffic secret's record protection (RFC 8446 §7.3); nil without the secret.
-    private func protection(for secret: [UInt8]?) -> RecordProtection? {
-        guard let secret, let c = cipher else { return nil }
-        return RecordProtection(tls13Secret: secret, cipher: c)
     }
 
     /// 0-RTT records held since the ClientHello: decrypted with the early traffic secret when
@@ -433,7 +424,7 @@ final class TLSSession: ConnectionSession {
     private func settleEarlyData(accepted: Bool) {
         let held = early.take()
         guard accepted || !held.isEmpty else { return }
-        guard accepted, let protection = protection(for: secrets?.clientEarly) else {
+        guard accepted, let protection = keyring.protection(for: secrets?.clientEarly) else {
             connection.note(accepted ? .tlsKeysNotFound : .tlsEarlyDataRejected)
             return
         }
@@ -476,8 +467,8 @@ final class TLSSession: ConnectionSession {
     /// After the ServerHello: the keys of both directions, from the key log. Live, a connection
     /// whose secrets are not all logged yet waits for them.
     private func setUpKeys() {
-        guard let keyLog, keyLog.count > 0 || keyLog.growing else { return }
-        let found = keyLog.secrets(forClientRandom: clientRandom, wanting: keyLog.growing ? { !self.hasAllSecrets($0) } : nil)
+        guard let keyLog = keyring.keyLog, keyLog.count > 0 || keyLog.growing else { return }
+        let found = keyring.lookUp(wanting: keyLog.growing ? { !self.hasAllSecrets($0) } : nil)
         if keyLog.growing && cipher != nil && !hasAllSecrets(found) {
             keyWait.start(at: connection.lastSeen)
             return
@@ -487,37 +478,22 @@ final class TLSSession: ConnectionSession {
 
     /// Whether `found` holds every secret this connection's version decrypts with.
     private func hasAllSecrets(_ found: TLSSecrets?) -> Bool {
-        guard let found else { return false }
-        guard isTLS13 else { return found.masterSecret != nil }
-        return found.clientHandshake != nil && found.serverHandshake != nil && found.clientTraffic0 != nil
-            && found.serverTraffic0 != nil && (!info.earlyDataOffered || found.clientEarly != nil)
+        keyring.hasAll(found, tls13: isTLS13, earlyData: info.earlyDataOffered)
     }
 
     /// Sets up the record protections with the secrets found (nil or none: flagged).
     private func useKeys(_ found: TLSSecrets?) {
-        guard let found, !found.isEmpty else {
-            secrets = nil
+        switch keyring.use(found, tls13: isTLS13) {
+        case .notFound:
             connection.note(.tlsKeysNotFound)
-            return
-        }
-        guard let c = cipher else {
-            // A suite icy-sniff cannot decrypt (CCM, Camellia, 3DES): the handshake only.
-            secrets = nil
-            return
-        }
-        secrets = found
-        if isTLS13 {
-            server.protection = protection(for: found.serverHandshake)
-            client.protection = protection(for: found.clientHandshake)
-            if server.protection == nil && client.protection == nil { secrets = nil; connection.note(.tlsKeysNotFound) }
-        } else if let master = found.masterSecret {
-            guard let pending = RecordProtection.tls12(master: master, clientRandom: clientRandom, serverRandom: serverRandom,
-                                                       cipher: c, encryptThenMAC: encryptThenMAC) else { return }
+        case .unsupportedSuite, .noKeyBlock:
+            break
+        case .handshake(let protection):
+            client.protection = protection.fromClient
+            server.protection = protection.fromServer
+        case .pending(let pending):
             client.pending = pending.fromClient
             server.pending = pending.fromServer
-        } else {
-            secrets = nil
-            connection.note(.tlsKeysNotFound)
         }
     }
 
@@ -530,7 +506,7 @@ final class TLSSession: ConnectionSession {
     /// for at most `TLSKeyWait.maxWait`); once every secret is there (or `final`: waited long
     /// enough, or the connection ended; with what there is), handles what was held.
     private func lookForKeys(final: Bool) {
-        let found = keyLog?.secrets(forClientRandom: clientRandom, wanting: { !self.hasAllSecrets($0) }, now: true)
+        let found = keyring.lookUp(wanting: { !self.hasAllSecrets($0) }, now: true)
         if hasAllSecrets(found) || final { stopWaiting(with: found) }
     }
 
@@ -557,22 +533,22 @@ final class TLSSession: ConnectionSession {
         guard let hello = TLSHandshakeObserver.clientHello(message, into: &info, first: clientHellos == 0) else { return }
         clientHellos += 1
         guard clientHellos == 1 else { return }
-        clientRandom = hello.random
+        keyring.clientRandom = hello.random
         if hello.ticketOffered { ticketOffered = true }
         // Looked up now: 0-RTT records follow the ClientHello before the ServerHello (looked up
         // again there, for what was logged since).
-        if let keyLog, let found = keyLog.secrets(forClientRandom: clientRandom), !found.isEmpty { secrets = found }
+        if let found = keyring.lookUp(), !found.isEmpty { keyring.secrets = found }
     }
 
     private func serverHello(_ message: ArraySlice<UInt8>) {
         guard let hello = TLSHandshakeObserver.serverHello(message, into: &info), !hello.helloRetry else { return }
-        if hello.encryptThenMAC { encryptThenMAC = true }
+        if hello.encryptThenMAC { keyring.encryptThenMAC = true }
         sawServerHello = true
-        serverRandom = hello.random
-        self.cipher = TLSCipherParameters(suite: hello.cipherSuite)
+        keyring.serverRandom = hello.random
+        keyring.cipher = TLSCipherParameters(suite: hello.cipherSuite)
         // A request sent as 0-RTT data is the first exchange's.
         for r in roles.suiteKnown(overhead: cipher?.recordOverhead(tls13: hello.version == 0x0304) ?? 0) { estimate(r, fromClient: true) }
-        if cipher == nil && (keyLog?.count ?? 0) > 0 { connection.note(.tlsCipherUnsupported) }
+        if cipher == nil && (keyring.keyLog?.count ?? 0) > 0 { connection.note(.tlsCipherUnsupported) }
         if hello.version == 0x0304 { server.encrypted = true }
         setUpKeys()
         emitter.secured(connection, keys: keyWait.waiting ? .awaited : secrets == nil ? .none : .found)
