@@ -39,20 +39,13 @@ final class TLSSession: ConnectionSession {
     /// nil: here, as records come. Everything that follows a record there (the plaintext's way
     /// into the inner session, a direction's end, the connection's end) waits its turn (`inTurn`).
     private let decryption: DecryptionQueue?
-    private var inner: (any ConnectionSession)? = nil
+    /// The decrypted plaintext, to the session of what it carries, and where records are
+    /// decrypted to (`TLSPlaintextStream`).
+    private let inner: TLSPlaintextStream
     /// The server answered the ClientHello in plain HTTP (a TLS client sent to an HTTP port):
     /// the server's bytes go to an HTTP/1.x session, so that its answer (nginx's 400) is shown.
     private var plainAnswer: HTTP1Session? = nil
     private var serverSpoke = false
-    /// Where records are decrypted to, one at a time (the inner session borrows it for a call);
-    /// made with the first record decrypted, freed with the session.
-    private var scratch: UnsafeMutableRawBufferPointer? = nil
-    private var plaintextBuffer: UnsafeMutableRawBufferPointer {
-        if let scratch { return scratch }
-        let made = UnsafeMutableRawBufferPointer.allocate(byteCount: TLSRecordReader.maxRecordLength, alignment: 16)
-        scratch = made
-        return made
-    }
     /// What the handshake showed so far. The connection carries a copy, kept current here, so
     /// that the transactions it emits (and the outputs at its end) see the same; the byte counts
     /// are added when the connection ends (`applicationBytes`).
@@ -93,8 +86,6 @@ final class TLSSession: ConnectionSession {
         var decryptor: DirectionDecryptor? = nil
         /// It stops being decrypted at its first record that does not authenticate.
         var decryptionFailed = false
-        /// Plaintext handed to the inner session so far.
-        var plaintextOffset: UInt64 = 0
         /// Application-data bytes (record headers included), counted on every record and added
         /// to `info` at the connection's end: each change to `info` copies it to the connection.
         var applicationBytes: UInt64 = 0
@@ -109,10 +100,6 @@ final class TLSSession: ConnectionSession {
     /// TLS 1.2: the server's Certificate came (a full handshake).
     private var sawCertificate = false
 
-    deinit {
-        scratch?.deallocate()
-    }
-
     init(connection: Connection, emitter: TransactionEmitter, options: HTTPParserOptions, keyLog: KeyLog?,
          decryption: DecryptionQueue? = nil) {
         self.decryption = decryption
@@ -120,6 +107,7 @@ final class TLSSession: ConnectionSession {
         self.emitter = emitter
         self.options = options
         keyring = TLSKeyring(keyLog: keyLog)
+        inner = TLSPlaintextStream(connection: connection, emitter: emitter, options: options)
     }
 
     /// Whether a record of `type` from `direction` is to be kept whole: cleartext handshake
@@ -176,14 +164,14 @@ final class TLSSession: ConnectionSession {
         if reader.broken {
             noteBroken()
             // The record framing is lost: the plaintext of the rest of the direction is unknown.
-            if !wasBroken { inTurn { self.deliverGap(gap.length, at: gap.timestamp, from: direction) } }
+            if !wasBroken { inTurn { self.inner.missed(gap.length, at: gap.timestamp, from: direction) } }
         }
     }
 
     func ended(_ direction: Direction, reason: CloseReason, at timestamp: Timestamp, on connection: Connection) {
         if let plainAnswer { return plainAnswer.ended(direction, reason: reason, at: timestamp, on: connection) }
         if keyWait.waiting { keyWait.hold(end: direction, reason: reason, at: timestamp); return }
-        inTurn { self.inner?.ended(direction, reason: reason, at: timestamp, on: connection) }
+        inTurn { self.inner.session?.ended(direction, reason: reason, at: timestamp, on: connection) }
     }
 
     func finished(_ connection: Connection, at timestamp: Timestamp) {
@@ -197,7 +185,7 @@ final class TLSSession: ConnectionSession {
         if early.isHolding { settleEarlyData(accepted: info.earlyDataAccepted ?? false) }
         // No keys: the records' sizes and times are what there is.
         if secrets == nil && sawServerHello { info.inferred = roles.inferred(offered: info.alpnOffered, negotiated: info.alpn) }
-        inTurn { self.inner?.finished(connection, at: timestamp) }
+        inTurn { self.inner.session?.finished(connection, at: timestamp) }
     }
 
     /// Runs `step` (a call into the inner session) now, or after the records before it that the
@@ -322,7 +310,7 @@ final class TLSSession: ConnectionSession {
                 if r.body != nil { side.records.bodyTaken(replacement: decryption.spareBody()) }
                 return
             }
-            let out = plaintextBuffer
+            let out = inner.buffer
             return opened(d.open(r, into: out), plaintext: UnsafeRawBufferPointer(out), at: r.lastByte, from: direction)
         }
         let chosen: RecordProtection?
@@ -330,7 +318,7 @@ final class TLSSession: ConnectionSession {
         else if direction == .fromClient { chosen = early.active ? early.protection : client.protection }
         else { chosen = server.protection }
         guard let p = chosen else { return }
-        let out = plaintextBuffer
+        let out = inner.buffer
         let result = OpenedRecord.open(r, with: p, tls13: isTLS13, cipher: cipher, into: out)
         if case .handshake(let n) = result {
             // TLS 1.3 handshake messages: they move this session's state on, here and now.
@@ -362,7 +350,7 @@ final class TLSSession: ConnectionSession {
         switch result {
         case .data(let n):
             markDecrypted()
-            deliver(UnsafeRawBufferPointer(rebasing: plaintext[0..<n]), at: lastByte, from: direction)
+            inner.received(UnsafeRawBufferPointer(rebasing: plaintext[0..<n]), at: lastByte, from: direction, alpn: info.alpn)
         case .handshake, .other:
             // TLS 1.2 Finished, alerts; after the handshake, TLS 1.3 tickets and KeyUpdate (the
             // direction's decryptor applied it).
@@ -370,7 +358,7 @@ final class TLSSession: ConnectionSession {
         case .lost(let estimate):
             // Not captured whole: the record cannot be opened; its plaintext is a gap.
             connection.note(.tlsRecordLost)
-            if let estimate { deliverGap(estimate, at: lastByte, from: direction) }
+            if let estimate { inner.missed(estimate, at: lastByte, from: direction) }
         case .failed:
             half(direction).decryptionFailed = true
             connection.note(.tlsDecryptionFailed)
@@ -435,33 +423,6 @@ final class TLSSession: ConnectionSession {
         early.active = true
     }
 
-    /// Plaintext application data: to the inner session, chosen by the negotiated protocol.
-    private func deliver(_ plaintext: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) {
-        guard !plaintext.isEmpty, let inner = innerSession(for: plaintext) else { return }
-        let side = half(direction)
-        inner.received(StreamChunk(offset: side.plaintextOffset, bytes: plaintext, timestamp: ts), from: direction, on: connection)
-        side.plaintextOffset &+= UInt64(plaintext.count)
-    }
-
-    private func deliverGap(_ length: UInt64, at ts: Timestamp, from direction: Direction) {
-        guard length > 0, let inner else { return }
-        let side = half(direction)
-        inner.missed(StreamGap(offset: side.plaintextOffset, length: length, timestamp: ts), from: direction, on: connection)
-        side.plaintextOffset &+= length
-    }
-
-    private func innerSession(for plaintext: UnsafeRawBufferPointer) -> (any ConnectionSession)? {
-        if let inner { return inner }
-        let session: any ConnectionSession
-        if info.alpn == "h2" || plaintext.starts(with: HTTP2FrameHeader.preface.prefix(16)) {
-            session = HTTP2Session(connection: connection, emitter: emitter, options: options, scheme: "https", expectsPreface: true)
-        } else {
-            session = HTTP1Session(connection: connection, emitter: emitter, options: options, scheme: "https")
-        }
-        inner = session
-        return session
-    }
-
     // MARK: Keys
 
     /// After the ServerHello: the keys of both directions, from the key log. Live, a connection
@@ -520,7 +481,7 @@ final class TLSSession: ConnectionSession {
             switch item {
             case .record(let r, .fromClient): clientRecord(r)
             case .record(let r, .fromServer): serverRecord(r)
-            case .ended(let direction, let reason, let timestamp): inner?.ended(direction, reason: reason, at: timestamp, on: connection)
+            case .ended(let direction, let reason, let timestamp): inner.session?.ended(direction, reason: reason, at: timestamp, on: connection)
             }
         }
     }
