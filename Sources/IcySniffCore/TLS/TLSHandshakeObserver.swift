@@ -129,4 +129,10 @@ enum TLSHandshakeObserver {
         info.earlyDataAccepted = accepted
         return accepted
     }
+
+    /// TLS 1.2 ECDHE ServerKeyExchange: the named curve (RFC 8422 §5.4), into `info.group`.
+    static func serverKeyExchange(_ message: ArraySlice<UInt8>, into info: inout TLSInfo) {
+        var r = TLSReader(message)
+        if r.u8() == 3, let curve = r.u16() { info.group = curve }
+    }
 }

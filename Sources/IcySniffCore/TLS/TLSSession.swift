@@ -9,10 +9,10 @@
 /// records (TLS 1.3: handshake, application and 0-RTT traffic secrets, KeyUpdate; TLS 1.2: the
 /// master secret's key block; AES-GCM, ChaCha20-Poly1305 and CBC suites, through OpenSSL) and
 /// hands the plaintext to the inner session its ALPN or content chooses (HTTP/1.x, HTTP/2), each
-/// record with the capture time of the segment that
-/// completed it, so the transactions are timed like cleartext ones (their URLs are `https`). A
-/// record that does not authenticate is flagged and nothing after it in that direction is passed
-/// on; a record partly lost is a gap in the plaintext.
+/// record with the capture time of the segment that completed it, so the transactions are timed
+/// like cleartext ones (their URLs are `https`). A record that does not authenticate is flagged
+/// and nothing after it in that direction is passed on; a record partly lost is a gap in the
+/// plaintext.
 ///
 /// Live (`KeyLog.growing`), a client logs a connection's secrets only once the ServerHello has
 /// reached it, about when the capture sees that ServerHello: the connection then waits for them.
@@ -65,31 +65,6 @@ final class TLSSession: ConnectionSession {
     private var server: Half { halves.fromServer }
     private func half(_ direction: Direction) -> Half { halves[direction] }
 
-    /// What one direction of the connection holds (Go's `halfConn`): its record framing, its
-    /// handshake messages (in clear, and TLS 1.3's decrypted ones), the protection of its records
-    /// before and after its handshake ends, and how far its plaintext has gone.
-    private final class Half {
-        let records = TLSRecordReader()
-        var handshake = TLSHandshakeBuffer()
-        /// Decrypted handshake messages (TLS 1.3).
-        var sealedHandshake = TLSHandshakeBuffer()
-        /// From here on its handshake records are encrypted (TLS 1.2: after its ChangeCipherSpec;
-        /// TLS 1.3: the server's after its ServerHello).
-        var encrypted = false
-        /// The protection of its next record during the handshake (TLS 1.3: the handshake
-        /// traffic keys), and (TLS 1.2) the one its ChangeCipherSpec switches to.
-        var protection: RecordProtection? = nil
-        var pending: RecordProtection? = nil
-        /// Its decryption once its handshake is over (TLS 1.2: from its ChangeCipherSpec; TLS
-        /// 1.3: after its Finished): it owns the record protection and applies KeyUpdate. Its
-        /// records are opened here, or on the decryption queue's thread.
-        var decryptor: DirectionDecryptor? = nil
-        /// It stops being decrypted at its first record that does not authenticate.
-        var decryptionFailed = false
-        /// Application-data bytes (record headers included), counted on every record and added
-        /// to `info` at the connection's end: each change to `info` copies it to the connection.
-        var applicationBytes: UInt64 = 0
-    }
     private var clientHellos = 0
     private var ticketOffered = false
     /// The ServerHello (not a HelloRetryRequest) has been read.
@@ -232,9 +207,7 @@ final class TLSSession: ConnectionSession {
                 roles.early(r)
                 // 0-RTT early data, sent with the ClientHello: held until the server's
                 // EncryptedExtensions say whether it was accepted.
-                if r.body != nil || r.lost {
-                    early.hold(r)
-                }
+                if r.body != nil || r.lost { early.hold(r) }
                 return
             }
             switch roles.client(r, tls13: isTLS13, earlyDataOffered: info.earlyDataOffered) {
@@ -269,7 +242,7 @@ final class TLSSession: ConnectionSession {
                 switch type {
                 case TLSHandshakeType.serverHello: serverHello(message)
                 case TLSHandshakeType.certificate: sawCertificate = true
-                case TLSHandshakeType.serverKeyExchange: serverKeyExchange(message)
+                case TLSHandshakeType.serverKeyExchange: TLSHandshakeObserver.serverKeyExchange(message, into: &info)
                 default: break
                 }
             }
@@ -513,11 +486,5 @@ final class TLSSession: ConnectionSession {
         if hello.version == 0x0304 { server.encrypted = true }
         setUpKeys()
         emitter.secured(connection, keys: keyWait.waiting ? .awaited : secrets == nil ? .none : .found)
-    }
-
-    /// TLS 1.2 ECDHE: ServerKeyExchange names the curve (RFC 8422 §5.4).
-    private func serverKeyExchange(_ message: ArraySlice<UInt8>) {
-        var r = TLSReader(message)
-        if r.u8() == 3, let curve = r.u16() { info.group = curve }
     }
 }
