@@ -51,7 +51,6 @@ final class QUICConnectionSession {
     /// The stateless reset tokens each direction's sender issued (`QUICResetTokens`), and
     /// whether a packet ended with one of them: the sender had lost the connection's state.
     private var resetTokens = QUICResetTokens()
-    private var statelessReset = false
 
     private var http3: HTTP3Session? = nil
     private unowned let emitter: TransactionEmitter
@@ -64,20 +63,15 @@ final class QUICConnectionSession {
     private var held = QUICHeldPackets()
     /// Where a packet is unprotected and decrypted (`QUICPacketOpener`), one at a time, into the
     /// tracker's `PacketWorkspace`: its frames are read from there (nothing re-enters packet
-    /// handling while they are: held packets are replayed after the datagram, `replayPending`).
+    /// handling while they are: held packets are replayed after the datagram, `held.replayDue`).
     private var opener: QUICPacketOpener
     private var workspace: PacketWorkspace { opener.workspace }
 
-    /// A key-log search was made for this connection (one at most).
-    private var searched = false
     /// Without keys: its packets' sizes (`QUICPacketPattern`).
     private var pattern = QUICPacketPattern()
     /// The packet being read follows an Initial packet (any long-header packet) in its datagram.
     private var afterInitial = false
     private var afterLongHeader = false
-    /// The ServerHello came: the packets held for its suite are handled once the current
-    /// datagram is done.
-    private var replayPending = false
 
     init(id: UInt64, client: Endpoint, server: Endpoint, dcid: [UInt8], scid: [UInt8], version: UInt32, at ts: Timestamp,
          keyLog: KeyLog?, emitter: TransactionEmitter, options: HTTPParserOptions, decryption: DecryptionQueue? = nil,
@@ -146,7 +140,7 @@ final class QUICConnectionSession {
             guard let used = packet(rest, at: ts, from: direction), used > 0 else { break }
             at += used
         }
-        if replayPending { replayHeld() }
+        if held.replayDue { replayHeld() }
     }
 
     /// A Version Negotiation packet from the server: the versions it offers.
@@ -207,7 +201,7 @@ final class QUICConnectionSession {
                 tls.handshakeEnd = ts
             }
             // Counted when it came: a 0-RTT packet held for the ServerHello comes by again.
-            if type == .zeroRTT && !replaying {
+            if type == .zeroRTT && !held.replaying {
                 info.zeroRTTPackets += 1
                 if !info.decrypted { estimate(frameBytes: length - 16, at: ts, from: direction) }
             }
@@ -278,7 +272,7 @@ final class QUICConnectionSession {
     /// The secrets came: what was held for them is read, in the order it came.
     private func stopWaitingForKeys() {
         held.waitingSince = nil
-        if !held.isEmpty && !replaying { replayHeld() }
+        if !held.isEmpty && !held.replaying { replayHeld() }
     }
 
     private func hold(_ packet: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) {
@@ -312,7 +306,7 @@ final class QUICConnectionSession {
         // last packet (a request sent in it is missed). Nor a server's behind its Handshake
         // packets: HANDSHAKE_DONE, NEW_TOKEN, its control streams, no response yet. Nor one held
         // and read again.
-        if !info.decrypted && !afterInitial && !(afterLongHeader && direction == .fromServer) && !replaying {
+        if !info.decrypted && !afterInitial && !(afterLongHeader && direction == .fromServer) && !held.replaying {
             estimate(frameBytes: bytes.count - 1 - receiverCIDLength(direction) - 16, at: ts, from: direction)
         }
         _ = shortPacketAlone(bytes, at: ts, from: direction)
@@ -329,7 +323,7 @@ final class QUICConnectionSession {
         guard confirmed, let keyLog, keyLog.hasSecrets || keyLog.growing else { return bytes.count }
         // Checked before header protection is removed: a reset's bits are random, and its key
         // phase bit must not start a key update.
-        if isStatelessReset(bytes, from: direction) { return bytes.count }
+        if resetTokens.isReset(bytes, from: direction) { return bytes.count }
         guard keyring.cipher != nil else {
             // Overtook the ServerHello (reordered, or its Initial was retransmitted): kept.
             hold(bytes, at: ts, from: direction)
@@ -391,15 +385,6 @@ final class QUICConnectionSession {
         connection.note(.quicDecryptionFailed)
     }
 
-    /// A short-header packet that ends with a stateless reset token its sender issued: not a
-    /// packet at all, but the sender saying it lost the connection (it is not counted as one
-    /// that failed to decrypt).
-    private func isStatelessReset(_ packet: UnsafeRawBufferPointer, from direction: Direction) -> Bool {
-        guard resetTokens.ends(packet, from: direction) else { return false }
-        statelessReset = true
-        return true
-    }
-
     /// The transport parameters a server sends in its EncryptedExtensions (RFC 9000 §18.2):
     /// its stateless reset token (id 0x02), for its first CID.
     private func serverTransportParameters(_ parameters: ArraySlice<UInt8>) {
@@ -427,7 +412,7 @@ final class QUICConnectionSession {
                 at ts: Timestamp, from direction: Direction) {
         guard let plaintext else {
             // A reset whose token came in a packet still on the thread when the reset was read.
-            if isStatelessReset(packet, from: direction) { return }
+            if resetTokens.isReset(packet, from: direction) { return }
             return packetFailed()
         }
         if let phase = keyUpdate, let k = keyring.application[direction], k.phase != phase, let next = k.next {
@@ -493,7 +478,7 @@ final class QUICConnectionSession {
             keyring.cipher = TLSCipherParameters(suite: hello.cipherSuite)
             if tls.earlyDataOffered && keyLog != nil { tls.earlyDataAccepted = false }
             keyring.lookUpSecrets()
-            replayPending = !held.isEmpty
+            held.replayDue = !held.isEmpty
             connection.quic = info
             // A live key log may still write them (looked up again as packets need them); if it
             // never does, the connection's end says so.
@@ -511,8 +496,8 @@ final class QUICConnectionSession {
     /// (the client's never seen) has its sides the wrong way round, and is the tracker's to
     /// search for (`QUICTracker.recover`). The secret found must be the sender's.
     private func searchKeyLog(_ packet: UnsafeRawBufferPointer, from direction: Direction) {
-        guard confirmed, !searched, mayHaveKeys, let keyLog else { return }
-        searched = true
+        guard confirmed, !keyring.searched, mayHaveKeys, let keyLog else { return }
+        keyring.searched = true
         guard workspace.searches.take() else { return connection.note(.quicKeySearchLimited) }
         if let found = QUICKeyTrial.search(packet, keyLog: keyLog, suite: keyring.cipher == nil ? nil : tls.cipherSuite),
            found.fromServer == (direction == .fromServer) {
@@ -525,7 +510,7 @@ final class QUICConnectionSession {
     /// been read. `originalDCIDKnown`: false when the connection was made from the packet found
     /// (its first Initial, whose DCID that is, never seen).
     func adopt(_ found: QUICKeyTrial.Found, originalDCIDKnown: Bool = true) {
-        searched = true
+        keyring.searched = true
         keyring.clientRandom = found.clientRandom
         if !originalDCIDKnown { info.originalDCID = [] }
         let serverCID = found.fromServer ? found.scid : found.dcid
@@ -537,7 +522,7 @@ final class QUICConnectionSession {
         confirmed = true
         connection.note(.quicKeysFoundBySearch)
         keyring.lookUpSecrets()
-        replayPending = !held.isEmpty
+        held.replayDue = !held.isEmpty
         guard keyring.cipher == nil else { return }
         keyring.cipher = found.cipher
         tls.cipherSuite = found.suite
@@ -546,13 +531,10 @@ final class QUICConnectionSession {
     }
 
     /// Packets held until the ServerHello gave the cipher suite: handled now, in arrival order.
-    private var replaying = false
-
     private func replayHeld() {
-        replayPending = false
-        replaying = true
-        defer { replaying = false }
-        for item in held.take() {
+        let items = held.startReplay()
+        defer { held.endReplay() }
+        for item in items {
             item.bytes.withUnsafeBytes { bytes in
                 // A held remainder may hold several packets (GSO segments).
                 var at = 0
@@ -605,7 +587,7 @@ final class QUICConnectionSession {
             info.requests = h3.requests
             info.pushes = h3.pushes
         }
-        if info.end == nil { info.end = statelessReset ? "stateless_reset" : "idle" }
+        if info.end == nil { info.end = resetTokens.sawReset ? "stateless_reset" : "idle" }
         info.keyUpdates = max(keyring.application.fromClient?.updates ?? 0, keyring.application.fromServer?.updates ?? 0)
         connection.halves.0.bytes = info.bytesFromClient
         connection.halves.1.bytes = info.bytesFromServer

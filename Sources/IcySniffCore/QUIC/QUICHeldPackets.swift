@@ -13,6 +13,11 @@ struct QUICHeldPackets {
     var waitingSince: Timestamp? = nil
     /// Live: the wait was given up (its packets were counted undecryptable, `quic_keys_late`).
     var gaveUp = false
+    /// What is held became readable (the ServerHello named the suite, a key-log search found the
+    /// secrets): replayed once the current datagram is done.
+    var replayDue = false
+    /// What was held is being read again: its packets were counted when they came.
+    private(set) var replaying = false
 
     var isEmpty: Bool { items.isEmpty }
     var count: Int { items.count }
@@ -24,6 +29,15 @@ struct QUICHeldPackets {
         items.append((Array(packet), ts, direction))
         return true
     }
+
+    /// Everything held, in arrival order, to be read again: `replaying` until `endReplay`.
+    mutating func startReplay() -> [Item] {
+        replayDue = false
+        replaying = true
+        return take()
+    }
+
+    mutating func endReplay() { replaying = false }
 
     /// Everything held, in arrival order; nothing is held after.
     mutating func take() -> [Item] {

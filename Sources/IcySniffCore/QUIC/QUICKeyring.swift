@@ -15,6 +15,9 @@ struct QUICKeyring {
     private var initialKeys: [(version: UInt32, dcid: [UInt8], keys: PerDirection<QUICPacketKeys?>)] = []
     /// The ClientHello's random: the key log's index.
     var clientRandom: [UInt8] = []
+    /// The key log was searched for this connection's secrets by trial (`QUICKeyTrial`: at most
+    /// once, for a connection whose ClientHello was not read).
+    var searched = false
     /// The suite the ServerHello chose.
     var cipher: TLSCipherParameters? = nil
     private(set) var secrets: TLSSecrets? = nil

@@ -5,6 +5,8 @@
 /// (active_connection_id_limit).
 struct QUICResetTokens {
     private var tokens = PerDirection<[ResetToken]>([])
+    /// A packet ended with one: the connection ended in a stateless reset.
+    private(set) var sawReset = false
 
     mutating func add(_ token: UnsafeRawBufferPointer, from direction: Direction) {
         let t = ResetToken(token)
@@ -12,8 +14,16 @@ struct QUICResetTokens {
         tokens[direction].append(t)
     }
 
+    /// A short-header packet that ends with a token its sender issued: not a packet at all, but
+    /// the sender saying it lost the connection (not counted as one that failed to decrypt).
+    mutating func isReset(_ packet: UnsafeRawBufferPointer, from direction: Direction) -> Bool {
+        guard ends(packet, from: direction) else { return false }
+        sawReset = true
+        return true
+    }
+
     /// Whether `packet` (short header, at least 21 bytes) ends with a token `direction`'s sender issued.
-    func ends(_ packet: UnsafeRawBufferPointer, from direction: Direction) -> Bool {
+    private func ends(_ packet: UnsafeRawBufferPointer, from direction: Direction) -> Bool {
         guard !tokens[direction].isEmpty, packet.count >= 21, packet[0] & 0x80 == 0 else { return false }
         return tokens[direction].contains(ResetToken(UnsafeRawBufferPointer(rebasing: packet[(packet.count - 16)...])))
     }
