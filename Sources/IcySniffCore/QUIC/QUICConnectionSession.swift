@@ -65,7 +65,9 @@ final class QUICConnectionSession {
     /// tracker's `PacketWorkspace`: its frames are read from there (nothing re-enters packet
     /// handling while they are: held packets are replayed after the datagram, `held.replayDue`).
     private var opener: QUICPacketOpener
-    private var workspace: PacketWorkspace { opener.workspace }
+    /// The same workspace, for the run's budgets (estimates, key-log searches): a constant
+    /// reference, read per packet without a retain.
+    private let workspace: PacketWorkspace
 
     /// Without keys: its packets' sizes (`QUICPacketPattern`).
     private var pattern = QUICPacketPattern()
@@ -78,6 +80,7 @@ final class QUICConnectionSession {
          workspace: PacketWorkspace = PacketWorkspace()) {
         self.decryption = decryption
         opener = QUICPacketOpener(workspace: workspace)
+        self.workspace = workspace
         connection = Connection(id: id, first: client, second: server, timestamp: ts)
         connection.clientSide = 0
         connection.transport = .quic
