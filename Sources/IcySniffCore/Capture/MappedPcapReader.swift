@@ -103,7 +103,7 @@ struct MappedPcapReader {
         // Read-ahead as for a sequential read(2). Populating the page tables ahead of the reader
         // (MADV_POPULATE_READ, 1-8 MiB at a time) halved the page faults, and asking for the next
         // 4-16 MiB (MADV_WILLNEED) on a cold page cache: neither changed the time measurably
-        // (docs/BENCHMARK.md, session 19).
+        // (docs/BENCHMARK.md, "Decisions that moved the figures": Reading).
         _ = icy_mapping_advise(slot, 0, size, MADV_SEQUENTIAL)
     }
 
