@@ -9,6 +9,7 @@
 #include <string.h>
 #include <stdlib.h>
 #include <errno.h>
+#include <pthread.h>
 
 /* Compressed captures, decompressed as they are read (never held whole): gzip (RFC 1952, members
    one after another), zstd (RFC 8878, frames one after another), LZ4 frames, xz (streams one after
@@ -246,6 +247,13 @@ const char *icy_decompress_error(void *cookie) {
 
 #include <sched.h>
 #include <unistd.h>
+
+int icy_name_this_thread(const char *name) {
+    char cut[16];
+    strncpy(cut, name, 15);
+    cut[15] = 0;
+    return pthread_setname_np(pthread_self(), cut);
+}
 
 int icy_available_cpus(void) {
     cpu_set_t set;

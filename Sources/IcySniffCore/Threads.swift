@@ -1,12 +1,14 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CIcyShims
 
 /// Starts a thread that runs `body`, which it holds (and all `body` captures) until `body`
 /// returns; nil when no thread can be started. The pipeline's helper threads (export,
-/// decryption), and `diff`'s feed of a FIFO, start here.
-public func startThread(_ body: @escaping () -> Void) -> pthread_t? {
-    let context = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
+/// decryption), and `diff`'s feed of a FIFO, start here. `name` (at most 15 bytes: the kernel's
+/// limit) is what top -H, perf and /proc/PID/task/*/comm show for it.
+public func startThread(named name: String, _ body: @escaping () -> Void) -> pthread_t? {
+    let context = Unmanaged.passRetained(ThreadBody(name: name, body)).toOpaque()
     var t = pthread_t()
     let rc = pthread_create(&t, nil, { context in
         Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue().run()
@@ -20,8 +22,13 @@ public func startThread(_ body: @escaping () -> Void) -> pthread_t? {
 }
 
 private final class ThreadBody {
-    let run: () -> Void
-    init(_ run: @escaping () -> Void) { self.run = run }
+    let name: String
+    let body: () -> Void
+    init(name: String, _ body: @escaping () -> Void) { self.name = name; self.body = body }
+    func run() {
+        _ = icy_name_this_thread(name)
+        body()
+    }
 }
 
 /// The one mutex of the code base: a pthread mutex in memory of its own. A `pthread_mutex_t`

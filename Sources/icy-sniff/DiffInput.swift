@@ -156,7 +156,7 @@ final class DiffInput: @unchecked Sendable {
         guard pipe(&fds) == 0 else { return path }
         let (readEnd, writeEnd) = (fds[0], fds[1])
         let pending = Array(buffer[0..<end])      // nothing was consumed past a peek
-        let started = startThread { [self] in
+        let started = startThread(named: "icy-diff-feed") { [self] in
             let source = self.file   // the input (and its FILE) lives as long as the thread
             func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
                 var done = 0

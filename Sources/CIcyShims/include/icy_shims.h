@@ -24,6 +24,11 @@ const char *icy_decompress_error(void *cookie);
 /// or the online processors when the mask cannot be read. At least 1.
 int icy_available_cpus(void);
 
+/// Names the calling thread (`pthread_setname_np`, which needs _GNU_SOURCE: Swift's Glibc
+/// module does not declare it): the first 15 bytes of `name` are what top -H, perf and
+/// /proc/PID/task/TID/comm show. 0, or an error number.
+int icy_name_this_thread(const char *name);
+
 /// A read-only mapping of a whole regular file that survives the file shrinking under it.
 ///
 /// Touching a page of a file mapping past the file's end raises SIGBUS; a capture that another

@@ -61,7 +61,7 @@ public final class ExportThread: TransactionSink {
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(changed, nil)
         batch.reserveCapacity(Self.batchSize)
-        guard let t = startThread({ self.drain() }) else { return nil }
+        guard let t = startThread(named: "icy-export", { self.drain() }) else { return nil }
         thread = t
     }
 

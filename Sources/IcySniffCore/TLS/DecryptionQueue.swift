@@ -408,7 +408,7 @@ final class DecryptionQueue: @unchecked Sendable {
     private func startThread() -> Bool {
         if thread != nil { return true }
         guard !threadFailed else { return false }
-        guard let t = IcySniffCore.startThread({ self.work() }) else {
+        guard let t = IcySniffCore.startThread(named: "icy-decrypt", { self.work() }) else {
             threadFailed = true
             return false
         }
