@@ -6,7 +6,8 @@ import CIcyShims
 /// Starts a thread that runs `body`, which it holds (and all `body` captures) until `body`
 /// returns; nil when no thread can be started. The pipeline's helper threads (export,
 /// decryption), and `diff`'s feed of a FIFO, start here. `name` (at most 15 bytes: the kernel's
-/// limit) is what top -H, perf and /proc/PID/task/*/comm show for it.
+/// limit) is what top -H, perf and /proc/PID/task/*/comm show for it (bench/thread-times reads
+/// each thread's times by it).
 public func startThread(named name: String, _ body: @escaping () -> Void) -> pthread_t? {
     let context = Unmanaged.passRetained(ThreadBody(name: name, body)).toOpaque()
     var t = pthread_t()
