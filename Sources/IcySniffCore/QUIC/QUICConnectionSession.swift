@@ -23,8 +23,9 @@ final class QUICConnectionSession {
     private var keyLog: KeyLog? { keyring.keyLog }
     private var mayHaveKeys: Bool { keyring.mayHaveKeys }
     private var info = QUICInfo()
-    private var tls = TLSInfo() {
-        didSet { connection.tls = tls }
+    /// The TLS handshake in its CRYPTO frames, and the connection's TLS facts (`QUICHandshake`).
+    private var handshake = QUICHandshake() {
+        didSet { connection.tls = handshake.tls }
     }
     /// Where the client's packets come from now (NAT rebinding and migration move it).
     private(set) var clientEndpoint: Endpoint
@@ -43,9 +44,6 @@ final class QUICConnectionSession {
     func takeNewCIDs() -> [[UInt8]] { cids.takeAnnounced() }
     /// The negotiated version (the server's first Initial or Handshake says it).
     private var negotiatedVersion: QUICVersion?
-    /// CRYPTO data and the handshake messages in it (`QUICCryptoStreams`).
-    private var crypto = QUICCryptoStreams()
-    private var clientHellos = 0
     /// Each direction's streams, open and over.
     private var streams = QUICStreamTable()
     /// The stateless reset tokens each direction's sender issued (`QUICResetTokens`), and
@@ -96,9 +94,9 @@ final class QUICConnectionSession {
         info.version = version
         info.handshakeStart = ts
         info.clientPorts = [client.port]
-        tls.handshakeStart = ts
-        tls.version = 0x0304
-        connection.tls = tls
+        handshake.tls.handshakeStart = ts
+        handshake.tls.version = 0x0304
+        connection.tls = handshake.tls
         connection.quic = info
     }
 
@@ -156,13 +154,10 @@ final class QUICConnectionSession {
         restartHandshake()
     }
 
-    /// After a Retry or a Version Negotiation the server kept nothing: the client's next Initial
-    /// starts the handshake again, its CRYPTO data from offset 0 — perhaps a new ClientHello with a
-    /// new random (aioquic makes one), which is then the one the key log names. The facts shown
-    /// stay those of the first offer.
+    /// After a Retry or a Version Negotiation the server kept nothing: the handshake starts again
+    /// (`QUICHandshake.restart`), perhaps with a new ClientHello whose random names other secrets.
     private func restartHandshake() {
-        crypto.restartInitial()
-        clientHellos = 0
+        handshake.restart()
         keyring.forgetSecrets()
     }
 
@@ -201,7 +196,7 @@ final class QUICConnectionSession {
             if info.version != versionNumber && negotiatedVersion == nil { info.version = versionNumber }
             if type == .handshake && info.handshakeEnd == nil {
                 info.handshakeEnd = ts
-                tls.handshakeEnd = ts
+                handshake.tls.handshakeEnd = ts
             }
             // Counted when it came: a 0-RTT packet held for the ServerHello comes by again.
             if type == .zeroRTT && !held.replaying {
@@ -388,18 +383,6 @@ final class QUICConnectionSession {
         connection.note(.quicDecryptionFailed)
     }
 
-    /// The transport parameters a server sends in its EncryptedExtensions (RFC 9000 §18.2):
-    /// its stateless reset token (id 0x02), for its first CID.
-    private func serverTransportParameters(_ parameters: ArraySlice<UInt8>) {
-        parameters.withUnsafeBytes { raw in
-            var p = QUICReader(raw)
-            while p.remaining > 0 {
-                guard let id = p.varint(), let value = p.vector() else { return }
-                if id == 0x02, value.count == 16 { resetTokens.add(value, from: .fromServer) }
-            }
-        }
-    }
-
     /// The frames of a 0-RTT or 1-RTT packet opened here: at once, or — while packets before it
     /// wait on the decryption thread — in its turn (streams are read in the capture's order).
     private func applicationFrames(_ plaintext: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) {
@@ -432,7 +415,7 @@ final class QUICConnectionSession {
     /// "decrypted" and `quic_keys_not_found` at once).
     private func packetOpened(application: Bool) {
         info.packetsDecrypted += 1
-        if application && !info.decrypted { info.decrypted = true; tls.decrypted = true }
+        if application && !info.decrypted { info.decrypted = true; handshake.tls.decrypted = true }
     }
 
     // MARK: Frames
@@ -451,9 +434,7 @@ final class QUICConnectionSession {
             case .stopSending(let id):
                 http3?.stopSending(id, at: ts, from: direction)
             case .crypto(let offset, let data):
-                for message in crypto.received(data, at: offset, space: space, from: direction) {
-                    handshakeMessage(message.type, message.body, space: space, from: direction)
-                }
+                for event in handshake.received(data, at: offset, space: space, from: direction) { handshakeEvent(event) }
             case .stream(let id, let offset, let data, let fin):
                 streams.data(id, data, at: offset, fin: fin, to: session(), at: ts, from: direction)
             case .newConnectionID(let cid, let resetToken):
@@ -467,29 +448,24 @@ final class QUICConnectionSession {
 
     // MARK: CRYPTO: the TLS handshake
 
-    private func handshakeMessage(_ type: UInt8, _ message: ArraySlice<UInt8>, space: QUICSpace, from direction: Direction) {
-        switch (direction, space, type) {
-        case (.fromClient, .initial, TLSHandshakeType.clientHello):
-            guard let hello = TLSHandshakeObserver.clientHello(message, into: &tls, first: clientHellos == 0) else { return }
-            clientHellos += 1
-            if clientHellos == 1 {
-                keyring.clientRandom = hello.random
-                keyring.lookUpSecrets()
-            }
-        case (.fromServer, .initial, TLSHandshakeType.serverHello):
-            guard let hello = TLSHandshakeObserver.serverHello(message, into: &tls), !hello.helloRetry, keyring.cipher == nil else { return }
-            keyring.cipher = TLSCipherParameters(suite: hello.cipherSuite)
-            if tls.earlyDataOffered && keyLog != nil { tls.earlyDataAccepted = false }
+    /// What the handshake's messages mean for the keys and the packets.
+    private func handshakeEvent(_ event: QUICHandshake.Event) {
+        switch event {
+        case .clientRandom(let random):
+            keyring.clientRandom = random
+            keyring.lookUpSecrets()
+        case .suite(let suite):
+            guard keyring.cipher == nil else { return }
+            keyring.cipher = TLSCipherParameters(suite: suite)
+            if handshake.tls.earlyDataOffered && keyLog != nil { handshake.tls.earlyDataAccepted = false }
             keyring.lookUpSecrets()
             held.replayDue = !held.isEmpty
             connection.quic = info
             // A live key log may still write them (looked up again as packets need them); if it
             // never does, the connection's end says so.
             emitter.secured(connection, keys: keyring.secrets != nil ? .found : keyLog?.growing == true ? .awaited : .none)
-        case (.fromServer, .handshake, TLSHandshakeType.encryptedExtensions):
-            TLSHandshakeObserver.encryptedExtensions(message, into: &tls) { serverTransportParameters($0) }
-        default:
-            break
+        case .serverResetToken(let token):
+            resetTokens.add(token, from: .fromServer)
         }
     }
 
@@ -502,7 +478,7 @@ final class QUICConnectionSession {
         guard confirmed, !keyring.searched, mayHaveKeys, let keyLog else { return }
         keyring.searched = true
         guard workspace.searches.take() else { return connection.note(.quicKeySearchLimited) }
-        if let found = QUICKeyTrial.search(packet, keyLog: keyLog, suite: keyring.cipher == nil ? nil : tls.cipherSuite),
+        if let found = QUICKeyTrial.search(packet, keyLog: keyLog, suite: keyring.cipher == nil ? nil : handshake.tls.cipherSuite),
            found.fromServer == (direction == .fromServer) {
             adopt(found)
         }
@@ -528,7 +504,7 @@ final class QUICConnectionSession {
         held.replayDue = !held.isEmpty
         guard keyring.cipher == nil else { return }
         keyring.cipher = found.cipher
-        tls.cipherSuite = found.suite
+        handshake.tls.cipherSuite = found.suite
         connection.quic = info
         emitter.secured(connection, keys: .found)
     }
@@ -597,14 +573,14 @@ final class QUICConnectionSession {
         // Without keys: QUIC's ALPN is encrypted; a client offering only HTTP/3 speaks it, and
         // its packets say its requests.
         workspace.estimates -= pattern.series.exchanges.count
-        if !info.decrypted, let offered = tls.alpnOffered, !offered.isEmpty, offered.allSatisfy({ $0 == "h3" || $0.hasPrefix("h3-") }) {
+        if !info.decrypted, let offered = handshake.tls.alpnOffered, !offered.isEmpty, offered.allSatisfy({ $0 == "h3" || $0.hasPrefix("h3-") }) {
             let exchanges = pattern.result()
-            tls.inferred = InferredTraffic(protocolName: "h3", protocolInferred: true, exchanges: exchanges,
+            handshake.tls.inferred = InferredTraffic(protocolName: "h3", protocolInferred: true, exchanges: exchanges,
                                            exchangeCount: pattern.series.count, exact: false)
         }
         pattern = QUICPacketPattern()
         connection.quic = info
-        connection.tls = tls
+        connection.tls = handshake.tls
         connection.finishedAt = ts
     }
 }

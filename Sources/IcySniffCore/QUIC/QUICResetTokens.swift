@@ -9,7 +9,10 @@ struct QUICResetTokens {
     private(set) var sawReset = false
 
     mutating func add(_ token: UnsafeRawBufferPointer, from direction: Direction) {
-        let t = ResetToken(token)
+        add(ResetToken(token), from: direction)
+    }
+
+    mutating func add(_ t: ResetToken, from direction: Direction) {
         guard !tokens[direction].contains(t), tokens[direction].count < 64 else { return }
         tokens[direction].append(t)
     }
