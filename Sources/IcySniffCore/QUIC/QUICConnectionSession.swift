@@ -44,15 +44,13 @@ final class QUICConnectionSession {
     func takeNewCIDs() -> [[UInt8]] { cids.takeAnnounced() }
     /// The negotiated version (the server's first Initial or Handshake says it).
     private var negotiatedVersion: QUICVersion?
-    /// Each direction's streams, open and over.
-    private var streams = QUICStreamTable()
+    /// Each direction's streams, open and over, and HTTP/3 reading them.
+    private var streams: QUICStreamTable<HTTP3Session>
     /// The stateless reset tokens each direction's sender issued (`QUICResetTokens`), and
     /// whether a packet ended with one of them: the sender had lost the connection's state.
     private var resetTokens = QUICResetTokens()
 
-    private var http3: HTTP3Session? = nil
     private unowned let emitter: TransactionEmitter
-    private let options: HTTPParserOptions
     /// Where 1-RTT packets are opened (reading a file: the second core, `DecryptionQueue`); nil:
     /// here, as they come. Whatever reads streams waits its turn behind the packets there.
     let decryption: DecryptionQueue?
@@ -86,7 +84,7 @@ final class QUICConnectionSession {
         serverEndpoint = server
         keyring = QUICKeyring(keyLog: keyLog, dcid: dcid)
         self.emitter = emitter
-        self.options = options
+        streams = QUICStreamTable { [connection, unowned emitter] in HTTP3Session(connection: connection, emitter: emitter, options: options) }
         cids = QUICConnectionIDs(dcid, scid)
         info.originalDCID = dcid
         info.clientCID = scid
@@ -430,13 +428,13 @@ final class QUICConnectionSession {
             case .other:
                 continue
             case .resetStream(let id, _):
-                streams.reset(id, to: session, at: ts, from: direction)
+                streams.reset(id, at: ts, from: direction)
             case .stopSending(let id):
-                http3?.stopSending(id, at: ts, from: direction)
+                streams.consumer?.stopSending(id, at: ts, from: direction)
             case .crypto(let offset, let data):
                 for event in handshake.received(data, at: offset, space: space, from: direction) { handshakeEvent(event) }
             case .stream(let id, let offset, let data, let fin):
-                streams.data(id, data, at: offset, fin: fin, to: session(), at: ts, from: direction)
+                streams.data(id, data, at: offset, fin: fin, at: ts, from: direction)
             case .newConnectionID(let cid, let resetToken):
                 cids.announce(Array(cid))
                 resetTokens.add(resetToken, from: direction)
@@ -525,16 +523,6 @@ final class QUICConnectionSession {
         }
     }
 
-    // MARK: STREAM: HTTP/3
-
-    @inline(__always)
-    private func session() -> HTTP3Session {
-        if let http3 { return http3 }
-        let s = HTTP3Session(connection: connection, emitter: emitter, options: options)
-        http3 = s
-        return s
-    }
-
     // MARK: End
 
     /// The connection is over (idle, closed, or the capture ended): streams still open are
@@ -560,8 +548,8 @@ final class QUICConnectionSession {
             if keyring.secrets == nil { keyring.lookUpSecrets() }
             if keyring.secrets?.clientTraffic0 == nil || keyring.secrets?.serverTraffic0 == nil { connection.note(.quicKeysNotFound) }
         }
-        if let h3 = http3 {
-            streams.flush(to: h3, at: ts)
+        streams.flush(at: ts)
+        if let h3 = streams.consumer {
             h3.finish(at: ts)
             info.requests = h3.requests
             info.pushes = h3.pushes

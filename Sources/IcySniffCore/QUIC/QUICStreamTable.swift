@@ -11,12 +11,12 @@ protocol QUICStreamConsumer: AnyObject {
 /// The streams of one QUIC connection, per direction (RFC 9000 §2-3): the open ones with their
 /// reassembly, and the ids of those that are over (all data handed on, or reset), whose late
 /// frames are dropped. STREAM and RESET_STREAM frames come in; what their data means is the
-/// `QUICStreamConsumer`'s (HTTP/3): this table only keeps the streams, as quic-go's streams map
-/// stands apart from its connection.
+/// `Consumer`'s (HTTP/3), made by the table at the first frame that needs it: this table only
+/// keeps the streams, as quic-go's streams map stands apart from its connection.
 ///
 /// A transfer sends frame after frame of one stream: the stream of the last frame is kept at
 /// hand (`last`), found without two dictionary look-ups.
-struct QUICStreamTable {
+struct QUICStreamTable<Consumer: QUICStreamConsumer> {
     final class Stream {
         var reassembler = OffsetReassembler()
         /// The stream's length, known from a frame with FIN.
@@ -26,6 +26,20 @@ struct QUICStreamTable {
     private var open = PerDirection<[UInt64: Stream]>([:])
     private var closed = PerDirection<Set<UInt64>>([])
     private var last: (direction: Direction, id: UInt64, stream: Stream)? = nil
+    /// What reads the streams; nil until a frame needed it (a connection whose packets were never
+    /// opened has none).
+    private(set) var consumer: Consumer? = nil
+    private let makeConsumer: () -> Consumer
+
+    init(consumer make: @escaping () -> Consumer) { makeConsumer = make }
+
+    @inline(__always)
+    private mutating func reader() -> Consumer {
+        if let consumer { return consumer }
+        let c = makeConsumer()
+        consumer = c
+        return c
+    }
 
     /// Stream `id` of `direction`, made when it is new; nil once it is over.
     @inline(__always)
@@ -63,8 +77,9 @@ struct QUICStreamTable {
     /// A STREAM frame's data: handed on in order, with the holes a later frame skips past;
     /// the stream ends once everything up to its FIN was handed on.
     @inline(__always)
-    mutating func data<C: QUICStreamConsumer>(_ id: UInt64, _ data: UnsafeRawBufferPointer, at offset: UInt64, fin: Bool,
-                                               to consumer: C, at ts: Timestamp, from direction: Direction) {
+    mutating func data(_ id: UInt64, _ data: UnsafeRawBufferPointer, at offset: UInt64, fin: Bool, at ts: Timestamp,
+                       from direction: Direction) {
+        let consumer = reader()
         guard let s = stream(id, from: direction) else { return }
         if fin { s.finalSize = offset + UInt64(data.count) }
         s.reassembler.insert(data, at: offset, deliver: { consumer.streamData(id, $0, at: ts, from: direction) },
@@ -76,14 +91,15 @@ struct QUICStreamTable {
     }
 
     /// A RESET_STREAM frame: the stream is over, said once (the consumer made only then).
-    mutating func reset<C: QUICStreamConsumer>(_ id: UInt64, to consumer: () -> C, at ts: Timestamp, from direction: Direction) {
+    mutating func reset(_ id: UInt64, at ts: Timestamp, from direction: Direction) {
         guard close(id, from: direction) else { return }
-        consumer().streamReset(id, at: ts, from: direction)
+        reader().streamReset(id, at: ts, from: direction)
     }
 
     /// The connection is over: each stream still open hands on what it holds, its holes
     /// declared lost, and ends when its length is known (a FIN came), by id, the client's first.
-    mutating func flush<C: QUICStreamConsumer>(to consumer: C, at ts: Timestamp) {
+    mutating func flush(at ts: Timestamp) {
+        guard let consumer else { return }
         for direction in [Direction.fromClient, .fromServer] {
             for (id, s) in takeOpen(from: direction) {
                 s.reassembler.skipHoles(deliver: { consumer.streamData(id, $0, at: ts, from: direction) },
