@@ -67,9 +67,6 @@ final class QUICConnectionSession {
 
     /// Without keys: its packets' sizes (`QUICPacketPattern`).
     private var pattern = QUICPacketPattern()
-    /// The packet being read follows an Initial packet (any long-header packet) in its datagram.
-    private var afterInitial = false
-    private var afterLongHeader = false
 
     init(id: UInt64, client: Endpoint, server: Endpoint, dcid: [UInt8], scid: [UInt8], version: UInt32, at ts: Timestamp,
          keyLog: KeyLog?, emitter: TransactionEmitter, options: HTTPParserOptions, decryption: DecryptionQueue? = nil,
@@ -132,8 +129,7 @@ final class QUICConnectionSession {
             info.datagramsFromServer += 1
         }
         var at = 0
-        afterInitial = false
-        afterLongHeader = false
+        pattern.datagramStarts()
         while at < payload.count {
             let rest = UnsafeRawBufferPointer(rebasing: payload[at...])
             guard let used = packet(rest, at: ts, from: direction), used > 0 else { break }
@@ -168,7 +164,7 @@ final class QUICConnectionSession {
             guard first & 0x40 != 0 || startsWithConnectionID(bytes, from: direction) else { return nil }
             return shortPacket(bytes, at: ts, from: direction)
         }
-        afterLongHeader = true
+        pattern.sawLongHeader()
         guard let header = QUICLongHeader(bytes), header.versionNumber != 0 else { return nil }
         guard let version = header.version else {
             // A version icy-sniff cannot read (the reserved one that asks for Version Negotiation).
@@ -218,7 +214,7 @@ final class QUICConnectionSession {
         let keys: QUICPacketKeys?
         switch type {
         case .initial:
-            afterInitial = true
+            pattern.sawInitial()
             openInitial(whole, pnOffset: pnOffset, version: version, at: ts, from: direction)
             return end
         case .handshake, .zeroRTT:
@@ -298,12 +294,10 @@ final class QUICConnectionSession {
             end = QUICShortHeader.nextSegment(whole, dcid: dcid, minimum: 21 + dcid.count) ?? whole.count
         }
         let bytes = UnsafeRawBufferPointer(rebasing: whole[0..<end])
-        // Not one behind an Initial: a datagram with an Initial is padded to 1,200 bytes, in its
-        // last packet (a request sent in it is missed). Nor a server's behind its Handshake
-        // packets: HANDSHAKE_DONE, NEW_TOKEN, its control streams, no response yet. Nor one held
-        // and read again.
-        if !info.decrypted && !afterInitial && !(afterLongHeader && direction == .fromServer) && !held.replaying {
-            estimate(frameBytes: bytes.count - 1 - receiverCIDLength(direction) - 16, at: ts, from: direction)
+        // Not one held and read again: it was measured when it came.
+        if !info.decrypted && !held.replaying,
+           pattern.shortPacket(frameBytes: bytes.count - 1 - receiverCIDLength(direction) - 16, at: ts, from: direction, in: workspace) {
+            connection.note(.quicEstimatesLimited)
         }
         _ = shortPacketAlone(bytes, at: ts, from: direction)
         return end
@@ -558,15 +552,10 @@ final class QUICConnectionSession {
         info.keyUpdates = max(keyring.application.fromClient?.updates ?? 0, keyring.application.fromServer?.updates ?? 0)
         connection.halves.0.bytes = info.bytesFromClient
         connection.halves.1.bytes = info.bytesFromServer
-        // Without keys: QUIC's ALPN is encrypted; a client offering only HTTP/3 speaks it, and
-        // its packets say its requests.
-        workspace.estimates -= pattern.series.exchanges.count
-        if !info.decrypted, let offered = handshake.tls.alpnOffered, !offered.isEmpty, offered.allSatisfy({ $0 == "h3" || $0.hasPrefix("h3-") }) {
-            let exchanges = pattern.result()
-            handshake.tls.inferred = InferredTraffic(protocolName: "h3", protocolInferred: true, exchanges: exchanges,
-                                           exchangeCount: pattern.series.count, exact: false)
+        // Without keys: what its packets say of its requests.
+        if let inferred = pattern.finish(alpnOffered: handshake.tls.alpnOffered, decrypted: info.decrypted, in: workspace) {
+            handshake.tls.inferred = inferred
         }
-        pattern = QUICPacketPattern()
         connection.quic = info
         connection.tls = handshake.tls
         connection.finishedAt = ts

@@ -37,6 +37,30 @@ struct QUICPacketPattern {
     var pathProbes = PerDirection(false)
     /// The run's room for estimates ran out while this connection had requests to estimate.
     private var limited = false
+    /// Where the packet being read stands in its datagram: behind a long-header packet, behind
+    /// an Initial.
+    private var afterLongHeader = false
+    private var afterInitial = false
+
+    mutating func datagramStarts() {
+        afterLongHeader = false
+        afterInitial = false
+    }
+
+    mutating func sawLongHeader() { afterLongHeader = true }
+    mutating func sawInitial() { afterInitial = true }
+
+    /// A 1-RTT packet of `frameBytes`, measured unless its datagram says it carries no request or
+    /// response: not one behind an Initial (a datagram with an Initial is padded to 1,200 bytes,
+    /// in its last packet; a request sent in it is missed), nor a server's behind its Handshake
+    /// packets (HANDSHAKE_DONE, NEW_TOKEN, its control streams, no response yet). True as
+    /// `measure`.
+    @inline(__always)
+    mutating func shortPacket(frameBytes: Int, at ts: Timestamp, from direction: Direction,
+                              in workspace: QUICConnectionSession.PacketWorkspace) -> Bool {
+        guard !afterInitial && !(afterLongHeader && direction == .fromServer) else { return false }
+        return measure(frameBytes: frameBytes, at: ts, from: direction, in: workspace)
+    }
 
     /// One packet of the connection, counted against the run's room for estimates
     /// (`PacketWorkspace.estimates`, at most `maxKept`): true for the first request this
@@ -56,10 +80,19 @@ struct QUICPacketPattern {
         return true
     }
 
-    /// What the packets said (the closing taken back).
-    mutating func result() -> [EncryptedExchange] {
+    /// The connection is over: its estimates leave the run's room (`workspace.estimates`), and,
+    /// when its packets were not decrypted and its client offered only HTTP/3 (QUIC's ALPN is
+    /// encrypted), what its packets said of its requests (the closing taken back).
+    mutating func finish(alpnOffered: [String]?, decrypted: Bool,
+                         in workspace: QUICConnectionSession.PacketWorkspace) -> InferredTraffic? {
+        workspace.estimates -= series.exchanges.count
+        defer { self = QUICPacketPattern() }
+        guard !decrypted, let offered = alpnOffered, !offered.isEmpty, offered.allSatisfy({ $0 == "h3" || $0.hasPrefix("h3-") }) else {
+            return nil
+        }
         series.dropUnansweredLast(under: Self.closingBytes - Self.framing)
-        return series.result()
+        return InferredTraffic(protocolName: "h3", protocolInferred: true, exchanges: series.result(),
+                               exchangeCount: series.count, exact: false)
     }
 
     /// `keep`: the run's kept estimates have room for another request (else it is counted only).

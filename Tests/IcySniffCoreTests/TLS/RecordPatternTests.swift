@@ -148,8 +148,32 @@ import Testing
             t += 1_000_000
             chrome.packet(fromClient: client, frameBytes: bytes, at: Timestamp(nanoseconds: t), keep: true)
         }
-        let one = chrome.result()
+        let workspace = QUICConnectionSession.PacketWorkspace()
+        var decrypted = chrome, offersH2 = chrome
+        let whenDecrypted = decrypted.finish(alpnOffered: ["h3"], decrypted: true, in: workspace)
+        let whenH2Offered = offersH2.finish(alpnOffered: ["h3", "h2"], decrypted: false, in: workspace)
+        #expect(whenDecrypted == nil && whenH2Offered == nil)
+        let finished = chrome.finish(alpnOffered: ["h3"], decrypted: false, in: workspace)
+        let inferred = try #require(finished)
+        let one = inferred.exchanges
         #expect(one.count == 1 && one.first?.requestBytes == 433 && one.first?.responseBytes == 1152 + 1152 + 832 - 6, "\(one)")
+        #expect(inferred.protocolName == "h3" && inferred.exchangeCount == 1 && !inferred.exact)
+        // A datagram's position: a packet behind an Initial (padding to 1,200 bytes) is not a
+        // request, nor a server's behind its long-header packets; the next datagram's are.
+        var placed = QUICPacketPattern()
+        placed.datagramStarts()
+        placed.sawLongHeader()
+        placed.sawInitial()
+        _ = placed.shortPacket(frameBytes: 1150, at: Timestamp(nanoseconds: 1), from: .fromClient, in: workspace)
+        #expect(placed.series.count == 0)
+        placed.datagramStarts()
+        placed.sawLongHeader()
+        _ = placed.shortPacket(frameBytes: 60, at: Timestamp(nanoseconds: 2), from: .fromClient, in: workspace)
+        _ = placed.shortPacket(frameBytes: 400, at: Timestamp(nanoseconds: 3), from: .fromServer, in: workspace)
+        #expect(placed.series.count == 1 && placed.series.exchanges.first?.responseBytes == nil)
+        placed.datagramStarts()
+        _ = placed.shortPacket(frameBytes: 400, at: Timestamp(nanoseconds: 4), from: .fromServer, in: workspace)
+        #expect(placed.series.exchanges.first?.responseBytes != nil)
         // The run's room for kept estimates spent: counted, not kept.
         var full = QUICPacketPattern()
         full.packet(fromClient: true, frameBytes: 60, at: Timestamp(nanoseconds: 1), keep: false)
