@@ -192,6 +192,10 @@ import Glibc
         #expect(file["closedColumns"] as? Int == 11)
         // The keyboard (issue 54): Home, Page Down, End, Up, Home, Down move the selection.
         let keys = file["keys"] as? [String: [Int]] ?? [:], shown = file["shownCount"] as? Int ?? 0, page = file["pageRows"] as? Int ?? 0
+        // The drawn rows after the keys' jumps: each at its place with its own row's URL, the
+        // selected one alone marked (row elements are lent between rows and written in part).
+        let drawnRows = file["drawnRows"] as? [Any] ?? []
+        #expect(drawnRows.count == 2 && (drawnRows[0] as? Int ?? 0) > 0 && (drawnRows[1] as? [Any])?.isEmpty == true, "\(drawnRows)")
         #expect(shown > page && page > 1, "\(shown) rows, \(page) a page: the check needs more rows than a page")
         #expect(keys["Home"] == [0, 0] && keys["PageDown"] == [page] && keys["End"] == [shown - 1] && keys["ArrowUp"] == [shown - 2]
                 && keys["ArrowDown"] == [1], "\(keys), \(shown) rows, \(page) a page")

@@ -134,13 +134,17 @@ export function drawRows() {
       e._row = null;
     }
     if (e._row !== row || e._version !== rowVersion(row)) fillRow(e, row);
-    e.hidden = false;
+    if (e.hidden) e.hidden = false;
     // Below the header row, which stays at the top of the scrolled list.
-    e.style.top = ((i + 1) * ROW_HEIGHT) + "px";
-    e.setAttribute("aria-rowindex", String(i + 2));
+    if (e._index !== i) {
+      e._index = i;
+      e.style.top = ((i + 1) * ROW_HEIGHT) + "px";
+      e.setAttribute("aria-rowindex", String(i + 2));
+    }
     const selected = state.selected === row;
-    e.classList.toggle("selected", selected);
-    e.setAttribute("aria-selected", String(selected));
+    setClass(e, "row" + (row.kind === "c" ? " conn" : row.kind === "e" ? " est" : row.kind === "g" ? " group" : "") + (selected ? " selected" : ""));
+    const said = String(selected);
+    if (e.getAttribute("aria-selected") !== said) e.setAttribute("aria-selected", said);
     keep.set(row.seq, e);
   }
   drawn = keep;
@@ -186,6 +190,8 @@ function phasesText(row) {
   return parts.join(" · ");
 }
 
+function setClass(e, name) { if (e.className !== name) e.className = name; }
+
 /** Puts a row's text into an element (as text: the strings are the capture's). */
 function fillRow(e, row) {
   const values = row.kind === "g" ? [
@@ -208,7 +214,9 @@ function fillRow(e, row) {
      "No keys for this connection: --keylog FILE decrypts it"],
     [""], [row.protocol], [""], [fmtBytes(row.bytes)], [fmtMs(row.time)], [""], [row.flags.join(" ")], [row.id], [row.server],
   ];
-  e.className = "row" + (row.kind === "c" ? " conn" : row.kind === "e" ? " est" : row.kind === "g" ? " group" : "");
+  // Only what differs from the row the element showed before is written: an unchanged text
+  // leaves its cell's layout and text shaping as they were (a dragged scroll bar refills every
+  // drawn row each frame, and most columns repeat from row to row).
   e.dataset.seq = row.seq;
   e.id = "row" + String(row.seq).replace(/\W/g, "_");
   const cells = e.children;
@@ -216,9 +224,10 @@ function fillRow(e, row) {
     const i = columnOrder[j];
     const [text, title, extra] = values[i];
     const cell = cells[j];
-    cell.className = COLUMNS[i].cls + (extra ? " " + extra : "");
-    cell.textContent = shown(text);
-    if (title) cell.title = shown(title); else cell.removeAttribute("title");
+    setClass(cell, COLUMNS[i].cls + (extra ? " " + extra : ""));
+    const t = shown(text);
+    if (cell.textContent !== t) cell.textContent = t;
+    if (title) { const tt = shown(title); if (cell.title !== tt) cell.title = tt; } else if (cell.hasAttribute("title")) cell.removeAttribute("title");
   }
   e._row = row;
   e._version = rowVersion(row);
