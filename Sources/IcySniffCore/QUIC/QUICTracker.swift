@@ -31,19 +31,9 @@ struct CIDKey: Hashable {
 /// Input: `UDPDatagram`s. Output: finished connections (`onFinished`), and their transactions
 /// through the emitter. Memory: the open connections, at most `maxConnections`.
 final class QUICTracker {
-    private var byCID: [CIDKey: QUICConnectionSession] = [:]
-    /// The last two DCIDs of short headers that were looked up, and their connections:
-    /// consecutive datagrams mostly belong to one connection, and a compare is cheaper than a
-    /// look-up. Two, because the two directions of a transfer (data one way, ACKs the other)
-    /// alternate and carry different DCIDs. A new one replaces the older (`recentNext`).
-    private var recentShort: [(key: CIDKey, session: QUICConnectionSession)] = []
-    private var recentNext = 0
-    private var byAddress: [AddressPair: QUICConnectionSession] = [:]
-    /// The lengths of the CIDs in `byCID` (a short header does not say its DCID's length).
-    private var cidLengths: [Int: Int] = [:]
+    /// Which open connection a datagram is for (`QUICRoutes`).
+    private var routes = QUICRoutes()
     private var open: [ObjectIdentifier: QUICConnectionSession] = [:]
-    /// The CIDs and address pairs registered for each open connection (removed with it).
-    private var registered: [ObjectIdentifier: (cids: [CIDKey], pairs: [AddressPair])] = [:]
     private let keyLog: KeyLog?
     private unowned let emitter: TransactionEmitter
     private let options: HTTPParserOptions
@@ -58,14 +48,6 @@ final class QUICTracker {
     /// Before, the 65,537th connection and all after it were neither followed nor named, and
     /// 100,000 of them took 858 MiB.
     var maxConnections = ReassemblyLimits().maxConnections / 2
-
-    struct AddressPair: Hashable {
-        var a: Endpoint
-        var b: Endpoint
-        init(_ x: Endpoint, _ y: Endpoint) {
-            if x < y { a = x; b = y } else { a = y; b = x }
-        }
-    }
 
     /// Where every connection's packets are unprotected and opened, in turn.
     private let workspace = QUICConnectionSession.PacketWorkspace()
@@ -101,32 +83,12 @@ final class QUICTracker {
         // A short header: the DCID of each length in use, else the address pair. Its fixed bit
         // may be 0 (peers that agreed to grease it, RFC 9287): only a datagram matching nothing
         // is judged by it.
-        var session: QUICConnectionSession? = nil
-        for i in recentShort.indices {
-            let length = recentShort[i].key.length
-            if p.count > 1 + length, CIDKey(UnsafeRawBufferPointer(rebasing: p[1..<(1 + length)])) == recentShort[i].key {
-                session = recentShort[i].session
-                break
-            }
-        }
-        if session == nil {
-            for (length, _) in cidLengths where length > 0 && p.count > 1 + length {
-                let key = CIDKey(UnsafeRawBufferPointer(rebasing: p[1..<(1 + length)]))
-                if let s = byCID[key] {
-                    session = s
-                    if recentShort.count < 2 { recentShort.append((key, s)) } else { recentShort[recentNext] = (key, s) }
-                    recentNext = (recentNext + 1) % 2
-                    break
-                }
-            }
-        }
-        if session == nil { session = byAddress[AddressPair(d.source, d.destination)] }
-        guard let session else {
+        guard let session = routes.session(shortHeader: p) ?? routes.session(between: d.source, d.destination) else {
             // Perhaps a packet that overtook its connection's first Initial, or of a connection
             // whose first Initial was lost (found when its orphaned Handshake packet is dropped):
             // kept a moment. Its fixed bit greased (RFC 9287): only on a pair whose long headers
             // matched nothing.
-            if first & 0x40 != 0 || unreadablePairs.contains(AddressPair(d.source, d.destination)) {
+            if first & 0x40 != 0 || unreadablePairs.contains(QUICRoutes.AddressPair(d.source, d.destination)) {
                 keepOrphan(d, kind: .shortHeader)
             }
             return false
@@ -143,7 +105,9 @@ final class QUICTracker {
         let dcidKey = CIDKey(header.dcid)
         if version == 0 {
             // Version Negotiation (RFC 9000 §17.2.1): the server echoes the client's CIDs swapped.
-            guard let s = byCID[CIDKey(scid)] ?? byCID[dcidKey] ?? byAddress[AddressPair(d.source, d.destination)] else { return false }
+            guard let s = routes.session(cid: CIDKey(scid)) ?? routes.session(cid: dcidKey) ?? routes.session(between: d.source, d.destination) else {
+                return false
+            }
             var versions: [UInt32] = []
             var r = QUICReader(p, at: header.afterCIDs)
             while let v = r.u32() { versions.append(v) }
@@ -151,14 +115,14 @@ final class QUICTracker {
             deliver(d, to: s)
             return true
         }
-        if let s = byCID[dcidKey] {
+        if let s = routes.session(cid: dcidKey) {
             deliver(d, to: s)
             return true
         }
         let known = header.version
         let isInitial = known.map { header.type($0) == .initial } ?? (p.count >= 1200)
         // The client starting again after Version Negotiation or Retry, perhaps with new CIDs.
-        if let s = byAddress[AddressPair(d.source, d.destination)], s.serverEndpoint == d.destination,
+        if let s = routes.session(between: d.source, d.destination), s.serverEndpoint == d.destination,
            isInitial, s.restarted || !s.confirmed {
             register(dcid, for: s)
             register(scid, for: s)
@@ -166,7 +130,7 @@ final class QUICTracker {
             return true
         }
         // A server's long header to a client whose CID is empty: by address.
-        if let s = byAddress[AddressPair(d.source, d.destination)] {
+        if let s = routes.session(between: d.source, d.destination) {
             deliver(d, to: s)
             return true
         }
@@ -181,7 +145,7 @@ final class QUICTracker {
         open[ObjectIdentifier(s)] = s
         register(dcid, for: s)
         register(scid, for: s)
-        pair(AddressPair(d.source, d.destination), for: s)
+        routes.register(d.source, d.destination, for: s)
         deliver(d, to: s)
         if known != nil && !s.confirmed {
             // Not a client's first Initial (its keys derive from its own DCID): a server's Initial
@@ -216,7 +180,7 @@ final class QUICTracker {
     var onUnmatched: (Weird) -> Void = { _ in }
     /// The version of an unreadable client Initial no connection took (`quic_initial_unreadable`).
     var onUnreadableVersion: (UInt32) -> Void = { _ in }
-    private var unreadablePairs: Set<AddressPair> = []
+    private var unreadablePairs: Set<QUICRoutes.AddressPair> = []
 
     private func dropped(_ o: Orphan) {
         // Its connection never turned up: perhaps its client's first Initial was lost.
@@ -230,7 +194,7 @@ final class QUICTracker {
             if let version = o.bytes.withUnsafeBytes({ QUICTracker.longHeaderVersion($0) }) { onUnreadableVersion(version) }
         case .longHeader: onUnmatched(.quicDatagramUnmatched)
         case .shortHeader:
-            if o.source.port == 443 || o.destination.port == 443 || unreadablePairs.contains(AddressPair(o.source, o.destination)) {
+            if o.source.port == 443 || o.destination.port == 443 || unreadablePairs.contains(QUICRoutes.AddressPair(o.source, o.destination)) {
                 onUnmatched(.quicDatagramUnmatched)
             }
         }
@@ -269,7 +233,7 @@ final class QUICTracker {
         if kind != .shortHeader {
             // The pair's short headers are QUIC too (`dropped`): a bounded set, started again when full.
             if unreadablePairs.count >= Self.maxOrphans * 16 { unreadablePairs = [] }
-            unreadablePairs.insert(AddressPair(d.source, d.destination))
+            unreadablePairs.insert(QUICRoutes.AddressPair(d.source, d.destination))
         }
         orphans.append((Array(d.payload), d.source, d.destination, d.timestamp, kind))
         orphanBytes += d.payload.count
@@ -277,7 +241,7 @@ final class QUICTracker {
 
     /// Address pairs whose datagrams were searched for in the key log (bounded: started again
     /// when full).
-    private var searchedPairs: Set<AddressPair> = []
+    private var searchedPairs: Set<QUICRoutes.AddressPair> = []
     /// Connections made by `recover` so far.
     private var recovered = 0
 
@@ -289,7 +253,7 @@ final class QUICTracker {
     /// finds its connection when the Initial comes.
     private func recover(_ d: UDPDatagram) -> Bool {
         guard let keyLog, keyLog.hasSecrets, QUICKeyTrial.handshakePacket(in: d.payload) != nil else { return false }
-        let pair = AddressPair(d.source, d.destination)
+        let pair = QUICRoutes.AddressPair(d.source, d.destination)
         guard !searchedPairs.contains(pair) else { return false }
         if searchedPairs.count >= Self.maxOrphans * 64 { searchedPairs = [] }
         searchedPairs.insert(pair)
@@ -309,7 +273,7 @@ final class QUICTracker {
         open[ObjectIdentifier(s)] = s
         register(clientCID, for: s)
         register(serverCID, for: s)
-        self.pair(pair, for: s)
+        routes.register(d.source, d.destination, for: s)
         deliver(d, to: s)
         replayOrphans(for: s)
         return true
@@ -318,14 +282,14 @@ final class QUICTracker {
     /// Orphans of the connection that just began (same address pair), handed to it in order.
     private func replayOrphans(for s: QUICConnectionSession) {
         guard !orphans.isEmpty else { return }
-        let pair = AddressPair(s.clientEndpoint, s.serverEndpoint)
+        let pair = QUICRoutes.AddressPair(s.clientEndpoint, s.serverEndpoint)
         let now = s.lastSeen
         var kept: [Orphan] = []
         var mine: [Orphan] = []
         var expired: [Orphan] = []
         for o in orphans {
             if now.nanoseconds - o.at.nanoseconds > Self.orphanLifetime { expired.append(o) }
-            else if AddressPair(o.source, o.destination) == pair { mine.append(o) } else { kept.append(o) }
+            else if QUICRoutes.AddressPair(o.source, o.destination) == pair { mine.append(o) } else { kept.append(o) }
         }
         orphans = kept
         orphanBytes = kept.reduce(0) { $0 + $1.bytes.count }
@@ -339,57 +303,19 @@ final class QUICTracker {
     /// A connection that turned out not to be one: forgotten without a word.
     private func discard(_ s: QUICConnectionSession) {
         open[ObjectIdentifier(s)] = nil
-        let mine = registered.removeValue(forKey: ObjectIdentifier(s)) ?? ([], [])
-        for cid in mine.cids { unroute(cid, from: s) }
-        if recentShort.contains(where: { $0.session === s }) {
-            recentShort.removeAll { $0.session === s }
-            recentNext = recentShort.count
-        }
-        for pair in mine.pairs where byAddress[pair] === s { byAddress[pair] = nil }
+        routes.remove(s)
     }
 
-    private func pair(_ pair: AddressPair, for s: QUICConnectionSession) {
-        byAddress[pair] = s
-        registered[ObjectIdentifier(s), default: ([], [])].pairs.append(pair)
-    }
-
-    /// Connection IDs followed per connection: a peer uses a few at once (its
-    /// active_connection_id_limit, RFC 9000 §5.1.1) and retires the rest; past this the oldest
-    /// are forgotten, named `quic_connection_ids_capped` (200,000 NEW_CONNECTION_ID frames took
-    /// 81 MiB).
-    static let maxCIDsPerConnection = 1024
-
-    /// Routes datagrams with this DCID to `s` (a zero-length CID routes nothing: by address).
+    /// Routes datagrams with this DCID to `s`; past `QUICRoutes.maxCIDsPerConnection` the oldest
+    /// is forgotten and the connection says so.
     private func register(_ cid: [UInt8], for s: QUICConnectionSession) {
-        let key = CIDKey(cid)
-        guard !cid.isEmpty, byCID[key] !== s else { return }
-        if byCID[key] == nil { cidLengths[cid.count, default: 0] += 1 }
-        byCID[key] = s
-        let id = ObjectIdentifier(s)
-        registered[id, default: ([], [])].cids.append(key)
-        if registered[id]!.cids.count > Self.maxCIDsPerConnection {
-            let old = registered[id]!.cids.removeFirst()
-            unroute(old, from: s)
-            if s.connection.weirds[.quicConnectionIDsCapped] == nil { s.connection.note(.quicConnectionIDsCapped) }
-        }
-    }
-
-    /// Stops routing `cid` to `s` (when it still does).
-    private func unroute(_ cid: CIDKey, from s: QUICConnectionSession) {
-        guard byCID[cid] === s else { return }
-        byCID[cid] = nil
-        cidLengths[cid.length, default: 1] -= 1
-        if cidLengths[cid.length] == 0 { cidLengths[cid.length] = nil }
-        if let i = recentShort.firstIndex(where: { $0.key == cid }) {
-            recentShort.remove(at: i)
-            recentNext = recentShort.count
-        }
+        if routes.register(cid, for: s), s.connection.weirds[.quicConnectionIDsCapped] == nil { s.connection.note(.quicConnectionIDsCapped) }
     }
 
     private func deliver(_ d: UDPDatagram, to s: QUICConnectionSession) {
         let oldClient = s.clientEndpoint
         s.datagram(d.payload, from: d.source, to: d.destination, at: d.timestamp)
-        if s.clientEndpoint != oldClient { pair(AddressPair(s.clientEndpoint, s.serverEndpoint), for: s) }
+        if s.clientEndpoint != oldClient { routes.register(s.clientEndpoint, s.serverEndpoint, for: s) }
         if s.hasNewCIDs {
             for cid in s.takeNewCIDs() { register(cid, for: s) }
         }
