@@ -88,7 +88,7 @@ final class QUICTracker {
             // whose first Initial was lost (found when its orphaned Handshake packet is dropped):
             // kept a moment. Its fixed bit greased (RFC 9287): only on a pair whose long headers
             // matched nothing.
-            if first & 0x40 != 0 || unreadablePairs.contains(QUICRoutes.AddressPair(d.source, d.destination)) {
+            if first & 0x40 != 0 || orphans.longHeadersUnmatched(between: d.source, d.destination) {
                 keepOrphan(d, kind: .shortHeader)
             }
             return false
@@ -160,17 +160,8 @@ final class QUICTracker {
         return true
     }
 
-    /// Datagrams that matched no connection yet (a server's Initial or Handshake, or a 1-RTT packet,
-    /// that overtook the client's first Initial), at most `maxOrphans` (and bytes). They are not
-    /// counted as QUIC unless a connection takes them.
-    private var orphans: [Orphan] = []
-    private typealias Orphan = (bytes: [UInt8], source: Endpoint, destination: Endpoint, at: Timestamp, kind: OrphanKind)
-    private var orphanBytes = 0
-
-    /// What an orphan looked like: an Initial that did not decrypt with the keys its own DCID
-    /// gives (a client's first Initial, damaged or not QUIC; or a server's that overtook the
-    /// client's), another long header, or a short header.
-    enum OrphanKind { case initial, longHeader, shortHeader }
+    /// Datagrams that matched no connection yet (`QUICOrphans`).
+    private var orphans = QUICOrphans()
 
     /// An orphan no connection took is counted when it is dropped (`onUnmatched`): as
     /// `quic_initial_unreadable` (an Initial), else `quic_datagram_unmatched`; a short header
@@ -180,9 +171,8 @@ final class QUICTracker {
     var onUnmatched: (Weird) -> Void = { _ in }
     /// The version of an unreadable client Initial no connection took (`quic_initial_unreadable`).
     var onUnreadableVersion: (UInt32) -> Void = { _ in }
-    private var unreadablePairs: Set<QUICRoutes.AddressPair> = []
 
-    private func dropped(_ o: Orphan) {
+    private func dropped(_ o: QUICOrphans.Orphan) {
         // Its connection never turned up: perhaps its client's first Initial was lost.
         if o.kind != .shortHeader,
            o.bytes.withUnsafeBytes({ recover(UDPDatagram(source: o.source, destination: o.destination, payload: $0, timestamp: o.at)) }) {
@@ -194,7 +184,7 @@ final class QUICTracker {
             if let version = o.bytes.withUnsafeBytes({ QUICTracker.longHeaderVersion($0) }) { onUnreadableVersion(version) }
         case .longHeader: onUnmatched(.quicDatagramUnmatched)
         case .shortHeader:
-            if o.source.port == 443 || o.destination.port == 443 || unreadablePairs.contains(QUICRoutes.AddressPair(o.source, o.destination)) {
+            if o.source.port == 443 || o.destination.port == 443 || orphans.longHeadersUnmatched(between: o.source, o.destination) {
                 onUnmatched(.quicDatagramUnmatched)
             }
         }
@@ -207,36 +197,18 @@ final class QUICTracker {
         return v == 0 ? nil : v
     }
 
-    static let maxOrphans = 64
-    static let maxOrphanBytes = 128 << 10
-    /// How long an orphan waits for its connection (capture time).
-    static let orphanLifetime: Int64 = 2_000_000_000
-
-    private func keepOrphan(_ d: UDPDatagram, kind: OrphanKind) {
+    private func keepOrphan(_ d: UDPDatagram, kind: QUICOrphans.Kind) {
         let recoveredBefore = recovered
         defer {
             // Dropping an orphan made a connection of it (`recover`): this datagram may be its.
             if recovered != recoveredBefore { observe(d) }
         }
-        // Those past their lifetime first, then the oldest while the cap says so.
-        while let o = orphans.first, d.timestamp.nanoseconds - o.at.nanoseconds > Self.orphanLifetime {
-            orphans.removeFirst()
-            orphanBytes -= o.bytes.count
-            dropped(o)
-        }
-        while !orphans.isEmpty, orphans.count >= Self.maxOrphans || orphanBytes + d.payload.count > Self.maxOrphanBytes {
-            let o = orphans.removeFirst()
-            orphanBytes -= o.bytes.count
-            dropped(o)
-        }
+        // Those past their lifetime first, then the oldest while the caps say so. One at a time:
+        // dropping one may make a connection of it, which takes its own from the orphans.
+        while let o = orphans.takeExpired(at: d.timestamp) { dropped(o) }
+        while let o = orphans.takeOldest(toFit: d.payload.count) { dropped(o) }
         guard recovered == recoveredBefore else { return }
-        if kind != .shortHeader {
-            // The pair's short headers are QUIC too (`dropped`): a bounded set, started again when full.
-            if unreadablePairs.count >= Self.maxOrphans * 16 { unreadablePairs = [] }
-            unreadablePairs.insert(QUICRoutes.AddressPair(d.source, d.destination))
-        }
-        orphans.append((Array(d.payload), d.source, d.destination, d.timestamp, kind))
-        orphanBytes += d.payload.count
+        orphans.keep(d, kind: kind)
     }
 
     /// Address pairs whose datagrams were searched for in the key log (bounded: started again
@@ -255,7 +227,7 @@ final class QUICTracker {
         guard let keyLog, keyLog.hasSecrets, QUICKeyTrial.handshakePacket(in: d.payload) != nil else { return false }
         let pair = QUICRoutes.AddressPair(d.source, d.destination)
         guard !searchedPairs.contains(pair) else { return false }
-        if searchedPairs.count >= Self.maxOrphans * 64 { searchedPairs = [] }
+        if searchedPairs.count >= QUICOrphans.maxCount * 64 { searchedPairs = [] }
         searchedPairs.insert(pair)
         guard workspace.searches.take() else {
             onUnmatched(.quicKeySearchLimited)
@@ -282,17 +254,7 @@ final class QUICTracker {
     /// Orphans of the connection that just began (same address pair), handed to it in order.
     private func replayOrphans(for s: QUICConnectionSession) {
         guard !orphans.isEmpty else { return }
-        let pair = QUICRoutes.AddressPair(s.clientEndpoint, s.serverEndpoint)
-        let now = s.lastSeen
-        var kept: [Orphan] = []
-        var mine: [Orphan] = []
-        var expired: [Orphan] = []
-        for o in orphans {
-            if now.nanoseconds - o.at.nanoseconds > Self.orphanLifetime { expired.append(o) }
-            else if QUICRoutes.AddressPair(o.source, o.destination) == pair { mine.append(o) } else { kept.append(o) }
-        }
-        orphans = kept
-        orphanBytes = kept.reduce(0) { $0 + $1.bytes.count }
+        let (mine, expired) = orphans.take(between: s.clientEndpoint, s.serverEndpoint, at: s.lastSeen)
         for o in mine {
             o.bytes.withUnsafeBytes { deliver(UDPDatagram(source: o.source, destination: o.destination, payload: $0, timestamp: o.at), to: s) }
         }
@@ -341,12 +303,7 @@ final class QUICTracker {
     /// Ends every open connection (the end of the capture, or of a piece of it).
     func flushAll(at ts: Timestamp) {
         // What no connection took by the end of the capture (or of a piece of it).
-        while !orphans.isEmpty {
-            let o = orphans.removeFirst()
-            orphanBytes -= o.bytes.count
-            dropped(o)
-        }
-        orphanBytes = 0
+        while let o = orphans.takeFirst() { dropped(o) }
         for s in open.values.sorted(by: { $0.connection.id < $1.connection.id }) { end(s, at: ts) }
     }
 
