@@ -31,7 +31,7 @@ public final class ExportThread: TransactionSink {
     private var batchBytes = 0
     private static let batchSize = 128
     private static let batchBytesLimit = 1 << 20
-    /// Batches waiting for the export thread, and their body bytes (guarded by `mutex`): at most
+    /// Batches waiting for the export thread, and their body bytes (guarded by `monitor`): at most
     /// `maxQueued` batches and `maxQueuedBytes` (a single larger batch is let through alone).
     private var queue: [(items: [Item], bytes: Int)] = []
     private var queuedBytes = 0
@@ -46,11 +46,10 @@ public final class ExportThread: TransactionSink {
     /// received (a gzip bomb with --bodies: 71.5 MiB). Costs the pipeline the time of writing
     /// a large body, a few milliseconds, where it happens.
     private static let writtenAloneBytes = 4 << 20
-    /// The export thread is working through a batch (guarded by `mutex`).
+    /// The export thread is working through a batch (guarded by `monitor`).
     private var busy = false
     private var closing = false
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private let monitor = Monitor()
     private var thread: pthread_t? = nil
     /// Transactions whose inflates ran on the export thread (written there; read after `finish`).
     private(set) var settledHere = 0
@@ -58,18 +57,9 @@ public final class ExportThread: TransactionSink {
     /// Starts the thread; nil when it cannot be started (the caller then uses the sink directly).
     public init?(sink: TransactionSink) {
         self.sink = sink
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(changed, nil)
         batch.reserveCapacity(Self.batchSize)
         guard let t = startThread(named: "icy-export", { self.drain() }) else { return nil }
         thread = t
-    }
-
-    deinit {
-        pthread_cond_destroy(changed)
-        pthread_mutex_destroy(mutex)
-        changed.deallocate()
-        mutex.deallocate()
     }
 
     public func consume(_ transaction: Transaction) {
@@ -79,9 +69,9 @@ public final class ExportThread: TransactionSink {
         add(.transaction(transaction))
         if bytes >= Self.writtenAloneBytes {
             handOver()
-            pthread_mutex_lock(mutex)
-            while !queue.isEmpty || busy { pthread_cond_wait(changed, mutex) }
-            pthread_mutex_unlock(mutex)
+            monitor.lock()
+            while !queue.isEmpty || busy { monitor.wait() }
+            monitor.unlock()
         }
     }
     public func connectionFinished(_ connection: Connection) { add(.connection(connection)) }
@@ -94,22 +84,22 @@ public final class ExportThread: TransactionSink {
 
     private func handOver() {
         guard !batch.isEmpty else { return }
-        pthread_mutex_lock(mutex)
+        monitor.lock()
         let behind = queue.count >= Self.settleHereFrom
-        pthread_mutex_unlock(mutex)
+        monitor.unlock()
         if behind {
             // The export thread is the slower one now: the inflates its transactions left to it
             // (`Transaction.settleDecoding`) run here instead. Where they run changes no output.
             for case .transaction(let t) in batch { t.settleDecoding() }
         }
-        pthread_mutex_lock(mutex)
+        monitor.lock()
         while queue.count >= Self.maxQueued || (!queue.isEmpty && queuedBytes + batchBytes > Self.maxQueuedBytes) {
-            pthread_cond_wait(changed, mutex)
+            monitor.wait()
         }
         queue.append((batch, batchBytes))
         queuedBytes += batchBytes
-        pthread_cond_broadcast(changed)
-        pthread_mutex_unlock(mutex)
+        monitor.broadcast()
+        monitor.unlock()
         batch = []
         batch.reserveCapacity(Self.batchSize)
         batchBytes = 0
@@ -119,10 +109,7 @@ public final class ExportThread: TransactionSink {
     public func finish() {
         guard let t = thread else { return }
         handOver()
-        pthread_mutex_lock(mutex)
-        closing = true
-        pthread_cond_broadcast(changed)
-        pthread_mutex_unlock(mutex)
+        monitor.withLock { closing = true; monitor.broadcast() }
         pthread_join(t, nil)
         thread = nil
     }
@@ -130,17 +117,17 @@ public final class ExportThread: TransactionSink {
     /// The export thread: takes batches in order until `finish`.
     private func drain() {
         while true {
-            pthread_mutex_lock(mutex)
-            while queue.isEmpty && !closing { pthread_cond_wait(changed, mutex) }
+            monitor.lock()
+            while queue.isEmpty && !closing { monitor.wait() }
             if queue.isEmpty {
-                pthread_mutex_unlock(mutex)
+                monitor.unlock()
                 return
             }
             var next = queue.removeFirst()
             queuedBytes -= next.bytes
             busy = true
-            pthread_cond_broadcast(changed)
-            pthread_mutex_unlock(mutex)
+            monitor.broadcast()
+            monitor.unlock()
             for item in next.items {
                 switch item {
                 case .transaction(let t):
@@ -153,10 +140,10 @@ public final class ExportThread: TransactionSink {
             // Released here, before the pipeline is told: a waiting pipeline reads on only
             // once the bodies are gone.
             next.items = []
-            pthread_mutex_lock(mutex)
+            monitor.lock()
             busy = false
-            pthread_cond_broadcast(changed)
-            pthread_mutex_unlock(mutex)
+            monitor.broadcast()
+            monitor.unlock()
         }
     }
 }

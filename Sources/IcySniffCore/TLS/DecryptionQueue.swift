@@ -72,7 +72,7 @@ final class DecryptionQueue: @unchecked Sendable {
     /// A batch: its records, each opened where its body lies (the plaintext overwrites the
     /// ciphertext: no second buffer to keep warm). Filled on the pipeline's thread, opened on
     /// the decryption thread, read again on the pipeline's thread once `openedCount` says so:
-    /// one thread at a time (the hand-overs go through the queue's mutex).
+    /// one thread at a time (the hand-overs go through the queue's monitor).
     final class Batch {
         private(set) var jobs: [Job] = []
         var packets: [PacketJob] = []
@@ -229,28 +229,18 @@ final class DecryptionQueue: @unchecked Sendable {
     private var stepsInBatch = 0
     /// Set while steps run: a step's own consequences run at once, in their place.
     private var running = false
-    /// Guarded by `mutex`: the batches handed to the thread and not yet taken, and how many of
+    /// Guarded by `monitor`: the batches handed to the thread and not yet taken, and how many of
     /// all the batches handed were opened.
     private var queue: [Batch] = []
     private var handedCount = 0
     private var openedCount = 0
     private var closing = false
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private let monitor = Monitor()
     private var thread: pthread_t? = nil
     private var threadFailed = false
 
     init(startAfter: Int) {
         self.startAfter = startAfter
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(changed, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(changed)
-        pthread_mutex_destroy(mutex)
-        changed.deallocate()
-        mutex.deallocate()
     }
 
     /// Whether a step asked for now must wait behind others (`later` holds it).
@@ -324,11 +314,11 @@ final class DecryptionQueue: @unchecked Sendable {
         filling = spares.popLast() ?? Batch()
         stepsInBatch = 0
         inFlight.append(batch)
-        pthread_mutex_lock(mutex)
+        monitor.lock()
         queue.append(batch)
         handedCount += 1
-        pthread_cond_broadcast(changed)
-        pthread_mutex_unlock(mutex)
+        monitor.broadcast()
+        monitor.unlock()
     }
 
     /// Every record submitted is opened and every step held has run before this returns.
@@ -346,9 +336,9 @@ final class DecryptionQueue: @unchecked Sendable {
     private func collectOldest() {
         let batch = inFlight.removeFirst()
         let wanted = handedCount - inFlight.count
-        pthread_mutex_lock(mutex)
-        while openedCount < wanted { pthread_cond_wait(changed, mutex) }
-        pthread_mutex_unlock(mutex)
+        monitor.lock()
+        while openedCount < wanted { monitor.wait() }
+        monitor.unlock()
         batch.collected = true
         runSteps()
     }
@@ -419,10 +409,7 @@ final class DecryptionQueue: @unchecked Sendable {
     /// Stops the thread (after `drain`).
     func stop() {
         guard let t = thread else { return }
-        pthread_mutex_lock(mutex)
-        closing = true
-        pthread_cond_broadcast(changed)
-        pthread_mutex_unlock(mutex)
+        monitor.withLock { closing = true; monitor.broadcast() }
         pthread_join(t, nil)
         thread = nil
         closing = false
@@ -430,18 +417,18 @@ final class DecryptionQueue: @unchecked Sendable {
     }
 
     private func work() {
-        pthread_mutex_lock(mutex)
+        monitor.lock()
         while true {
             while queue.isEmpty {
-                if closing { pthread_mutex_unlock(mutex); return }
-                pthread_cond_wait(changed, mutex)
+                if closing { monitor.unlock(); return }
+                monitor.wait()
             }
             let batch = queue.removeFirst()
-            pthread_mutex_unlock(mutex)
+            monitor.unlock()
             batch.openAll()
-            pthread_mutex_lock(mutex)
+            monitor.lock()
             openedCount += 1
-            pthread_cond_broadcast(changed)
+            monitor.broadcast()
         }
     }
 }
