@@ -32,68 +32,57 @@ final class StreamPairing {
     private unowned let emitter: TransactionEmitter
     private let scheme: String
     private let numbering: Numbering
-    private var open: [UInt64: Transaction] = [:]
+    /// The open streams, each with its transaction (`OpenStreams`).
+    private var open = OpenStreams()
     private var depth = 0
     /// Streams open at once, at most: a peer that opens streams without end and never answers
     /// (200,000 unanswered h2c streams: 272 MiB) must not hold memory without end. Far above
     /// what servers allow (nginx 128, most 100 to 1,000 concurrent streams). Past it the oldest
     /// open stream whose request is whole and unanswered is written now, flagged.
     static let maxOpen = 1_000
-    /// The open streams' keys in the order they opened (closed ones are skipped lazily, and
-    /// the list compacted when they are most of it).
-    private var openOrder: [UInt64] = []
-    private var orderHead = 0
     /// Streams written early by the cap (the latest 4,096): a response that comes for one is
     /// written on its own, flagged, not dropped as a straggler.
     private var evicted = BoundedLRU<UInt64, Bool>(capacity: 4096)
-    /// The highest key opened so far in each class: streams open in increasing order
-    /// (RFC 9113 §5.1.1, RFC 9000 §2.1), so a lower key that is not open was closed already.
-    private var highest: [UInt64?] = [nil, nil]
+    /// The streams that are over (`ClosedStreams`).
+    private var closed: ClosedStreams
 
     init(connection: Connection, emitter: TransactionEmitter, scheme: String, numbering: Numbering = .http2) {
         self.connection = connection
         self.emitter = emitter
         self.scheme = scheme
         self.numbering = numbering
+        closed = ClosedStreams(numbering: numbering)
         if numbering == .http2, connection.http2 == nil { connection.http2 = HTTP2Stats() }
+    }
+
+    /// Where a stream stands (RFC 9113 §5.1, RFC 9000 §3, as the pairing sees it: a stream is open
+    /// from its first message to its transaction's emission).
+    enum State {
+        /// Not opened yet (or, HTTP/2, an id above every one opened in its class).
+        case idle
+        case open(Transaction)
+        /// Written early by the cap on open streams: its response, if it comes, is written alone.
+        case writtenEarly
+        /// Emitted: a frame for it now is a straggler.
+        case closed
+    }
+
+    func state(of stream: UInt64) -> State {
+        if let t = open[stream] { return .open(t) }
+        if evicted.peek(stream) != nil { return .writtenEarly }
+        return closed.contains(stream) ? .closed : .idle
     }
 
     func transaction(on stream: UInt64) -> Transaction? { open[stream] }
 
     /// Whether the stream was emitted already (a frame for it now is a straggler).
     func wasClosed(_ stream: UInt64) -> Bool {
-        guard open[stream] == nil, evicted.peek(stream) == nil else { return false }
-        // QUIC delivers each stream in order, not the streams among themselves: a lower id can
-        // open after a higher one, so HTTP/3 remembers which streams it closed.
-        if numbering == .http3 {
-            let c = Self.closedClass(stream)
-            return stream < closedBelow[c] || closed.contains(stream)
-        }
-        guard let h = highest[numbering.kind(of: stream)] else { return false }
-        return stream <= h
-    }
-    /// HTTP/3: the streams emitted so far, as a watermark per class (request streams 0, 4, 8, …;
-    /// pushes by push id) below which every stream was emitted, and the ones emitted above it
-    /// (out of order): a long connection does not keep one entry per stream it ever had.
-    private var closed = Set<UInt64>()
-    private var closedBelow: [UInt64] = [0, pushKeyBase]
-    private static func closedClass(_ key: UInt64) -> Int { key >= pushKeyBase ? 1 : 0 }
-    private static func closedStep(_ key: UInt64) -> UInt64 { key >= pushKeyBase ? 1 : 4 }
-
-    /// Streams remembered one by one (emitted above the watermark): tests.
-    var closedAboveWatermark: Int { closed.count }
-
-    private func markClosed(_ stream: UInt64) {
-        let c = Self.closedClass(stream), step = Self.closedStep(stream)
-        guard stream >= closedBelow[c] else { return }
-        closed.insert(stream)
-        while closed.remove(closedBelow[c]) != nil { closedBelow[c] += step }
+        if case .closed = state(of: stream) { return true }
+        return false
     }
 
-    private func opened(_ stream: UInt64) {
-        let k = numbering.kind(of: stream)
-        highest[k] = max(highest[k] ?? 0, stream)
-    }
+    /// Streams remembered one by one (HTTP/3: emitted above the watermark): tests.
+    var closedAboveWatermark: Int { closed.aboveWatermark }
 
     /// A new stream: the request the client sent (or the server promised) on it.
     @discardableResult
@@ -116,47 +105,26 @@ final class StreamPairing {
             evicted.update(stream) { $0 = nil }
             t.note(.waitingRequestsCapped)
         }
-        open[stream] = t
+        open.add(stream, t, limit: Self.maxOpen)
         connection.chargeWaiting(t)
-        openOrder.append(stream)
         countOpened(pushed: pushed)
-        opened(stream)
+        closed.opened(stream)
         if open.count > Self.maxOpen { evictOldestWaiting() }
-        if openOrder.count > 4 * Self.maxOpen + 64 {
-            // Mostly closed streams: keep the open ones, in order (amortised O(1) per stream).
-            openOrder = openOrder[orderHead...].filter { open[$0] != nil }
-            orderHead = 0
-        }
         return t
     }
 
     /// The cap on open streams bit: the oldest open stream whose request is whole and has no
     /// response yet (the session is done with it) is written now, flagged.
     private func evictOldestWaiting() {
-        var i = orderHead
-        var scanned = 0
-        while i < openOrder.count && scanned < 64 {
-            let stream = openOrder[i]
-            if let t = open[stream] {
-                scanned += 1
-                if t.response == nil, t.interimResponses.isEmpty, t.request?.ended == true {
-                    t.note(.waitingRequestsCapped)
-                    t.note(.responseMissing)
-                    connection.note(.waitingRequestsCapped)
-                    _ = evicted.set(stream, true)
-                    close(stream, t)
-                    break
-                }
-            } else if i == orderHead {
-                orderHead += 1
-            }
-            i += 1
+        guard let (stream, t) = open.oldest(where: { $0.response == nil && $0.interimResponses.isEmpty && $0.request?.ended == true }) else {
+            return
         }
-        while orderHead < openOrder.count && open[openOrder[orderHead]] == nil { orderHead += 1 }
-        if orderHead > 64 && orderHead * 2 > openOrder.count {
-            openOrder.removeFirst(orderHead)
-            orderHead = 0
-        }
+        t.note(.waitingRequestsCapped)
+        t.note(.responseMissing)
+        connection.note(.waitingRequestsCapped)
+        _ = evicted.set(stream, true)
+        close(stream, t)
+        open.compact()
     }
 
     /// h2c after Upgrade: the HTTP/1.1 request that asked for it is stream 1, whose response
@@ -165,7 +133,7 @@ final class StreamPairing {
         t.streamID = stream
         open[stream] = t
         depth = max(depth, t.depth)
-        opened(stream)
+        closed.opened(stream)
         countOpened(pushed: false)
     }
 
@@ -233,7 +201,7 @@ final class StreamPairing {
 
     /// GOAWAY: the open streams `unprocessed` names were never processed.
     func refuse(where unprocessed: (UInt64) -> Bool, as weird: Weird, at ts: Timestamp) {
-        for stream in open.keys.filter(unprocessed).sorted() {
+        for stream in open.streams.filter(unprocessed).sorted() {
             let t = open[stream]!
             t.note(weird)
             endUnfinished(t, at: ts)
@@ -243,7 +211,7 @@ final class StreamPairing {
 
     /// The connection is over: every open stream is emitted, in stream order, flagged.
     func finish(at ts: Timestamp) {
-        for stream in open.keys.sorted() {
+        for stream in open.streams.sorted() {
             let t = open[stream]!
             if t.request == nil { t.note(.requestMissing) }
             if t.response == nil { t.note(.responseMissing) }
@@ -265,8 +233,107 @@ final class StreamPairing {
         open[stream] = nil
         if !stoppedRequests.isEmpty { stoppedRequests.remove(stream) }
         connection.releaseWaiting(t)
-        if numbering == .http3 { markClosed(stream) }
+        closed.closed(stream)
         t.connection = ConnectionSnapshot(connection, scheme: scheme)
         emitter.emit(t)
     }
+}
+
+/// A connection's open streams and their transactions, and the order they opened in (for the
+/// cap on open streams: the oldest waiting one goes first).
+struct OpenStreams {
+    private var byStream: [UInt64: Transaction] = [:]
+    /// The open streams' keys in the order they opened (closed ones are skipped lazily, and the
+    /// list compacted when they are most of it).
+    private var order: [UInt64] = []
+    private var head = 0
+
+    var count: Int { byStream.count }
+    var streams: Dictionary<UInt64, Transaction>.Keys { byStream.keys }
+
+    subscript(stream: UInt64) -> Transaction? {
+        get { byStream[stream] }
+        set { byStream[stream] = newValue }
+    }
+
+    /// A stream opened (`limit`: the cap on open streams, which bounds the order list too).
+    mutating func add(_ stream: UInt64, _ t: Transaction, limit: Int) {
+        byStream[stream] = t
+        order.append(stream)
+        if order.count > 4 * limit + 64 {
+            // Mostly closed streams: keep the open ones, in order (amortised O(1) per stream).
+            order = order[head...].filter { byStream[$0] != nil }
+            head = 0
+        }
+    }
+
+    /// The oldest open stream (among the first 64 still open) that `waiting` says may go.
+    mutating func oldest(where waiting: (Transaction) -> Bool) -> (UInt64, Transaction)? {
+        var i = head
+        var scanned = 0
+        defer { compact() }
+        while i < order.count && scanned < 64 {
+            let stream = order[i]
+            if let t = byStream[stream] {
+                scanned += 1
+                if waiting(t) { return (stream, t) }
+            } else if i == head {
+                head += 1
+            }
+            i += 1
+        }
+        return nil
+    }
+
+    /// Skips the closed streams at the head of the order, and drops them when they are most of it.
+    mutating func compact() {
+        while head < order.count && byStream[order[head]] == nil { head += 1 }
+        if head > 64 && head * 2 > order.count {
+            order.removeFirst(head)
+            head = 0
+        }
+    }
+}
+
+/// Which streams of a connection are over, by the rule of its numbering. HTTP/2: streams open in
+/// increasing order in each class (RFC 9113 §5.1.1), so one at or below the highest opened that
+/// is not open was closed (or skipped, which closes it implicitly). HTTP/3: QUIC delivers each
+/// stream in order, not the streams among themselves (a lower id can open after a higher one),
+/// so the streams emitted are remembered, as a watermark per class (request streams 0, 4, 8, …;
+/// pushes by push id) below which every one was, and the ones above it: a long connection does
+/// not keep one entry per stream it ever had.
+struct ClosedStreams {
+    let numbering: StreamPairing.Numbering
+    /// The highest key opened so far in each class.
+    private var highest: [UInt64?] = [nil, nil]
+    private var above = Set<UInt64>()
+    private var below: [UInt64] = [0, StreamPairing.pushKeyBase]
+
+    init(numbering: StreamPairing.Numbering) { self.numbering = numbering }
+
+    var aboveWatermark: Int { above.count }
+
+    /// Whether `stream`, not open now, is over.
+    func contains(_ stream: UInt64) -> Bool {
+        if numbering == .http3 {
+            return stream < below[Self.watermarkClass(stream)] || above.contains(stream)
+        }
+        guard let h = highest[numbering.kind(of: stream)] else { return false }
+        return stream <= h
+    }
+
+    mutating func opened(_ stream: UInt64) {
+        let k = numbering.kind(of: stream)
+        highest[k] = max(highest[k] ?? 0, stream)
+    }
+
+    mutating func closed(_ stream: UInt64) {
+        guard numbering == .http3 else { return }
+        let c = Self.watermarkClass(stream), step: UInt64 = stream >= StreamPairing.pushKeyBase ? 1 : 4
+        guard stream >= below[c] else { return }
+        above.insert(stream)
+        while above.remove(below[c]) != nil { below[c] += step }
+    }
+
+    private static func watermarkClass(_ key: UInt64) -> Int { key >= StreamPairing.pushKeyBase ? 1 : 0 }
 }
