@@ -163,16 +163,30 @@ long icy_aead_seal(void *ctx, const uint8_t *nonce, const uint8_t *aad, size_t a
     return (long)in_len + 16;
 }
 
+// A TLS 1.2 CBC suite's protection for one direction. The cipher's key schedule and the HMAC's
+// keyed state are made once, as icy_aead's contexts are: each record then sets only its IV, and
+// starts its MAC again from the kept key (EVP_MAC_init with a NULL key). Made per record before,
+// the HMAC fetched its digest by name and keyed itself again, and the cipher expanded its key:
+// per-record work beside the record's bytes.
 typedef struct {
-    EVP_CIPHER_CTX *cipher_ctx;
+    EVP_CIPHER_CTX *dec;
+    // Made on the first seal (only tests seal): a passive reader only opens.
+    EVP_CIPHER_CTX *enc;
     const EVP_CIPHER *cipher;
     uint8_t key[32];
-    EVP_MAC *mac;
-    const char *digest;
+    EVP_MAC_CTX *mac;
     size_t mac_len;
-    uint8_t mac_key[48];
-    size_t mac_key_len;
 } icy_cbc;
+
+static EVP_CIPHER_CTX *cbc_context(const EVP_CIPHER *cipher, const uint8_t *key, int encrypt) {
+    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    if (!c) return NULL;
+    if (EVP_CipherInit_ex(c, cipher, NULL, key, NULL, encrypt) != 1 || EVP_CIPHER_CTX_set_padding(c, 0) != 1) {
+        EVP_CIPHER_CTX_free(c);
+        return NULL;
+    }
+    return c;
+}
 
 void *icy_cbc_new(const uint8_t *key, size_t key_len, int mac_kind, const uint8_t *mac_key, size_t mac_key_len) {
     const EVP_CIPHER *cipher = key_len == 16 ? EVP_aes_128_cbc() : key_len == 32 ? EVP_aes_256_cbc() : NULL;
@@ -182,25 +196,31 @@ void *icy_cbc_new(const uint8_t *key, size_t key_len, int mac_kind, const uint8_
     if (!cipher || !digest || mac_key_len > 48) return NULL;
     icy_cbc *c = calloc(1, sizeof *c);
     if (!c) return NULL;
-    c->cipher_ctx = EVP_CIPHER_CTX_new();
-    c->mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
-    if (!c->cipher_ctx || !c->mac) { icy_cbc_free(c); return NULL; }
     c->cipher = cipher;
     memcpy(c->key, key, key_len);
-    c->digest = digest;
     c->mac_len = mac_len;
-    memcpy(c->mac_key, mac_key, mac_key_len);
-    c->mac_key_len = mac_key_len;
+    c->dec = cbc_context(cipher, key, 0);
+    EVP_MAC *hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    c->mac = hmac ? EVP_MAC_CTX_new(hmac) : NULL;
+    EVP_MAC_free(hmac);   // the context keeps its own reference
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)digest, 0),
+        OSSL_PARAM_construct_end(),
+    };
+    if (!c->dec || !c->mac || EVP_MAC_init(c->mac, mac_key, mac_key_len, params) != 1) {
+        icy_cbc_free(c);
+        return NULL;
+    }
     return c;
 }
 
 void icy_cbc_free(void *ctx) {
     icy_cbc *c = ctx;
     if (!c) return;
-    EVP_CIPHER_CTX_free(c->cipher_ctx);
-    EVP_MAC_free(c->mac);
+    EVP_CIPHER_CTX_free(c->dec);
+    EVP_CIPHER_CTX_free(c->enc);
+    EVP_MAC_CTX_free(c->mac);
     OPENSSL_cleanse(c->key, sizeof c->key);
-    OPENSSL_cleanse(c->mac_key, sizeof c->mac_key);
     free(c);
 }
 
@@ -211,29 +231,25 @@ static int cbc_mac(icy_cbc *c, uint64_t seq, uint8_t type, uint16_t version, con
     header[8] = type;
     header[9] = (uint8_t)(version >> 8); header[10] = (uint8_t)version;
     header[11] = (uint8_t)(len >> 8); header[12] = (uint8_t)len;
-    EVP_MAC_CTX *m = EVP_MAC_CTX_new(c->mac);
-    if (!m) return 0;
-    OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)c->digest, 0),
-        OSSL_PARAM_construct_end(),
-    };
     size_t out_len = 0;
-    int ok = EVP_MAC_init(m, c->mac_key, c->mac_key_len, params) == 1
-          && EVP_MAC_update(m, header, sizeof header) == 1
-          && (len == 0 || EVP_MAC_update(m, data, len) == 1)
-          && EVP_MAC_final(m, out, &out_len, 48) == 1 && out_len == c->mac_len;
-    EVP_MAC_CTX_free(m);
-    return ok;
+    // A NULL key starts the MAC again with the key set in icy_cbc_new (OpenSSL 3.0.4 and later
+    // reinitialise a provided HMAC so: openssl/openssl#18100).
+    return EVP_MAC_init(c->mac, NULL, 0, NULL) == 1
+        && EVP_MAC_update(c->mac, header, sizeof header) == 1
+        && (len == 0 || EVP_MAC_update(c->mac, data, len) == 1)
+        && EVP_MAC_final(c->mac, out, &out_len, 48) == 1 && out_len == c->mac_len;
 }
 
 // AES-CBC without padding removal: `len` bytes (a multiple of 16) after the 16-byte IV.
 static int cbc_crypt(icy_cbc *c, int encrypt, const uint8_t *iv, const uint8_t *in, size_t len, uint8_t *out) {
     int n = 0, fin = 0;
     if (len > 0x7FFFFFFF) return 0;
-    return EVP_CipherInit_ex(c->cipher_ctx, c->cipher, NULL, c->key, iv, encrypt) == 1
-        && EVP_CIPHER_CTX_set_padding(c->cipher_ctx, 0) == 1
-        && EVP_CipherUpdate(c->cipher_ctx, out, &n, in, (int)len) == 1
-        && EVP_CipherFinal_ex(c->cipher_ctx, out + n, &fin) == 1
+    if (encrypt && !c->enc && !(c->enc = cbc_context(c->cipher, c->key, 1))) return 0;
+    EVP_CIPHER_CTX *x = encrypt ? c->enc : c->dec;
+    // The key schedule stays; only the IV is new (-1: the direction the context was made for).
+    return EVP_CipherInit_ex(x, NULL, NULL, NULL, iv, -1) == 1
+        && EVP_CipherUpdate(x, out, &n, in, (int)len) == 1
+        && EVP_CipherFinal_ex(x, out + n, &fin) == 1
         && (size_t)(n + fin) == len;
 }
 
