@@ -37,12 +37,8 @@ public final class ReportCollector: TransactionSink {
         time = TimeBreakdownCollector(options: options)
     }
 
-    /// The overview's counts (devices and hosts bounded: beyond 100,000 each they are counted no more).
-    private var devices = Set<IPAddress>()
-    private var hostNames = Set<TextKey>()
-    private var protocols: [String: Int] = [:]
-    private var span: (start: Timestamp, end: Timestamp)? = nil
-    private var encrypted = (tls: 0, quic: 0)
+    /// The overview's counts (`OverviewAggregate`).
+    private var overview = OverviewAggregate()
 
     /// Per device (client address), the first `Report.hostsCounted`; later ones under one key.
     /// A device: its link-layer address where known (its IPv4 and IPv6 traffic together), else
@@ -82,11 +78,9 @@ public final class ReportCollector: TransactionSink {
     }
 
     public func consume(_ t: Transaction) {
-        if devices.count < 100_000 { devices.insert(t.connection.client.address) }
-        countDevice(t)
         let host = Report.hostKey(t.host)
-        if hostNames.count < 100_000 { hostNames.insert(TextKey(host)) }
-        protocols[t.protocolName, default: 0] += 1
+        overview.add(t, host: host)
+        countDevice(t)
         let line = Report.Line(time: t.startTime, method: t.request?.method ?? "", url: EntryEncoder.redactURL(t.url, options: options, readable: true),
                                host: host,
                                status: t.response?.status ?? 0,
@@ -163,11 +157,7 @@ public final class ReportCollector: TransactionSink {
     }
 
     public func connectionFinished(_ connection: Connection) {
-        if devices.count < 100_000 { devices.insert(connection.client.address) }
-        let first = connection.began, last = connection.lastSeen
-        span = span.map { (min($0.start, first), max($0.end, last)) } ?? (first, last)
-        if let q = connection.quic { if !q.decrypted { encrypted.quic += 1 } }
-        else if let tls = connection.tls, !tls.decrypted { encrypted.tls += 1 }
+        overview.add(connection)
         let hidden = connection.quic.map { !$0.decrypted } ?? connection.tls.map { !$0.decrypted } ?? false
         countDevice(connection.client.address, mac: connection.deviceMAC) { entry in
             entry.device.connections += 1
@@ -256,13 +246,7 @@ public final class ReportCollector: TransactionSink {
         open.removeAll()
         var out = r
         out.capture = capture
-        out.overview.start = span?.start
-        out.overview.end = span?.end
-        out.overview.devices = devices.count
-        out.overview.hosts = hostNames.count
-        out.overview.protocols = protocols.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map { ($0.key, $0.value) }
-        out.overview.encryptedTLS = encrypted.tls
-        out.overview.encryptedQUIC = encrypted.quic
+        out.overview = overview.result()
         out.connections = connectionCount
         out.slowestByWait = slowest
         let hosts = byHost.values.sorted { ($0.connections, $0.host) > ($1.connections, $1.host) }
@@ -287,9 +271,44 @@ public final class ReportCollector: TransactionSink {
     }
 }
 
-/// The figures of the report's TLS and QUIC sections: connections by version, resumption,
-/// handshake times (all of the first `handshakesKept`, then a deterministic reservoir sample),
-/// bytes, and the hosts by SNI (bounded, least recently used out).
+/// `Report.Overview`'s counts: devices (client addresses) and hosts, at most 100,000 each (then
+/// counted no more), transactions per protocol, the capture's span from its connections, and the
+/// TLS and QUIC connections not decrypted.
+struct OverviewAggregate {
+    static let kept = 100_000
+    private var devices = Set<IPAddress>()
+    private var hostNames = Set<TextKey>()
+    private var protocols: [String: Int] = [:]
+    private var span: (start: Timestamp, end: Timestamp)? = nil
+    private var encrypted = (tls: 0, quic: 0)
+
+    mutating func add(_ t: Transaction, host: String) {
+        if devices.count < Self.kept { devices.insert(t.connection.client.address) }
+        if hostNames.count < Self.kept { hostNames.insert(TextKey(host)) }
+        protocols[t.protocolName, default: 0] += 1
+    }
+
+    mutating func add(_ connection: Connection) {
+        if devices.count < Self.kept { devices.insert(connection.client.address) }
+        let first = connection.began, last = connection.lastSeen
+        span = span.map { (min($0.start, first), max($0.end, last)) } ?? (first, last)
+        if let q = connection.quic { if !q.decrypted { encrypted.quic += 1 } }
+        else if let tls = connection.tls, !tls.decrypted { encrypted.tls += 1 }
+    }
+
+    func result() -> Report.Overview {
+        var o = Report.Overview()
+        o.start = span?.start
+        o.end = span?.end
+        o.devices = devices.count
+        o.hosts = hostNames.count
+        o.protocols = protocols.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map { ($0.key, $0.value) }
+        o.encryptedTLS = encrypted.tls
+        o.encryptedQUIC = encrypted.quic
+        return o
+    }
+}
+
 /// `Report.EstimatedSummary`'s counts: per host at most `Report.hostsCounted` (then "other
 /// hosts"), each with at most 1,000 times to first byte (the first ones).
 struct EstimatedAggregate {
@@ -337,6 +356,9 @@ struct EstimatedAggregate {
     }
 }
 
+/// The figures of the report's TLS and QUIC sections: connections by version, resumption,
+/// handshake times (all of the first `handshakesKept`, then a deterministic reservoir sample),
+/// bytes, and the hosts by SNI (bounded, least recently used out).
 struct HandshakeAggregate {
     private var connections = 0
     private var decrypted = 0
