@@ -67,10 +67,10 @@ struct Analyze: ParsableCommand {
         if !input.read.isEmpty && input.interface != nil {
             throw ValidationError("-r and -i cannot be used together")
         }
-        if output.outDir != nil && input.interface != nil { throw ValidationError("--out-dir applies to captures read with -r") }
-        if let jobs = output.jobs, jobs < 1 { throw ValidationError("-j needs at least 1") }
+        if output.batch.outDir != nil && input.interface != nil { throw ValidationError("--out-dir applies to captures read with -r") }
+        if let jobs = output.batch.jobs, jobs < 1 { throw ValidationError("-j needs at least 1") }
         if let n = input.maxConnections, n < 16 { throw ValidationError("--max-connections needs at least 16") }
-        if output.outDir != nil && output.outputPath != nil { throw ValidationError("use either -o (one output) or --out-dir (one output per capture)") }
+        if output.batch.outDir != nil && output.outputPath != nil { throw ValidationError("use either -o (one output) or --out-dir (one output per capture)") }
         if input.interface == nil && (input.user != nil || input.duration != nil) {
             throw ValidationError("-Z and --duration apply to live capture (-i)")
         }
@@ -95,7 +95,7 @@ struct Analyze: ParsableCommand {
             let other = output.connections ? "--connections" : output.heads || output.format == .heads ? "-V" : output.har || output.format == .har ? "--har" : output.webSocketMessages ? "--websocket-messages" : nil
             if let other { throw ValidationError("--devices lists devices as a table, TSV, CSV or NDJSON; \(other) writes something else: use one of them") }
             if try output.serveAddress() != nil { throw ValidationError("--devices lists devices in a file; --serve shows the run in a page: use one of them") }
-            if try output.outDir != nil || output.rotationPolicy() != nil { throw ValidationError("--devices writes one list at the end of the run: drop --out-dir, -G, -C and -W") }
+            if try output.batch.outDir != nil || output.rotation.policy() != nil { throw ValidationError("--devices writes one list at the end of the run: drop --out-dir, -G, -C and -W") }
             if output.fields != nil { throw ValidationError("--devices has its columns (\(DeviceListWriter.columns.joined(separator: ","))): drop --fields") }
         }
         if output.leases != nil && !output.devices { throw ValidationError("--leases names devices: give it with --devices") }
@@ -106,21 +106,21 @@ struct Analyze: ParsableCommand {
         if output.bodies && named == .heads {
             throw ValidationError("--bodies puts bodies into the HAR (and --out-dir's HARs); -V shows heads only (use --har --bodies)")
         }
-        if output.outDir != nil && output.format == .table {
+        if output.batch.outDir != nil && output.format == .table {
             throw ValidationError("--out-dir writes files: choose --format tsv, csv, ndjson or har (the table is for a terminal)")
         }
         if input.interface == nil && input.bufferKiB != nil { throw ValidationError("-B applies to live capture (-i)") }
         if let b = input.bufferKiB, b < 1 { throw ValidationError("-B needs at least 1 KiB") }
         if let s = input.statsSeconds, !(s > 0) { throw ValidationError("--stats needs a number of seconds above 0") }
-        if try output.rotationPolicy() != nil {
+        if try output.rotation.policy() != nil {
             if output.outputPath == nil && input.write == nil {
                 throw ValidationError("-G, -C and -W rotate files: give -o FILE (the transactions) or -w FILE (the packets)")
             }
-            if output.outDir != nil { throw ValidationError("-G, -C and -W rotate one output (-o, -w), not --out-dir's") }
-            if output.connections && output.rotateSize != nil { throw ValidationError("-C applies to the transaction outputs and -w; --connections writes its lines whole at the end of each file (use -G)") }
+            if output.batch.outDir != nil { throw ValidationError("-G, -C and -W rotate one output (-o, -w), not --out-dir's") }
+            if output.connections && output.rotation.size != nil { throw ValidationError("-C applies to the transaction outputs and -w; --connections writes its lines whole at the end of each file (use -G)") }
         }
         if try output.serveAddress() != nil {
-            if output.outDir != nil { throw ValidationError("--serve shows one run: give the captures with -r (a folder too) and drop --out-dir") }
+            if output.batch.outDir != nil { throw ValidationError("--serve shows one run: give the captures with -r (a folder too) and drop --out-dir") }
             if output.connections { throw ValidationError("--serve shows transactions and connections in the page; --connections lists connections in a file: use one of them") }
             if output.listSets { throw ValidationError("--list-sets prints the capture sets and exits: drop --serve") }
         }
@@ -318,58 +318,13 @@ struct OutputOptions: ParsableArguments {
     @Option(name: .customLong("fields"), help: ArgumentHelp("Columns of table/TSV/CSV output, comma-separated (see docs/OUTPUT.md): e.g. time,method,url,status,wait.", valueName: "list"), completion: .list(Field.allCases.map(\.rawValue)))
     var fields: String?
 
-    @Option(name: .customLong("out-dir"), help: ArgumentHelp("Batch: write one output per capture into this directory, named after the capture (HAR unless --format says otherwise).", valueName: "dir"), completion: .directory)
-    var outDir: String?
+    @OptionGroup var batch: BatchOptions
 
-    @Option(name: [.customShort("j"), .customLong("jobs")], help: ArgumentHelp("Batch: captures analysed in parallel (default: the number of cores).", valueName: "n"))
-    var jobs: Int?
-
-    @Flag(name: .customLong("force"), help: "Batch: analyse again captures whose output is newer than the capture.")
-    var force = false
-
-    @Option(name: .customShort("G"), help: ArgumentHelp("Rotate -o and -w: a new file every this many seconds (aligned to local midnight, so -G 3600 starts on the hour); the names are strftime(3) patterns of the period's start, e.g. -o 'http-%Y%m%d-%H.ndjson'. A transaction goes to the file of the period in which it completed. SIGHUP also starts new files.", valueName: "seconds"))
-    var rotateSeconds: Int?
-
-    @Option(name: .customShort("C"), help: ArgumentHelp("Rotate -o and -w: a new file once the current one holds this many millions of bytes (or 100k, 10m, 1g: KiB, MiB, GiB), as tcpdump -C. Later files are numbered before the extension: http.1.ndjson, http.2.ndjson, …", valueName: "size"))
-    var rotateSize: String?
-
-    @Option(name: .customShort("W"), help: ArgumentHelp("With -G or -C: keep the last N files this run wrote (older ones are removed), a ring as tcpdump -W.", valueName: "n"))
-    var rotateKeep: Int?
+    @OptionGroup var rotation: RotationOptions
 
     @Flag(name: .customLong("list-anomalies"), help: "Print the catalogue of anomaly names (Markdown) and exit.")
     var listAnomalies = false
 
-    /// -G, -C and -W, checked (nil: none given).
-    func rotationPolicy() throws -> RotationPolicy? {
-        if rotateSeconds == nil && rotateSize == nil && rotateKeep == nil { return nil }
-        var policy = RotationPolicy()
-        if let g = rotateSeconds {
-            guard g >= 1 else { throw ValidationError("-G needs at least 1 second") }
-            policy.seconds = g
-        }
-        if let text = rotateSize {
-            guard let bytes = Self.size(text), bytes >= 1 else {
-                throw ValidationError("-C takes a size in millions of bytes (10), or with a unit: 100k, 10m, 1g")
-            }
-            policy.bytes = bytes
-        }
-        if let w = rotateKeep {
-            guard w >= 1 else { throw ValidationError("-W needs at least 1 file") }
-            guard rotateSeconds != nil || rotateSize != nil else { throw ValidationError("-W keeps a ring of rotated files: give -G or -C with it") }
-            policy.keep = w
-        }
-        return policy
-    }
-
-    /// tcpdump's -C: a number of 10^6 bytes, or with k, m, g: KiB, MiB, GiB.
-    static func size(_ text: String) -> Int? {
-        let units: [Character: Double] = ["k": 1024, "K": 1024, "m": 1_048_576, "M": 1_048_576, "g": 1_073_741_824, "G": 1_073_741_824]
-        var number = Substring(text), unit = 1_000_000.0
-        if let last = text.last, let u = units[last] { number = text.dropLast(); unit = u }
-        guard let value = Double(number), value > 0, value.isFinite else { return nil }
-        let bytes = value * unit
-        return bytes < Double(Int.max / 2) ? Int(bytes.rounded(.up)) : nil
-    }
 
     @Option(name: .customLong("serve"), help: ArgumentHelp("Serve a web view of the run on [ADDR:]PORT (the address is 127.0.0.1 unless given; any other needs the token the run prints): the transactions and encrypted connections as they come, filters, search, details, waterfalls, HAR and NDJSON exports (docs/WEBVIEW.md). With -r it keeps serving once the files are read, until Ctrl-C. Writes no table then, unless -o, --format or --har asks for an output.", valueName: "[addr:]port"))
     var serve: String?
@@ -396,4 +351,60 @@ struct OutputOptions: ParsableArguments {
 
     @Flag(name: .customLong("list-sets"), help: "Print the capture sets the -r inputs make (one JSON object per line: name, pieces, joinedByName, missing numbers) and exit; a distributed run plans its units of work with it.")
     var listSets = false
+}
+
+/// Batch runs over many captures: --out-dir, -j, --force.
+struct BatchOptions: ParsableArguments {
+    @Option(name: .customLong("out-dir"), help: ArgumentHelp("Batch: write one output per capture into this directory, named after the capture (HAR unless --format says otherwise).", valueName: "dir"), completion: .directory)
+    var outDir: String?
+
+    @Option(name: [.customShort("j"), .customLong("jobs")], help: ArgumentHelp("Batch: captures analysed in parallel (default: the number of cores).", valueName: "n"))
+    var jobs: Int?
+
+    @Flag(name: .customLong("force"), help: "Batch: analyse again captures whose output is newer than the capture.")
+    var force = false
+}
+
+/// Rotating the outputs as tcpdump does: -G, -C, -W.
+struct RotationOptions: ParsableArguments {
+    @Option(name: .customShort("G"), help: ArgumentHelp("Rotate -o and -w: a new file every this many seconds (aligned to local midnight, so -G 3600 starts on the hour); the names are strftime(3) patterns of the period's start, e.g. -o 'http-%Y%m%d-%H.ndjson'. A transaction goes to the file of the period in which it completed. SIGHUP also starts new files.", valueName: "seconds"))
+    var seconds: Int?
+
+    @Option(name: .customShort("C"), help: ArgumentHelp("Rotate -o and -w: a new file once the current one holds this many millions of bytes (or 100k, 10m, 1g: KiB, MiB, GiB), as tcpdump -C. Later files are numbered before the extension: http.1.ndjson, http.2.ndjson, …", valueName: "size"))
+    var size: String?
+
+    @Option(name: .customShort("W"), help: ArgumentHelp("With -G or -C: keep the last N files this run wrote (older ones are removed), a ring as tcpdump -W.", valueName: "n"))
+    var keep: Int?
+
+    /// -G, -C and -W, checked (nil: none given).
+    func policy() throws -> RotationPolicy? {
+        if seconds == nil && size == nil && keep == nil { return nil }
+        var policy = RotationPolicy()
+        if let g = seconds {
+            guard g >= 1 else { throw ValidationError("-G needs at least 1 second") }
+            policy.seconds = g
+        }
+        if let text = size {
+            guard let bytes = Self.bytes(text), bytes >= 1 else {
+                throw ValidationError("-C takes a size in millions of bytes (10), or with a unit: 100k, 10m, 1g")
+            }
+            policy.bytes = bytes
+        }
+        if let w = keep {
+            guard w >= 1 else { throw ValidationError("-W needs at least 1 file") }
+            guard seconds != nil || size != nil else { throw ValidationError("-W keeps a ring of rotated files: give -G or -C with it") }
+            policy.keep = w
+        }
+        return policy
+    }
+
+    /// tcpdump's -C: a number of 10^6 bytes, or with k, m, g: KiB, MiB, GiB.
+    static func bytes(_ text: String) -> Int? {
+        let units: [Character: Double] = ["k": 1024, "K": 1024, "m": 1_048_576, "M": 1_048_576, "g": 1_073_741_824, "G": 1_073_741_824]
+        var number = Substring(text), unit = 1_000_000.0
+        if let last = text.last, let u = units[last] { number = text.dropLast(); unit = u }
+        guard let value = Double(number), value > 0, value.isFinite else { return nil }
+        let bytes = value * unit
+        return bytes < Double(Int.max / 2) ? Int(bytes.rounded(.up)) : nil
+    }
 }

@@ -148,17 +148,17 @@ struct BatchRunner {
 
     var format: OutputFormat {
         if let f = frontend.output.namedFormat { return f }
-        if frontend.output.outDir != nil { return .har }
+        if frontend.output.batch.outDir != nil { return .har }
         return OutputFile().isTerminal ? .table : .tsv
     }
 
     /// A merged output (no --out-dir) with the default columns.
-    var isMergedDefault: Bool { frontend.output.outDir == nil && frontend.output.fields == nil }
+    var isMergedDefault: Bool { frontend.output.batch.outDir == nil && frontend.output.fields == nil }
 
     func run() -> Int32 {
         let started = monotonicSeconds()
         let format = self.format
-        let outDir = frontend.output.outDir
+        let outDir = frontend.output.batch.outDir
         if let outDir {
             do { try FileSystem.makeDirectories(outDir) } catch {
                 Diagnostics.error("cannot create '\(outDir)': \(error.message)")
@@ -177,7 +177,7 @@ struct BatchRunner {
         } else {
             merged = nil
         }
-        let jobs = max(1, min(frontend.output.jobs ?? availableProcessors(), captures.count))
+        let jobs = max(1, min(frontend.output.batch.jobs ?? availableProcessors(), captures.count))
         let progress = BatchProgress()
         let results = ResultBox(count: captures.count)
         let next = IndexBox()
@@ -226,7 +226,7 @@ struct BatchRunner {
             switch r.status {
             case .ok: break
             case .interrupted:
-                Diagnostics.warning(frontend.output.outDir != nil
+                Diagnostics.warning(frontend.output.batch.outDir != nil
                     ? "'\(path)': interrupted; no output written for it (the next run analyses it again)"
                     : "'\(path)': interrupted; the output holds what was analysed of it")
             case .upToDate: upToDate += 1
@@ -291,10 +291,10 @@ struct BatchRunner {
         let size = sizes.reduce(0, +)
         defer { progress.finish(index, size: size) }
         var outputPath: String? = nil
-        if let outDir = frontend.output.outDir {
+        if let outDir = frontend.output.batch.outDir {
             let path = FileSystem.join(outDir, set.name + "." + format.fileExtension)
             outputPath = path
-            if !frontend.output.force, let outTime = FileSystem.modificationTime(of: path),
+            if !frontend.output.batch.force, let outTime = FileSystem.modificationTime(of: path),
                set.paths.allSatisfy({ FileSystem.modificationTime(of: $0).map { outTime >= $0 } ?? false }) {
                 result.status = .upToDate
                 return result

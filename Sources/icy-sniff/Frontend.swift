@@ -25,7 +25,7 @@ struct Frontend {
 
     func run() -> Int32 {
         if input.interface == nil {
-            let expanded = CaptureList.expand(input.read, join: !input.noJoin, joinListed: output.outDir == nil)
+            let expanded = CaptureList.expand(input.read, join: !input.noJoin, joinListed: output.batch.outDir == nil)
             for problem in expanded.problems { Diagnostics.error(problem) }
             for warning in expanded.warnings { Diagnostics.warning(warning) }
             if output.listSets { return listSets(expanded) }
@@ -35,7 +35,7 @@ struct Frontend {
             }
             // --connections lists the connections of all captures in one table (no per-capture outputs).
             // --serve: one pipeline reads every set in turn, so the page numbers one run.
-            if !output.connections && !output.devices && output.serve == nil && (expanded.sets.count > 1 || output.outDir != nil || expanded.fromDirectory) {
+            if !output.connections && !output.devices && output.serve == nil && (expanded.sets.count > 1 || output.batch.outDir != nil || expanded.fromDirectory) {
                 if input.write != nil {
                     Diagnostics.error("-w with -r writes the packets of one capture (or of one rotated set): give one")
                     return 64
@@ -138,7 +138,7 @@ struct Frontend {
         defer { web?.stop() }
 
         // -G/-C/-W, or a live capture into a file (SIGHUP begins a new one): a rotated output.
-        let rotation = (try? output.rotationPolicy()) ?? nil
+        let rotation = (try? output.rotation.policy()) ?? nil
         let rotates = output.outputPath != nil && (rotation != nil || live != nil)
         if live != nil { Signals.installHangup(reopens: output.outputPath != nil || input.write != nil) }
 
