@@ -180,7 +180,7 @@ public final class ReportCollector: TransactionSink {
         if let tls = connection.tls {
             if let quic = connection.quic {
                 quicHandshakes.add(tls, connection, version: QUICVersion.name(quic.version), decrypted: quic.decrypted,
-                                   handshakeMilliseconds: quic.handshakeMilliseconds, bytes: (quic.bytesFromClient, quic.bytesFromServer),
+                                   handshakeMilliseconds: quic.handshakeMilliseconds, bytes: (quic.traffic.bytesFromClient, quic.traffic.bytesFromServer),
                                    end: quic.end)
             } else {
                 tlsHandshakes.add(tls, connection, version: tls.versionName ?? "unknown", decrypted: tls.decrypted,

@@ -377,9 +377,9 @@ public struct ConnectionSummary: Sendable {
             w.optionalString("ja4", tls.ja4)
             w.optionalString("ech", tls.echOffered ? "offered" : nil)
         }
-        w.string("originalDcid", QUICInfo.hex(q.originalDCID))
-        w.string("clientCid", QUICInfo.hex(q.clientCID))
-        w.optionalString("serverCid", q.serverCID.map(QUICInfo.hex))
+        w.string("originalDcid", QUICInfo.hex(q.cids.originalDCID))
+        w.string("clientCid", QUICInfo.hex(q.cids.clientCID))
+        w.optionalString("serverCid", q.cids.serverCID.map(QUICInfo.hex))
         w.key("keyUpdates"); if q.decrypted { w.int(q.keyUpdates) } else { w.null() }
         w.bool("migrated", q.migrated)
         w.key("clientPorts"); w.beginArray(); for p in q.clientPorts { w.int(p) }; w.endArray()
@@ -387,8 +387,8 @@ public struct ConnectionSummary: Sendable {
         w.optionalString("handshakeEnd", q.handshakeEnd?.iso8601(fractionDigits: 6))
         w.optionalNumber("handshakeMs", q.handshakeMilliseconds)
         w.int("zeroRttPackets", q.zeroRTTPackets)
-        w.int("datagramsFromClient", q.datagramsFromClient)
-        w.int("datagramsFromServer", q.datagramsFromServer)
+        w.int("datagramsFromClient", q.traffic.datagramsFromClient)
+        w.int("datagramsFromServer", q.traffic.datagramsFromServer)
         w.int("packetsDecrypted", q.packetsDecrypted)
         w.int("packetsUndecryptable", q.packetsUndecryptable)
         w.optionalString("end", q.end)

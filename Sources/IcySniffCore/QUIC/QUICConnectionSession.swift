@@ -83,8 +83,8 @@ final class QUICConnectionSession {
         self.emitter = emitter
         streams = QUICStreamTable { [connection, unowned emitter] in HTTP3Session(connection: connection, emitter: emitter, options: options) }
         cids = QUICConnectionIDs(dcid, scid)
-        info.originalDCID = dcid
-        info.clientCID = scid
+        info.cids.originalDCID = dcid
+        info.cids.clientCID = scid
         info.initialVersion = version
         info.version = version
         info.handshakeStart = ts
@@ -112,8 +112,8 @@ final class QUICConnectionSession {
         connection.lastSeen = ts
         connection.packets += 1
         if direction == .fromClient {
-            info.bytesFromClient += UInt64(payload.count)
-            info.datagramsFromClient += 1
+            info.traffic.bytesFromClient += UInt64(payload.count)
+            info.traffic.datagramsFromClient += 1
             if source != clientEndpoint {
                 clientEndpoint = source
                 // Requests read from now on came from there; those still on the decryption
@@ -125,8 +125,8 @@ final class QUICConnectionSession {
                 if !info.clientPorts.contains(source.port) { info.clientPorts.append(source.port) }
             }
         } else {
-            info.bytesFromServer += UInt64(payload.count)
-            info.datagramsFromServer += 1
+            info.traffic.bytesFromServer += UInt64(payload.count)
+            info.traffic.datagramsFromServer += 1
         }
         var at = 0
         pattern.datagramStarts()
@@ -202,12 +202,12 @@ final class QUICConnectionSession {
                 negotiatedVersion = version
                 info.version = versionNumber
             }
-            if type == .initial && info.serverCID == nil {
-                info.serverCID = Array(scid)
+            if type == .initial && info.cids.serverCID == nil {
+                info.cids.serverCID = Array(scid)
                 cids.announce(Array(scid))
             }
         }
-        if type == .initial, direction == .fromClient, !scid.isEmpty, Array(scid) != info.clientCID, restarted {
+        if type == .initial, direction == .fromClient, !scid.isEmpty, Array(scid) != info.cids.clientCID, restarted {
             cids.announce(Array(scid))
         }
         let space: QUICSpace = type == .initial ? .initial : (type == .handshake ? .handshake : .application)
@@ -274,7 +274,7 @@ final class QUICConnectionSession {
     /// How long the DCID of a short header of `direction` is: the receiver's CID (the one it chose
     /// first; its later ones have the same length).
     private func receiverCIDLength(_ direction: Direction) -> Int {
-        direction == .fromClient ? (info.serverCID?.count ?? 0) : info.clientCID.count
+        direction == .fromClient ? (info.cids.serverCID?.count ?? 0) : info.cids.clientCID.count
     }
 
     private func startsWithConnectionID(_ bytes: UnsafeRawBufferPointer, from direction: Direction) -> Bool {
@@ -282,7 +282,7 @@ final class QUICConnectionSession {
         guard length > 0, bytes.count > length else { return false }
         let dcid = CIDKey(UnsafeRawBufferPointer(rebasing: bytes[1...length]))
         // The receiver's first CID (most packets carry it) before the look-up among all.
-        if let first = direction == .fromClient ? info.serverCID : info.clientCID, CIDKey(first) == dcid { return true }
+        if let first = direction == .fromClient ? info.cids.serverCID : info.cids.clientCID, CIDKey(first) == dcid { return true }
         return cids.contains(dcid)
     }
 
@@ -483,10 +483,10 @@ final class QUICConnectionSession {
     func adopt(_ found: QUICKeyTrial.Found, originalDCIDKnown: Bool = true) {
         keyring.searched = true
         keyring.clientRandom = found.clientRandom
-        if !originalDCIDKnown { info.originalDCID = [] }
+        if !originalDCIDKnown { info.cids.originalDCID = [] }
         let serverCID = found.fromServer ? found.scid : found.dcid
-        if info.serverCID == nil {
-            info.serverCID = serverCID
+        if info.cids.serverCID == nil {
+            info.cids.serverCID = serverCID
             cids.announce(serverCID)
         }
         if negotiatedVersion == nil { negotiatedVersion = found.version }
@@ -550,8 +550,8 @@ final class QUICConnectionSession {
         }
         if info.end == nil { info.end = resetTokens.sawReset ? "stateless_reset" : "idle" }
         info.keyUpdates = max(keyring.application.fromClient?.updates ?? 0, keyring.application.fromServer?.updates ?? 0)
-        connection.halves.0.bytes = info.bytesFromClient
-        connection.halves.1.bytes = info.bytesFromServer
+        connection.halves.0.bytes = info.traffic.bytesFromClient
+        connection.halves.1.bytes = info.traffic.bytesFromServer
         // Without keys: what its packets say of its requests.
         if let inferred = pattern.finish(alpnOffered: handshake.tls.alpnOffered, decrypted: info.decrypted, in: workspace) {
             handshake.tls.inferred = inferred

@@ -10,10 +10,14 @@ public struct QUICInfo: Sendable, Equatable {
     public var offeredVersions: [UInt32] = []
     /// The server sent a Retry.
     public var retry = false
-    /// DCID and SCID of the client's first Initial; SCID of the server's first Initial (hex).
-    public var originalDCID: [UInt8] = []
-    public var clientCID: [UInt8] = []
-    public var serverCID: [UInt8]? = nil
+    /// DCID and SCID of the client's first Initial; SCID of the server's first Initial (hex in the
+    /// outputs).
+    public struct ConnectionIDs: Sendable, Equatable {
+        public var originalDCID: [UInt8] = []
+        public var clientCID: [UInt8] = []
+        public var serverCID: [UInt8]? = nil
+    }
+    public var cids = ConnectionIDs()
     /// 1-RTT key updates (key phase changes; needs keys).
     public var keyUpdates = 0
     /// The client's address or port changed during the connection (NAT rebinding, migration).
@@ -26,10 +30,13 @@ public struct QUICInfo: Sendable, Equatable {
     /// 0-RTT packets the client sent.
     public var zeroRTTPackets = 0
     /// UDP payload bytes and datagrams each way.
-    public var bytesFromClient: UInt64 = 0
-    public var bytesFromServer: UInt64 = 0
-    public var datagramsFromClient: UInt64 = 0
-    public var datagramsFromServer: UInt64 = 0
+    public struct Traffic: Sendable, Equatable {
+        public var bytesFromClient: UInt64 = 0
+        public var bytesFromServer: UInt64 = 0
+        public var datagramsFromClient: UInt64 = 0
+        public var datagramsFromServer: UInt64 = 0
+    }
+    public var traffic = Traffic()
     /// Packets decrypted with a key log, and packets that did not authenticate.
     public var packetsDecrypted: UInt64 = 0
     public var packetsUndecryptable: UInt64 = 0

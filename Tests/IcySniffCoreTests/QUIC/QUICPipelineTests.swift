@@ -83,7 +83,7 @@ struct QUICClientWire {
         #expect(sink.connections.count == 1 && c.transport == .quic)
         #expect(c.tls?.sni == "split.example")
         #expect(c.tls?.alpnOffered == ["h3"])
-        #expect(c.quic?.originalDCID == wire.dcid && c.quic?.clientCID == wire.scid)
+        #expect(c.quic?.cids.originalDCID == wire.dcid && c.quic?.cids.clientCID == wire.scid)
         #expect(c.quic?.packetsDecrypted == 3)
         #expect(pipeline.stats.quicConnections == 1)
     }
@@ -201,8 +201,8 @@ struct QUICClientWire {
         let c = try #require(sink.connections.first)
         #expect(c.transport == .quic && stats.quicConnections == 1 && stats.quicDecrypted == 0)
         #expect(c.tls?.sni == "www.icy.test" && c.tls?.cipherSuite == 0x1302 && c.tls?.alpn == nil)
-        #expect(QUICInfo.hex(c.quic!.originalDCID) == "4b7388933c139d8c")
-        #expect(QUICInfo.hex(c.quic!.serverCID!) == "4bb3346ce8d8ab12")
+        #expect(QUICInfo.hex(c.quic!.cids.originalDCID) == "4b7388933c139d8c")
+        #expect(QUICInfo.hex(c.quic!.cids.serverCID!) == "4bb3346ce8d8ab12")
         #expect(abs((c.quic?.handshakeMilliseconds ?? 0) - 9.343) < 0.01)
         #expect(c.quic?.version == QUICVersion.v1 && c.quic?.decrypted == false)
     }
@@ -290,7 +290,7 @@ struct QUICClientWire {
         #expect(sink.connections.count == 1)
         #expect(c.quic?.version == QUICVersion.v2 && c.quic?.initialVersion == QUICVersion.v2)
         #expect(c.quic?.migrated == true && c.quic?.clientPorts == [56726, 40210])
-        #expect(QUICInfo.hex(c.quic!.originalDCID) == "288c7579f7af3c01")
+        #expect(QUICInfo.hex(c.quic!.cids.originalDCID) == "288c7579f7af3c01")
         let ts = sink.transactions.sorted { $0.streamID ?? 0 < $1.streamID ?? 0 }
         #expect(ts.map { $0.response?.status ?? 0 } == [200, 200, 200, 200])
         #expect(ts.map(\.url) == ["https://www.icy.test/api/item-18.json", "https://www.icy.test/slow/stream-600k.bin",

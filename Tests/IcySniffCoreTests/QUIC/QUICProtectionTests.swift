@@ -74,7 +74,7 @@ import Testing
         pipeline.finish()
         let c = try #require(sink.connections.first)
         #expect(c.tls?.sni == "example.com" && c.tls?.alpnOffered == ["alpn"])
-        #expect(c.quic?.originalDCID == Self.dcid && c.quic?.clientCID == [] && c.quic?.retry == true)
+        #expect(c.quic?.cids.originalDCID == Self.dcid && c.quic?.cids.clientCID == [] && c.quic?.retry == true)
     }
 
     @Test func v1ServerInitial() throws {
