@@ -35,9 +35,10 @@ private final class ThreadBody {
 /// The one mutex of the code base: a pthread mutex in memory of its own. A `pthread_mutex_t`
 /// stored as a property and passed as `&mutex` has no stable address in Swift (the inout
 /// argument may be a temporary copy), so the mutex lives behind a pointer the lock owns. A
-/// thread that waits for another's hand-over uses a `Monitor`, the same mutex with a condition.
+/// thread that waits for another's hand-over uses a `Monitor`: a lock with a condition on it.
 public final class Lock: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    /// For `Monitor`'s condition, which waits on this mutex.
+    fileprivate let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
 
     public init() { pthread_mutex_init(mutex, nil) }
 
@@ -53,37 +54,29 @@ public final class Lock: @unchecked Sendable {
     }
 }
 
-/// A mutex and a condition variable on it, each in memory of its own (as `Lock`'s): the
-/// hand-overs between the pipeline's thread and its helper threads (export, decryption), where
-/// one side waits until the other changed what the mutex guards. `lock`/`unlock` around the
-/// waits, since a wait's predicate reads what the lock guards (`while …  { wait() }`).
+/// A `Lock` and a condition variable on it, the condition in memory of its own as the lock's
+/// mutex is (NIO's ConditionLock): the hand-overs between the pipeline's thread and its helper
+/// threads (export, decryption), where one side waits until the other changed what the lock
+/// guards. `lock`/`unlock` around the waits, since a wait's predicate reads what the lock guards
+/// (`while …  { wait() }`).
 final class Monitor: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let inner = Lock()
     private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
-    init() {
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(changed, nil)
-    }
+    init() { pthread_cond_init(changed, nil) }
 
     deinit {
         pthread_cond_destroy(changed)
-        pthread_mutex_destroy(mutex)
         changed.deallocate()
-        mutex.deallocate()
     }
 
-    @inline(__always) func lock() { pthread_mutex_lock(mutex) }
-    @inline(__always) func unlock() { pthread_mutex_unlock(mutex) }
-    /// Lets go of the mutex until another thread's `broadcast`, then holds it again (called
-    /// with it held; may also wake without one: wait in a loop over the predicate).
-    @inline(__always) func wait() { pthread_cond_wait(changed, mutex) }
-    /// Wakes every thread in `wait` (called with the mutex held).
+    @inline(__always) func lock() { pthread_mutex_lock(inner.mutex) }
+    @inline(__always) func unlock() { pthread_mutex_unlock(inner.mutex) }
+    /// Lets go of the lock until another thread's `broadcast`, then holds it again (called with
+    /// it held; may also wake without one: wait in a loop over the predicate).
+    @inline(__always) func wait() { pthread_cond_wait(changed, inner.mutex) }
+    /// Wakes every thread in `wait` (called with the lock held).
     @inline(__always) func broadcast() { pthread_cond_broadcast(changed) }
 
-    @inline(__always) func withLock<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
-    }
+    @inline(__always) func withLock<T>(_ body: () throws -> T) rethrows -> T { try inner.withLock(body) }
 }
