@@ -116,14 +116,13 @@ final class StreamPairing {
     /// The cap on open streams bit: the oldest open stream whose request is whole and has no
     /// response yet (the session is done with it) is written now, flagged.
     private func evictOldestWaiting() {
-        guard let (stream, t) = open.oldest(where: { $0.response == nil && $0.interimResponses.isEmpty && $0.request?.ended == true }) else {
-            return
+        if let (stream, t) = open.oldest(where: { $0.response == nil && $0.interimResponses.isEmpty && $0.request?.ended == true }) {
+            t.note(.waitingRequestsCapped)
+            t.note(.responseMissing)
+            connection.note(.waitingRequestsCapped)
+            _ = evicted.set(stream, true)
+            close(stream, t)
         }
-        t.note(.waitingRequestsCapped)
-        t.note(.responseMissing)
-        connection.note(.waitingRequestsCapped)
-        _ = evicted.set(stream, true)
-        close(stream, t)
         open.compact()
     }
 
@@ -267,11 +266,11 @@ struct OpenStreams {
         }
     }
 
-    /// The oldest open stream (among the first 64 still open) that `waiting` says may go.
+    /// The oldest open stream (among the first 64 still open) that `waiting` says may go. The
+    /// closed ones it passes at the head are skipped for good (`compact` after).
     mutating func oldest(where waiting: (Transaction) -> Bool) -> (UInt64, Transaction)? {
         var i = head
         var scanned = 0
-        defer { compact() }
         while i < order.count && scanned < 64 {
             let stream = order[i]
             if let t = byStream[stream] {
