@@ -15,7 +15,8 @@
 // every EVP_aes_*() init): about 7 us, paid several times per TLS connection before. Fetched
 // objects are immutable and may be used from any thread; they live as long as the process.
 static EVP_KDF *hkdf, *tls1_prf;
-static EVP_CIPHER *aes_128_gcm, *aes_256_gcm, *chacha20_poly1305;
+static EVP_CIPHER *aes_128_gcm, *aes_256_gcm, *chacha20_poly1305, *aes_128_cbc, *aes_256_cbc;
+static EVP_MAC *hmac;
 static pthread_once_t fetched = PTHREAD_ONCE_INIT;
 
 static void fetch_algorithms(void) {
@@ -24,6 +25,9 @@ static void fetch_algorithms(void) {
     aes_128_gcm = EVP_CIPHER_fetch(NULL, "AES-128-GCM", NULL);
     aes_256_gcm = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
     chacha20_poly1305 = EVP_CIPHER_fetch(NULL, "ChaCha20-Poly1305", NULL);
+    aes_128_cbc = EVP_CIPHER_fetch(NULL, "AES-128-CBC", NULL);
+    aes_256_cbc = EVP_CIPHER_fetch(NULL, "AES-256-CBC", NULL);
+    hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
 }
 
 static int kdf_derive(EVP_KDF **which, OSSL_PARAM *params, uint8_t *out, size_t out_len) {
@@ -189,20 +193,19 @@ static EVP_CIPHER_CTX *cbc_context(const EVP_CIPHER *cipher, const uint8_t *key,
 }
 
 void *icy_cbc_new(const uint8_t *key, size_t key_len, int mac_kind, const uint8_t *mac_key, size_t mac_key_len) {
-    const EVP_CIPHER *cipher = key_len == 16 ? EVP_aes_128_cbc() : key_len == 32 ? EVP_aes_256_cbc() : NULL;
+    pthread_once(&fetched, fetch_algorithms);
+    const EVP_CIPHER *cipher = key_len == 16 ? aes_128_cbc : key_len == 32 ? aes_256_cbc : NULL;
     const char *digest = mac_kind == ICY_MAC_SHA1 ? "SHA1" : mac_kind == ICY_MAC_SHA256 ? "SHA256"
                        : mac_kind == ICY_MAC_SHA384 ? "SHA384" : NULL;
     size_t mac_len = mac_kind == ICY_MAC_SHA1 ? 20 : mac_kind == ICY_MAC_SHA256 ? 32 : 48;
-    if (!cipher || !digest || mac_key_len > 48) return NULL;
+    if (!cipher || !hmac || !digest || mac_key_len > 48) return NULL;
     icy_cbc *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->cipher = cipher;
     memcpy(c->key, key, key_len);
     c->mac_len = mac_len;
     c->dec = cbc_context(cipher, key, 0);
-    EVP_MAC *hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
-    c->mac = hmac ? EVP_MAC_CTX_new(hmac) : NULL;
-    EVP_MAC_free(hmac);   // the context keeps its own reference
+    c->mac = EVP_MAC_CTX_new(hmac);
     OSSL_PARAM params[] = {
         OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)digest, 0),
         OSSL_PARAM_construct_end(),
