@@ -95,11 +95,17 @@ public struct Report: Sendable {
         }
     }
     public var overview = Overview()
-    public var requests = 0
-    public var responses = 0
+    /// The HTTP messages seen, and their bytes (the text report's "Traffic:" line).
+    public struct Traffic: Sendable {
+        public var requests = 0
+        public var responses = 0
+        /// Requests' and responses' bytes on the wire (heads and bodies as sent).
+        public var wireBytes: UInt64 = 0
+        /// Responses' bodies after content decoding.
+        public var decodedBytes: UInt64 = 0
+    }
+    public var traffic = Traffic()
     public var connections = 0
-    public var wireBytes: UInt64 = 0
-    public var decodedBytes: UInt64 = 0
     public var reusedConnections = 0
     public var maxRequestsPerConnection = 0
     public var hosts: [HostConnections] = []
@@ -139,15 +145,22 @@ public struct Report: Sendable {
     }
     /// User-Agents kept per device (the rest are counted as "other").
     static let agentsPerDevice = 20
-    public var avoidable = Lines()
-    public var avoidableBytes: UInt64 = 0
-    public var notModified = Lines()
-    public var unchangedRedownloads = Lines()
-    public var heuristicOnly = Lines()
-    public var staticWithoutLifetime = Lines()
-    public var staticWithoutValidator = Lines()
-    public var uncompressedText = Lines()
-    public var uncompressedTextBytes: UInt64 = 0
+    /// What the transfers could have saved, as Lighthouse's "opportunities" are: requests a
+    /// cache should have served, shortened or kept, and text sent without a coding the client
+    /// offered (docs/CACHE.md). Each list keeps examples and exact counts (`Lines`).
+    public struct Opportunities: Sendable {
+        /// Requests a stored response was still fresh for, and their responses' wire bytes.
+        public var avoidable = Lines()
+        public var avoidableBytes: UInt64 = 0
+        public var notModified = Lines()
+        public var unchangedRedownloads = Lines()
+        public var heuristicOnly = Lines()
+        public var staticWithoutLifetime = Lines()
+        public var staticWithoutValidator = Lines()
+        public var uncompressedText = Lines()
+        public var uncompressedTextBytes: UInt64 = 0
+    }
+    public var opportunities = Opportunities()
     /// Transactions whose bytes a later copy with the same sequence numbers contradicted
     /// (`injection_suspected`: a forged response racing the real one, or a broken middlebox).
     public var injectionSuspected = Lines()
@@ -239,7 +252,7 @@ public struct Report: Sendable {
         public var resumptionRate: Double { connections == 0 ? 0 : Double(resumed) / Double(connections) }
     }
 
-    public var requestsPerConnection: Double { connections == 0 ? 0 : Double(requests) / Double(connections) }
+    public var requestsPerConnection: Double { connections == 0 ? 0 : Double(traffic.requests) / Double(connections) }
 
     /// A static asset (an image, a font, a style sheet, a script), not an API answer in the form
     /// of one: JSONP (a `callback=` parameter) and tracking pixels (a small GIF with a query)

@@ -95,15 +95,15 @@ public final class ReportCollector: TransactionSink {
             _ = recentLines.set(t.sequence, kept)
         }
         if let req = t.request {
-            r.requests += 1
-            r.wireBytes += req.wireBytes
+            r.traffic.requests += 1
+            r.traffic.wireBytes += req.wireBytes
             let entry = open[t.connection.id] ?? (host, 0)
             open[t.connection.id] = (entry.host, entry.count + 1)
         }
         guard let resp = t.response else { return }
-        r.responses += 1
-        r.wireBytes += resp.wireBytes
-        r.decodedBytes += resp.decodedBytes
+        r.traffic.responses += 1
+        r.traffic.wireBytes += resp.wireBytes
+        r.traffic.decodedBytes += resp.decodedBytes
         let type = (resp.headers.first(.contentType) ?? "").lowercased()
         let cache = t.cache
         if let cache {
@@ -113,18 +113,18 @@ public final class ReportCollector: TransactionSink {
                 // total (the body's bytes were listed against the wire's total: 90 B and 0 B of 630).
                 l.bytes = resp.wireBytes
                 l.note = cache.notModified ? "revalidated while fresh" : "re-fetched while fresh"
-                r.avoidable.append(l)
-                r.avoidableBytes += resp.wireBytes
+                r.opportunities.avoidable.append(l)
+                r.opportunities.avoidableBytes += resp.wireBytes
             }
-            if cache.notModified { r.notModified.append(line) }
+            if cache.notModified { r.opportunities.notModified.append(line) }
             if cache.storable, cache.lifetimeSource == .heuristic, (cache.freshFor ?? 0) > 0, !cache.mustRevalidate {
                 var l = line
                 l.note = "fresh for \(CacheAssessment.shortDuration(cache.freshFor ?? 0)) by heuristic only"
-                r.heuristicOnly.append(l)
+                r.opportunities.heuristicOnly.append(l)
             }
             if resp.status == 200, Report.isStaticAsset(type: type, url: t.url, bytes: resp.decodedBytes) {
-                if (cache.freshnessLifetime ?? 0) <= 0 && !cache.noStore { r.staticWithoutLifetime.append(line) }
-                if !resp.headers.contains(.etag) && !resp.headers.contains(.lastModified) { r.staticWithoutValidator.append(line) }
+                if (cache.freshnessLifetime ?? 0) <= 0 && !cache.noStore { r.opportunities.staticWithoutLifetime.append(line) }
+                if !resp.headers.contains(.etag) && !resp.headers.contains(.lastModified) { r.opportunities.staticWithoutValidator.append(line) }
             }
         }
         // A 200 for a URL whose previous 200 had the same validator: unchanged.
@@ -136,7 +136,7 @@ public final class ReportCollector: TransactionSink {
                 if sameValidator && !(cache?.avoidable ?? false) {
                     var l = line
                     l.note = etag != nil ? "same ETag \(etag!)" : "same Last-Modified"
-                    r.unchangedRedownloads.append(l)
+                    r.opportunities.unchangedRedownloads.append(l)
                 }
             }
             lastOK.set(TextKey(key), (etag, lm))
@@ -146,8 +146,8 @@ public final class ReportCollector: TransactionSink {
         let offered = (t.request?.headers.first("accept-encoding") ?? "").lowercased()
         let couldCompress = ["gzip", "br", "zstd", "deflate"].contains { offered.contains($0) }
         if Report.isText(type), couldCompress, resp.headers.first(.contentEncoding) == nil, resp.bodyBytes >= 1024 {
-            r.uncompressedText.append(line)
-            r.uncompressedTextBytes += resp.bodyBytes
+            r.opportunities.uncompressedText.append(line)
+            r.opportunities.uncompressedTextBytes += resp.bodyBytes
         }
         if resp.status >= 400 {
             let host = Report.hostKey(t.host)

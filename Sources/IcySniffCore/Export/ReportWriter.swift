@@ -116,7 +116,7 @@ public enum ReportWriter {
             if !hidden.isEmpty { text += "; encrypted, requests not seen: " + hidden.joined(separator: ", ") }
             line(text)
         }
-        line("Traffic: \(r.requests) requests, \(r.responses) responses, \(bytes(r.wireBytes)) on the wire, \(bytes(r.decodedBytes)) of decoded bodies")
+        line("Traffic: \(r.traffic.requests) requests, \(r.traffic.responses) responses, \(bytes(r.traffic.wireBytes)) on the wire, \(bytes(r.traffic.decodedBytes)) of decoded bodies")
         let perConn = (r.requestsPerConnection * 10).rounded() / 10
         line("Connections: \(r.connections), \(perConn) requests per connection (max \(r.maxRequestsPerConnection)), \(r.reusedConnections) reused (keep-alive)")
         for h in r.hosts.prefix(maxLines) {
@@ -212,14 +212,14 @@ public enum ReportWriter {
             if t.redirectChainCount > maxLines { line("  … \(t.redirectChainCount - min(maxLines, t.redirectChains.count)) more") }
             line()
         }
-        list("Avoidable requests (a stored response was still fresh)", r.avoidable, extra: r.avoidable.isEmpty ? "" : ", \(bytes(r.avoidableBytes)) wasted on the wire")
-        list("Revalidations answered 304", r.notModified, extra: t.revalidations == 0 ? ""
+        list("Avoidable requests (a stored response was still fresh)", r.opportunities.avoidable, extra: r.opportunities.avoidable.isEmpty ? "" : ", \(bytes(r.opportunities.avoidableBytes)) wasted on the wire")
+        list("Revalidations answered 304", r.opportunities.notModified, extra: t.revalidations == 0 ? ""
              : ", \(num(t.revalidationMilliseconds, 0)) ms of request time and \(bytes(t.revalidationWireBytes)) of headers (each a round trip a longer freshness lifetime would save)")
-        list("Re-downloaded unchanged (200 with the same validator)", r.unchangedRedownloads)
-        list("Fresh by heuristic only (no max-age or Expires)", r.heuristicOnly)
-        list("Static assets without a freshness lifetime", r.staticWithoutLifetime)
-        list("Static assets without a validator (ETag, Last-Modified)", r.staticWithoutValidator)
-        list("Text responses sent uncompressed to a client that offered a coding (≥ 1 kB)", r.uncompressedText, extra: r.uncompressedText.isEmpty ? "" : ", \(bytes(r.uncompressedTextBytes))")
+        list("Re-downloaded unchanged (200 with the same validator)", r.opportunities.unchangedRedownloads)
+        list("Fresh by heuristic only (no max-age or Expires)", r.opportunities.heuristicOnly)
+        list("Static assets without a freshness lifetime", r.opportunities.staticWithoutLifetime)
+        list("Static assets without a validator (ETag, Last-Modified)", r.opportunities.staticWithoutValidator)
+        list("Text responses sent uncompressed to a client that offered a coding (≥ 1 kB)", r.opportunities.uncompressedText, extra: r.opportunities.uncompressedText.isEmpty ? "" : ", \(bytes(r.opportunities.uncompressedTextBytes))")
         if !r.injectionSuspected.isEmpty {
             list("Contradicted by a later copy of the same bytes (injection suspected: a forged response racing the real one, or a broken middlebox)",
                  r.injectionSuspected)
@@ -306,10 +306,10 @@ public enum ReportWriter {
             w.int("encryptedTLSConnections", r.overview.encryptedTLS)
             w.int("encryptedQUICConnections", r.overview.encryptedQUIC)
             w.endObject()
-            w.int("requests", r.requests)
-            w.int("responses", r.responses)
-            w.int("wireBytes", r.wireBytes)
-            w.int("decodedBytes", r.decodedBytes)
+            w.int("requests", r.traffic.requests)
+            w.int("responses", r.traffic.responses)
+            w.int("wireBytes", r.traffic.wireBytes)
+            w.int("decodedBytes", r.traffic.decodedBytes)
             w.int("connections", r.connections)
             w.number("requestsPerConnection", r.requestsPerConnection)
             w.int("maxRequestsPerConnection", r.maxRequestsPerConnection)
@@ -349,16 +349,16 @@ public enum ReportWriter {
                 }
                 w.endArray()
             }
-            lines("avoidable", r.avoidable)
-            w.int("avoidableBytes", r.avoidableBytes)
-            lines("notModified", r.notModified)
-            lines("unchangedRedownloads", r.unchangedRedownloads)
-            lines("heuristicOnly", r.heuristicOnly)
-            lines("staticWithoutLifetime", r.staticWithoutLifetime)
-            lines("staticWithoutValidator", r.staticWithoutValidator)
-            lines("uncompressedText", r.uncompressedText)
+            lines("avoidable", r.opportunities.avoidable)
+            w.int("avoidableBytes", r.opportunities.avoidableBytes)
+            lines("notModified", r.opportunities.notModified)
+            lines("unchangedRedownloads", r.opportunities.unchangedRedownloads)
+            lines("heuristicOnly", r.opportunities.heuristicOnly)
+            lines("staticWithoutLifetime", r.opportunities.staticWithoutLifetime)
+            lines("staticWithoutValidator", r.opportunities.staticWithoutValidator)
+            lines("uncompressedText", r.opportunities.uncompressedText)
             lines("injectionSuspected", r.injectionSuspected)
-            w.int("uncompressedTextBytes", r.uncompressedTextBytes)
+            w.int("uncompressedTextBytes", r.opportunities.uncompressedTextBytes)
             w.key("slowestByWait"); w.beginArray()
             for (l, wait) in r.slowestByWait {
                 w.beginObject(); w.string("url", l.url); w.string("method", l.method); w.int("status", l.status); w.number("wait", wait); w.endObject()

@@ -43,8 +43,8 @@ import Testing
         Self.fetch(pipeline, port: 40004, address: 0x0A00_0002, agent: "Browser/2.0", at: 95)
         pipeline.finish()
         let r = report.report(capture: "two phones")
-        #expect(r.avoidable.count == 1, "only phone A's own refetch")
-        #expect(r.unchangedRedownloads.count == 0)
+        #expect(r.opportunities.avoidable.count == 1, "only phone A's own refetch")
+        #expect(r.opportunities.unchangedRedownloads.count == 0)
         // Each device apart: its requests, bytes, avoidable downloads and apps.
         #expect(r.devices.map(\.client) == ["10.0.0.2", "10.0.0.3"], "most bytes first")
         let a = try #require(r.devices.first), b = try #require(r.devices.last)

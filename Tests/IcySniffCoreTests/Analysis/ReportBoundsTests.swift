@@ -16,7 +16,7 @@ import Testing
             }
         }
         let r = collector.report(capture: "codings")
-        #expect(r.uncompressedText.count == 1 && r.uncompressedTextBytes == UInt64(body.utf8.count))
+        #expect(r.opportunities.uncompressedText.count == 1 && r.opportunities.uncompressedTextBytes == UInt64(body.utf8.count))
     }
 
     @Test func hostNamesAreCutAt255Bytes() {

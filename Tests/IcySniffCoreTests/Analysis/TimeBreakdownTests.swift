@@ -41,14 +41,14 @@ import Testing
         #expect(t.pageCount == 1)
         let page = try #require(t.longestPages.first)
         #expect(page.title == "http://www.wikipedia.org/" && page.document && page.requests == 15)
-        #expect(page.wireBytes == wiki.wireBytes, "every request and response is on the page")
+        #expect(page.wireBytes == wiki.traffic.wireBytes, "every request and response is on the page")
         #expect(abs(page.spanMilliseconds - (t.spanMilliseconds ?? 0)) < 0.001)
         // curl fetching a page and its parts: no browser document, one page of the client's
         // other requests, titled with its earliest URL.
         let curl = try report(Paths.captures.appendingPathComponent("nginx-cache-demo.pcap.gz").path)
         #expect(curl.time.pageCount == 1)
         let other = try #require(curl.time.longestPages.first)
-        #expect(!other.document && other.requests == curl.requests)
+        #expect(!other.document && other.requests == curl.traffic.requests)
         #expect(other.first == curl.time.first && other.last == curl.time.last)
     }
 
