@@ -44,40 +44,32 @@ public final class PcapSource {
     public private(set) var hasSeveralLinkTypes = false
     private var handle: OpaquePointer?
     private var pcapng: PcapngReader? = nil
-    private var pcapngFile: UnsafeMutablePointer<FILE>? = nil
     private var pcapngSnaplen: Int32 = 0
     /// A classic pcap file read in place; nil once it has handed the rest of the file to libpcap.
     private var mapped: MappedPcapReader? = nil
-    /// The mapping of the reader that handed over, kept until the source closes (its packets stay valid).
-    private var retiredMapping: PcapMapping? = nil
+    /// What the source holds of its input file besides the reader, until it closes.
+    private var input = InputFile()
     /// The next packet is read in place from the mapped file (not by libpcap).
     var readsMapped: Bool { mapped != nil }
     /// `-w`: every packet returned is also written there (live, or with `-r` after the filter).
     public var saver: PacketWriter? = nil
     /// TLS key logs from Decryption Secrets Blocks, read since the last `takeSecrets`.
     public private(set) var pendingSecrets: [SecretsText]? = nil
-    /// The decompressing stream's cookie (a compressed file, or a pipe), for its error text.
-    private var decompressCookie: UnsafeMutableRawPointer?
     /// Live captures read in non-blocking mode and wait in poll(2), so a signal or a time limit
     /// is noticed within `pollMilliseconds` whatever the traffic.
     var selectableFD: Int32 = -1
-    private let pollMilliseconds: Int32 = 200
+    private static let pollMilliseconds: Int32 = 200
     /// Live: reads that found nothing to return (the ring is drained).
     public private(set) var idleReads: UInt64 = 0
     public private(set) var packetsRead: UInt64 = 0
-    /// The descriptor the capture is read from (files), for progress reports.
-    private var inputFD: Int32 = -1
     /// Size of the capture file in bytes (0 when it is not a regular file).
-    public private(set) var inputSize: Int64 = 0
-    /// A failure to report on the next read, after the readable part of a cut record was returned.
-    private var pendingFailure: String? = nil
+    public var inputSize: Int64 { input.size }
     /// What `peekTime` read, returned by the next `next()` (never set while reading in place).
     private var held: ReadResult? = nil
-    private var recovered: UnsafeMutableRawBufferPointer? = nil
-    /// The stdio buffer of a capture file (freed after libpcap closes the file).
-    private var fileBuffer: UnsafeMutableRawPointer? = nil
+    /// The record libpcap refused at the end of a cut file, read as far as it goes.
+    private var cutRecord = CutRecord()
     /// Set when the last packet was rebuilt from a record cut short by the end of the file.
-    public private(set) var recoveredPartialRecord = false
+    public var recoveredPartialRecord: Bool { cutRecord.recovered }
     public private(set) var bytesRead: UInt64 = 0
     /// Nanoseconds per unit of `pcap_pkthdr.ts.tv_usec`: 1 when libpcap gives nanoseconds, 1000
     /// when it gives microseconds. Read from the handle after activation: asking for nanoseconds
@@ -89,7 +81,7 @@ public final class PcapSource {
         self.handle = handle
         self.name = name
         self.isLive = isLive
-        self.decompressCookie = decompressCookie
+        self.input.decompressCookie = decompressCookie
         self.dlt = pcap_datalink(handle)
         self.linkType = LinkType(dlt: dlt)
         self.packetDLT = dlt
@@ -99,10 +91,10 @@ public final class PcapSource {
     private init(pcapng reader: PcapngReader, file: UnsafeMutablePointer<FILE>, name: String, decompressCookie: UnsafeMutableRawPointer?) {
         self.handle = nil
         self.pcapng = reader
-        self.pcapngFile = file
+        self.input.pcapngFile = file
         self.name = name
         self.isLive = false
-        self.decompressCookie = decompressCookie
+        self.input.decompressCookie = decompressCookie
         let first = reader.interfaces.first
         self.dlt = first?.dlt ?? 1
         self.linkType = LinkType(dlt: dlt)
@@ -122,9 +114,47 @@ public final class PcapSource {
     deinit {
         if let handle { pcap_close(handle) }
         pcapng = nil
-        if let pcapngFile { fclose(pcapngFile) }
-        recovered?.deallocate()
-        fileBuffer?.deallocate()
+        input.close()
+        cutRecord.buffer?.deallocate()
+    }
+
+    /// What a source holds of its input file besides its reader (libpcap's handle owns the `FILE`
+    /// it reads, a pcapng reader does not), freed when the source closes: after libpcap's handle,
+    /// whose `FILE` reads through `stdioBuffer`.
+    private struct InputFile {
+        /// The descriptor the capture is read from (files), for progress reports.
+        var fd: Int32 = -1
+        /// Size of the capture file in bytes (0 when it is not a regular file).
+        var size: Int64 = 0
+        /// The stdio buffer of a capture file (freed after libpcap closes the file).
+        var stdioBuffer: UnsafeMutableRawPointer? = nil
+        /// The decompressing stream's cookie (a compressed file, or a pipe), for its error text.
+        var decompressCookie: UnsafeMutableRawPointer? = nil
+        /// The stream a pcapng reader reads.
+        var pcapngFile: UnsafeMutablePointer<FILE>? = nil
+        /// The mapping of a mapped reader that handed over, kept until the source closes (its
+        /// packets stay valid).
+        var retiredMapping: PcapMapping? = nil
+
+        /// What the decompression failed with, if it did.
+        var decompressionError: String? { PcapSource.decompressionFailure(decompressCookie) }
+
+        mutating func close() {
+            if let pcapngFile { fclose(pcapngFile) }
+            pcapngFile = nil
+            stdioBuffer?.deallocate()
+            stdioBuffer = nil
+            retiredMapping = nil
+        }
+    }
+
+    /// A classic pcap file's last record cut short by the end of the file: returned with the
+    /// bytes that are there, the failure reported on the next read.
+    private struct CutRecord {
+        var buffer: UnsafeMutableRawBufferPointer? = nil
+        /// The failure to report on the next read, after the readable part was returned.
+        var pendingFailure: String? = nil
+        var recovered = false
     }
 
     /// libpcap's description of the link type, e.g. "Ethernet".
@@ -237,9 +267,9 @@ public final class PcapSource {
                 throw error
             }
             let source = PcapSource(pcapng: reader, file: file, name: path, decompressCookie: cookie)
-            source.fileBuffer = fileBuffer
-            source.inputFD = fd
-            source.inputSize = Int64(st.st_size)
+            source.input.stdioBuffer = fileBuffer
+            source.input.fd = fd
+            source.input.size = Int64(st.st_size)
             return source
         }
         var errbuf = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
@@ -258,9 +288,9 @@ public final class PcapSource {
             throw .notACapture(path: path, detail: Self.describeOpenFailure(detail))
         }
         let source = PcapSource(handle: handle, name: path, isLive: false, decompressCookie: cookie)
-        source.fileBuffer = fileBuffer
-        source.inputFD = fd
-        source.inputSize = isRegular ? Int64(st.st_size) : 0
+        source.input.stdioBuffer = fileBuffer
+        source.input.fd = fd
+        source.input.size = isRegular ? Int64(st.st_size) : 0
         if mapsFile {
             source.mapped = MappedPcapReader(fd: fd, size: Int(st.st_size), handle: handle)
         }
@@ -270,8 +300,13 @@ public final class PcapSource {
 
     /// What the decompressing stream of `cookie` failed with, as a detail ("cannot decompress: …").
     private static func decompressionError(_ cookie: UnsafeMutableRawPointer?) -> String? {
+        decompressionFailure(cookie).map { "cannot decompress: \($0)" }
+    }
+
+    /// What the decompressing stream of `cookie` failed with, if it did.
+    private static func decompressionFailure(_ cookie: UnsafeMutableRawPointer?) -> String? {
         guard let cookie, let err = icy_decompress_error(cookie) else { return nil }
-        return "cannot decompress: \(String(decoding: UnsafeRawBufferPointer(start: err, count: strlen(err)), as: UTF8.self))"
+        return String(cString: err)
     }
 
     private static func describeOpenFailure(_ detail: String) -> String {
@@ -318,7 +353,7 @@ public final class PcapSource {
             case .handOff(let offset):
                 handOff(at: offset)
             case .failed(let message):
-                retiredMapping = mapped!.mapping
+                input.retiredMapping = mapped!.mapping
                 mapped = nil
                 if let handle { pcap_close(handle) }
                 handle = nil
@@ -327,8 +362,8 @@ public final class PcapSource {
         }
         guard let handle else { return .end }
         if _slowPath(held != nil) { return takeHeld() }
-        if let failure = pendingFailure {
-            pendingFailure = nil
+        if let failure = cutRecord.pendingFailure {
+            cutRecord.pendingFailure = nil
             self.handle = nil
             pcap_close(handle)
             return .failed(failure)
@@ -350,25 +385,21 @@ public final class PcapSource {
         case 0:
             if selectableFD >= 0 {
                 var pfd = pollfd(fd: selectableFD, events: Int16(POLLIN), revents: 0)
-                _ = poll(&pfd, 1, pollMilliseconds)
+                _ = poll(&pfd, 1, Self.pollMilliseconds)
             }
             idleReads &+= 1
             return .timeout
         case -2:
-            if let cookie = decompressCookie, let err = icy_decompress_error(cookie) {
-                return .failed("compressed data is damaged: \(String(cString: err))")
-            }
+            if let err = input.decompressionError { return .failed("compressed data is damaged: \(err)") }
             return .end
         default:
             var message = String(cString: pcap_geterr(handle))
             if let packet = recoverCutRecord(message) {
-                pendingFailure = message
+                cutRecord.pendingFailure = message
                 if let saver { saver.write(packet, dlt: dlt, snaplen: snaplen) }
                 return .packet(packet)
             }
-            if let cookie = decompressCookie, let err = icy_decompress_error(cookie) {
-                message += " (decompressing: \(String(cString: err)))"
-            }
+            if let err = input.decompressionError { message += " (decompressing: \(err))" }
             return .failed(message)
         }
     }
@@ -392,7 +423,7 @@ public final class PcapSource {
     /// libpcap reads on from the record at `offset`: what the mapped reader does not read exactly
     /// as libpcap would (a damaged or cut record), the end of the file, and what it grew by.
     private func handOff(at offset: Int) {
-        retiredMapping = mapped!.mapping
+        input.retiredMapping = mapped!.mapping
         mapped = nil
         if let handle, let file = pcap_file(handle) {
             fseeko(file, off_t(offset), SEEK_SET)
@@ -414,15 +445,13 @@ public final class PcapSource {
                 // Each block's key log as read (a block of 52 MiB is not copied again).
                 if pendingSecrets == nil { pendingSecrets = [bytes] } else { pendingSecrets!.append(bytes) }
             case .end:
-                if let cookie = decompressCookie, let err = icy_decompress_error(cookie) {
-                    return .failed("compressed data is damaged: \(String(cString: err))")
-                }
+                if let err = input.decompressionError { return .failed("compressed data is damaged: \(err)") }
                 self.pcapng = nil
                 return .end
             case .failed(let message):
                 self.pcapng = nil
                 var message = message
-                if let cookie = decompressCookie, let err = icy_decompress_error(cookie) { message += " (decompressing: \(String(cString: err)))" }
+                if let err = input.decompressionError { message += " (decompressing: \(err))" }
                 return .failed(message)
             }
         }
@@ -438,7 +467,7 @@ public final class PcapSource {
     /// the record, but its header and the bytes that are there can still be read, so the packet is
     /// returned with the missing tail (which reassembly turns into a gap).
     private func recoverCutRecord(_ message: String) -> CapturedPacket? {
-        guard decompressCookie == nil, !isLive, let handle, let file = pcap_file(handle),
+        guard input.decompressCookie == nil, !isLive, let handle, let file = pcap_file(handle),
               message.hasPrefix("truncated dump file; tried to read"), message.contains("captured bytes, only got ") else { return nil }
         guard let gotText = message.split(separator: " ").last, let got = Int(gotText), got > 0 else { return nil }
         let fd = fileno(file)
@@ -454,11 +483,11 @@ public final class PcapSource {
         guard pread(fd, &header, 16, off_t(dataStart - 16)) == 16 else { return nil }
         let h = header.map { swapped ? $0.byteSwapped : $0 }
         guard Int(h[2]) > got else { return nil }
-        recovered?.deallocate()
+        cutRecord.buffer?.deallocate()
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: got, alignment: 8)
-        recovered = buffer
+        cutRecord.buffer = buffer
         guard pread(fd, buffer.baseAddress, got, off_t(dataStart)) == got else { return nil }
-        recoveredPartialRecord = true
+        cutRecord.recovered = true
         packetsRead &+= 1
         let ts = Timestamp(seconds: Int64(h[0]), nanoseconds: nanosecond ? Int64(h[1]) : Int64(h[1]) * 1000)
         return CapturedPacket(bytes: UnsafeRawBufferPointer(buffer), timestamp: ts, wireLength: max(Int(h[3]), Int(h[2])))
@@ -467,8 +496,8 @@ public final class PcapSource {
     /// How far into the file reading has come, in file bytes (compressed bytes for gzip).
     public var inputPosition: Int64 {
         if let offset = mapped?.offset { return Int64(offset) }
-        guard inputFD >= 0, handle != nil else { return inputSize }
-        let p = lseek(inputFD, 0, SEEK_CUR)
+        guard input.fd >= 0, handle != nil else { return input.size }
+        let p = lseek(input.fd, 0, SEEK_CUR)
         return p < 0 ? 0 : Int64(p)
     }
 
