@@ -303,12 +303,12 @@ final class InOrderPairing {
     /// already, and remembered with where its messages lay for a copy still to come.
     private func send(_ t: Transaction) {
         guard onTCPStream else { emitter.emit(t); return }
-        var ranges = Connection.EmittedRanges(sequence: 0, fromClient: Self.span(t.request, after: nil),
-                                              fromServer: Self.span(t.response, after: t.interimResponses.first))
-        ranges.flagged = connection.holdsContradictedBytes(ranges)
+        var ranges = Contradictions.EmittedRanges(sequence: 0, fromClient: Self.span(t.request, after: nil),
+                                                  fromServer: Self.span(t.response, after: t.interimResponses.first))
+        ranges.flagged = connection.contradictions.holdsContradictedBytes(ranges)
         if ranges.flagged { t.note(.injectionSuspected) }
         ranges.sequence = emitter.emit(t)
-        connection.emitted(ranges)
+        connection.contradictions.emitted(ranges)
     }
 
     /// The stream bytes of a message (from an interim response's start, when there was one).

@@ -74,9 +74,8 @@ final class QUICConnectionSession {
         self.decryption = decryption
         opener = QUICPacketOpener(workspace: workspace)
         self.workspace = workspace
-        connection = Connection(id: id, first: client, second: server, timestamp: ts)
+        connection = Connection(id: id, first: client, second: server, timestamp: ts, transport: .quic)
         connection.clientSide = 0
-        connection.transport = .quic
         clientEndpoint = client
         serverEndpoint = server
         keyring = QUICKeyring(keyLog: keyLog, dcid: dcid)

@@ -98,6 +98,40 @@ public final class StateBudget {
     var exceeded: Bool { used > limit }
     /// What a waiting request is charged: its head and the objects that hold it.
     static func cost(of request: HTTPMessage?) -> Int { 1536 + max(0, request?.headersSize ?? 0) }
+
+    /// What one connection's sessions hold of a budget now (nil budget: not counted).
+    struct Account {
+        let budget: StateBudget?
+        private(set) var charged = 0
+        /// Set by `close()`: what a session still does after the connection ended (a TLS
+        /// session's records still being opened on the second core) is no longer counted.
+        private var closed = false
+
+        init(_ budget: StateBudget? = nil) { self.budget = budget }
+
+        var isOpen: Bool { budget != nil && !closed }
+
+        mutating func charge(_ bytes: Int) {
+            guard let budget, !closed, bytes > 0 else { return }
+            charged += bytes
+            budget.charge(bytes)
+        }
+
+        mutating func release(_ bytes: Int) {
+            guard let budget, !closed, bytes > 0 else { return }
+            charged -= bytes
+            budget.release(bytes)
+        }
+
+        /// The connection ended: whatever is still charged is given back, and nothing more is
+        /// counted.
+        mutating func close() {
+            closed = true
+            guard let budget, charged != 0 else { return }
+            budget.release(charged)
+            charged = 0
+        }
+    }
 }
 
 /// One TCP connection or QUIC connection: its endpoints, handshake times, both directions, counters
@@ -105,48 +139,30 @@ public final class StateBudget {
 /// Side 0 is the endpoint that sent the first packet seen; `clientSide` says which side is the
 /// client once that is known (from the SYN, else from the content).
 public final class Connection {
-    /// The shared budget of waiting HTTP state (TCP connections of a pipeline; nil elsewhere),
-    /// and what this connection's sessions hold of it now.
-    var budget: StateBudget? = nil
-    private(set) var budgetCharged = 0
-    /// Set by `releaseAllBudget`: what a session still does after the connection ended (a TLS
-    /// session's records still being opened on the second core) is no longer counted.
-    private var budgetClosed = false
+    /// What this connection's sessions hold of the shared budget of waiting HTTP state (TCP
+    /// connections of a pipeline; no budget elsewhere).
+    var budget = StateBudget.Account()
     /// A request starts waiting for its response: charged (`StateBudget.cost`) until released.
     func chargeWaiting(_ t: Transaction) {
-        guard let budget, !budgetClosed else { return }
+        guard budget.isOpen else { return }
         t.budgetCost = StateBudget.cost(of: t.request)
-        budgetCharged += t.budgetCost
         budget.charge(t.budgetCost)
     }
     /// Exchanges estimated from encrypted records are kept until the connection ends
     /// (`RecordPattern`): charged like waiting requests, given back with them at the end.
-    func chargeEstimates(_ bytes: Int) {
-        guard let budget, !budgetClosed, bytes > 0 else { return }
-        budgetCharged += bytes
-        budget.charge(bytes)
-    }
+    func chargeEstimates(_ bytes: Int) { budget.charge(bytes) }
     /// It is written (or dropped): what it was charged is given back.
     func releaseWaiting(_ t: Transaction) {
-        defer { t.budgetCost = 0 }
-        guard let budget, !budgetClosed, t.budgetCost > 0 else { return }
-        budgetCharged -= t.budgetCost
         budget.release(t.budgetCost)
+        t.budgetCost = 0
     }
     /// The connection ended: whatever its sessions still hold of the budget is given back
     /// (a session dropped without writing its waiting requests must not leave the budget
     /// charged, or every later segment would end connections to make room that never comes).
-    func releaseAllBudget() {
-        budgetClosed = true
-        guard let budget, budgetCharged != 0 else { return }
-        budget.release(budgetCharged)
-        budgetCharged = 0
-    }
+    func releaseAllBudget() { budget.close() }
     public let id: UInt64
     public let endpoints: (Endpoint, Endpoint)
     public let halves: (HalfStream, HalfStream)
-    /// `halves` again, unretained, for the per-packet path (see `withHalves`).
-    private let unretainedHalves: (Unmanaged<HalfStream>, Unmanaged<HalfStream>)
     /// Which side (0: the endpoint of the first packet seen, 1: the other) is the client, once
     /// Reassembly has decided it; `clientEvidence` says how.
     public internal(set) var clientSide: Int? = nil
@@ -175,7 +191,8 @@ public final class Connection {
     public internal(set) var captureName = ""
     /// What carries the connection: TCP, or QUIC over UDP (then `quic` says what QUIC showed and
     /// `tls` what its TLS 1.3 handshake did; the TCP fields stay empty).
-    public internal(set) var transport: Transport = .tcp
+    public let transport: Transport
+    /// What QUIC showed, for a QUIC connection (nil: TCP).
     public internal(set) var quic: QUICInfo? = nil
     /// QUIC: where the client sends from since its address or port changed (migration, NAT
     /// rebinding; nil: where it began). Its transactions from then on carry it.
@@ -183,11 +200,11 @@ public final class Connection {
     /// What the connection's HTTP/2 session counted (nil: not HTTP/2).
     public internal(set) var http2: HTTP2Stats? = nil
 
-    init(id: UInt64, first: Endpoint, second: Endpoint, timestamp: Timestamp) {
+    init(id: UInt64, first: Endpoint, second: Endpoint, timestamp: Timestamp, transport: Transport = .tcp) {
         self.id = id
+        self.transport = transport
         self.endpoints = (first, second)
         self.halves = (HalfStream(), HalfStream())
-        self.unretainedHalves = (Unmanaged.passUnretained(halves.0), Unmanaged.passUnretained(halves.1))
         self.firstSeen = timestamp
         self.lastSeen = timestamp
     }
@@ -196,10 +213,12 @@ public final class Connection {
 
     /// Calls `body` with the half of `side` and the other one, without retaining them: choosing
     /// one of two references makes a retained copy (two atomic operations each, for every packet),
-    /// and the connection holds both for as long as it lives.
+    /// so the choice is made between unmanaged references, which the connection keeps alive for
+    /// as long as it lives (`halves` is a constant).
     @inline(__always)
     func withHalves<R>(_ side: Int, _ body: (_ half: HalfStream, _ other: HalfStream) -> R) -> R {
-        let (mine, theirs) = side == 0 ? unretainedHalves : (unretainedHalves.1, unretainedHalves.0)
+        let unretained = (Unmanaged.passUnretained(halves.0), Unmanaged.passUnretained(halves.1))
+        let (mine, theirs) = side == 0 ? unretained : (unretained.1, unretained.0)
         return mine._withUnsafeGuaranteedRef { half in theirs._withUnsafeGuaranteedRef { other in body(half, other) } }
     }
     @inline(__always) public func endpoint(_ side: Int) -> Endpoint { side == 0 ? endpoints.0 : endpoints.1 }
@@ -235,54 +254,20 @@ public final class Connection {
 
     // MARK: Injection
 
-    /// A transaction emitted on this connection (cleartext HTTP/1.x on the TCP stream itself):
-    /// where its messages lay in each direction's stream. The last `recentKept` are kept.
-    struct EmittedRanges {
-        var sequence: UInt64
-        var fromClient: Range<UInt64>?
-        var fromServer: Range<UInt64>?
-        /// It was flagged `injection_suspected` when emitted: no output needs to hear of it again.
-        var flagged = false
-        func covers(_ offset: UInt64, from direction: Direction) -> Bool {
-            (direction == .fromClient ? fromClient : fromServer)?.contains(offset) ?? false
-        }
-    }
-    private var recentlyEmitted: [EmittedRanges] = []
-    private static let recentKept = 16
-    /// Offsets where delivered bytes were contradicted that no emitted transaction holds yet
-    /// (at most `recentKept`): the transaction emitted later that holds one is flagged.
-    private(set) var contradictedOffsets: [(direction: Direction, offset: UInt64)] = []
-    /// Transactions found, after they were emitted, to hold bytes that a later copy contradicted
-    /// (by `Transaction.sequence`; not those flagged when emitted already): the HAR and the report
-    /// flag them `injection_suspected` at the connection's end; streaming outputs had written them already (the connection's
-    /// `retransmission_inconsistency` says so).
-    public private(set) var contradictedTransactions: [UInt64] = []
+    /// TCP: retransmissions whose bytes differed from those delivered, and the transactions that
+    /// held them (cleartext HTTP/1.x on the stream itself: injection suspected).
+    var contradictions = Contradictions()
 
     /// Delivered bytes of `direction` at `offset` were contradicted by a later copy.
     func contradicted(at offset: UInt64, from direction: Direction) {
         note(.retransmissionInconsistency)
-        if let e = recentlyEmitted.last(where: { $0.covers(offset, from: direction) }) {
-            if !e.flagged && !contradictedTransactions.contains(e.sequence) { contradictedTransactions.append(e.sequence) }
-        } else if contradictedOffsets.count < Self.recentKept,
-                  !contradictedOffsets.contains(where: { $0.direction == direction && $0.offset == offset }) {
-            contradictedOffsets.append((direction, offset))
-        }
+        contradictions.contradicted(at: offset, from: direction)
     }
 
-    /// Before a transaction is emitted: whether its messages hold contradicted bytes (they are
-    /// then no longer waiting for one).
-    func holdsContradictedBytes(_ ranges: EmittedRanges) -> Bool {
-        guard !contradictedOffsets.isEmpty else { return false }
-        let before = contradictedOffsets.count
-        contradictedOffsets.removeAll { ranges.covers($0.offset, from: $0.direction) }
-        return contradictedOffsets.count < before
-    }
+    /// Transactions found, after they were emitted, to hold bytes that a later copy contradicted
+    /// (`Contradictions.transactions`).
+    public var contradictedTransactions: [UInt64] { contradictions.transactions }
 
-    /// After a transaction was emitted: where its messages lay.
-    func emitted(_ ranges: EmittedRanges) {
-        if recentlyEmitted.count == Self.recentKept { recentlyEmitted.removeFirst() }
-        recentlyEmitted.append(ranges)
-    }
     func forget(_ weird: Weird) { weirds[weird] = nil }
 
     /// Adds a history letter once (Zeek records each event kind once per direction). Upper case:
@@ -322,6 +307,59 @@ public struct TCPFacts: Sendable {
     public internal(set) var resetSeen = false
     /// Upper case: originator. S h a d f r g.
     public internal(set) var history: [UInt8] = []
+}
+
+/// Where a later copy of a TCP stream's bytes contradicted what was delivered, and which
+/// emitted transactions held those bytes: a forged response racing the real one (an injector
+/// on the path) or a broken middlebox.
+struct Contradictions: Sendable {
+    /// A transaction emitted on the connection (cleartext HTTP/1.x on the TCP stream itself):
+    /// where its messages lay in each direction's stream. The last `recentKept` are kept.
+    struct EmittedRanges: Sendable {
+        var sequence: UInt64
+        var fromClient: Range<UInt64>?
+        var fromServer: Range<UInt64>?
+        /// It was flagged `injection_suspected` when emitted: no output needs to hear of it again.
+        var flagged = false
+        func covers(_ offset: UInt64, from direction: Direction) -> Bool {
+            (direction == .fromClient ? fromClient : fromServer)?.contains(offset) ?? false
+        }
+    }
+    private var recentlyEmitted: [EmittedRanges] = []
+    private static let recentKept = 16
+    /// Offsets where delivered bytes were contradicted that no emitted transaction holds yet
+    /// (at most `recentKept`): the transaction emitted later that holds one is flagged.
+    private var offsets: [(direction: Direction, offset: UInt64)] = []
+    /// Transactions found, after they were emitted, to hold bytes that a later copy contradicted
+    /// (by `Transaction.sequence`; not those flagged when emitted already): the HAR and the report
+    /// flag them `injection_suspected` at the connection's end; streaming outputs had written
+    /// them already (the connection's `retransmission_inconsistency` says so).
+    private(set) var transactions: [UInt64] = []
+
+    /// Delivered bytes of `direction` at `offset` were contradicted by a later copy.
+    mutating func contradicted(at offset: UInt64, from direction: Direction) {
+        if let e = recentlyEmitted.last(where: { $0.covers(offset, from: direction) }) {
+            if !e.flagged && !transactions.contains(e.sequence) { transactions.append(e.sequence) }
+        } else if offsets.count < Self.recentKept,
+                  !offsets.contains(where: { $0.direction == direction && $0.offset == offset }) {
+            offsets.append((direction, offset))
+        }
+    }
+
+    /// Before a transaction is emitted: whether its messages hold contradicted bytes (they are
+    /// then no longer waiting for one).
+    mutating func holdsContradictedBytes(_ ranges: EmittedRanges) -> Bool {
+        guard !offsets.isEmpty else { return false }
+        let before = offsets.count
+        offsets.removeAll { ranges.covers($0.offset, from: $0.direction) }
+        return offsets.count < before
+    }
+
+    /// After a transaction was emitted: where its messages lay.
+    mutating func emitted(_ ranges: EmittedRanges) {
+        if recentlyEmitted.count == Self.recentKept { recentlyEmitted.removeFirst() }
+        recentlyEmitted.append(ranges)
+    }
 }
 
 /// How a connection was set up before its first request, whatever carries it: what the timings

@@ -108,7 +108,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
             }
             if flows.count >= limits.maxConnections { evictIdle(now: segment.timestamp, keep: limits.maxConnections * 3 / 4) }
             let connection = Connection(id: nextID, first: segment.source, second: segment.destination, timestamp: segment.timestamp)
-            connection.budget = budget
+            connection.budget = StateBudget.Account(budget)
             nextID += 1
             connectionsSeen += 1
             let created = Flow(connection: connection)
