@@ -200,7 +200,7 @@ public final class ReportCollector: TransactionSink {
         // HTTP/1.x only: HTTP/2 and HTTP/3 (QUIC) connections multiplex already.
         if connection.http2 == nil && connection.transport == .tcp {
             let start = connection.began
-            let end = connection.finishedAt ?? connection.lastSeen
+            let end = connection.times.finished ?? connection.times.last
             let kept = intervalsKept
             http1Intervals.update(c.host) { entry in
                 var list = entry ?? []
@@ -290,7 +290,7 @@ struct OverviewAggregate {
 
     mutating func add(_ connection: Connection) {
         if devices.count < Self.kept { devices.insert(connection.client.address) }
-        let first = connection.began, last = connection.lastSeen
+        let first = connection.began, last = connection.times.last
         span = span.map { (min($0.start, first), max($0.end, last)) } ?? (first, last)
         if let q = connection.quic { if !q.decrypted { encrypted.quic += 1 } }
         else if let tls = connection.tls, !tls.decrypted { encrypted.tls += 1 }
@@ -395,7 +395,7 @@ struct HandshakeAggregate {
         }
         let sni = Report.hostKey(tls.sni ?? connection.server.description)
         let start = connection.began
-        let end = connection.finishedAt ?? connection.lastSeen
+        let end = connection.times.finished ?? connection.times.last
         let wasResumed = tls.resumed
         hosts.update(sni) { entry in
             var e = entry ?? (0, 0, 0, .zero)

@@ -221,7 +221,7 @@ public final class DeviceTable {
         c.deviceMAC = mac(of: address, at: c.began)
         guard let i = index else { return }
         if let list = byAddress[address], let a = list.last(where: { assignments[$0].device == i }) {
-            assignments[a].last = max(assignments[a].last, c.lastSeen)
+            assignments[a].last = max(assignments[a].last, c.times.last)
         }
         devices[i].speaks = true
         if let ja4 = c.tls?.ja4 { Self.note(ja4, in: &devices[i].ja4s) }

@@ -253,7 +253,7 @@ public struct ConnectionSummary: Sendable {
         deviceMAC = c.deviceMAC
         server = c.server
         start = c.began
-        end = c.lastSeen
+        end = c.times.last
         handshakeMilliseconds = c.quic?.handshakeMilliseconds ?? c.setup().transportMilliseconds
         bytesFromClient = c.clientHalf.bytes
         bytesFromServer = c.serverHalf.bytes

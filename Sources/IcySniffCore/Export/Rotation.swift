@@ -254,9 +254,9 @@ public final class RotatingOutput: OutputSink {
     }
 
     public func connectionFinished(_ connection: Connection) {
-        rotator.advance(to: connection.lastSeen)
+        rotator.advance(to: connection.times.last)
         if rotator.current == nil && !connectionOpensFile(connection) { return }
-        guard let file = rotator.file(at: connection.lastSeen) else { lost += 1; return }
+        guard let file = rotator.file(at: connection.times.last) else { lost += 1; return }
         file.sink.connectionFinished(connection)
         rotator.wrote()
     }

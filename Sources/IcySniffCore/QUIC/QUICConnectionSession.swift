@@ -36,7 +36,7 @@ final class QUICConnectionSession {
     /// A packet decrypted (or a Version Negotiation seen): this is QUIC, not UDP that looks like it.
     private(set) var confirmed = false
     /// The capture time of its last datagram (the tracker ends idle connections by it).
-    var lastSeen: Timestamp { connection.lastSeen }
+    var lastSeen: Timestamp { connection.times.last }
     /// Every CID either side announced (`QUICConnectionIDs`), and those the tracker is still to
     /// route to this connection (`takeNewCIDs`).
     private var cids: QUICConnectionIDs
@@ -108,7 +108,7 @@ final class QUICConnectionSession {
     /// in turn; bytes after the last packet that parses (padding, junk) are ignored.
     func datagram(_ payload: UnsafeRawBufferPointer, from source: Endpoint, to destination: Endpoint, at ts: Timestamp) {
         let direction = direction(source: source, destination: destination)
-        connection.lastSeen = ts
+        connection.times.last = ts
         connection.packets += 1
         if direction == .fromClient {
             info.traffic.bytesFromClient += UInt64(payload.count)
@@ -557,6 +557,6 @@ final class QUICConnectionSession {
         }
         connection.quic = info
         connection.tls = handshake.tls
-        connection.finishedAt = ts
+        connection.times.finished = ts
     }
 }

@@ -167,8 +167,14 @@ public final class Connection {
     /// Reassembly has decided it; `clientEvidence` says how.
     public internal(set) var clientSide: Int? = nil
     public internal(set) var clientEvidence: ClientEvidence? = nil
-    public internal(set) var firstSeen: Timestamp
-    public internal(set) var lastSeen: Timestamp
+    /// When the connection was seen: its first packet, its last one, and when it was ended.
+    public struct Times: Sendable {
+        public internal(set) var first: Timestamp
+        public internal(set) var last: Timestamp
+        /// When it was ended (closed, reset, evicted, or at the end of the capture); nil while open.
+        public internal(set) var finished: Timestamp? = nil
+    }
+    public internal(set) var times: Times
     /// The link-layer address of its client's device (0: none known; `DeviceTable.mac`), set
     /// when its handshake is told and when it ends.
     public internal(set) var deviceMAC: UInt64 = 0
@@ -177,7 +183,6 @@ public final class Connection {
     public internal(set) var tcp = TCPFacts()
     public internal(set) var packets: UInt64 = 0
     public internal(set) var weirds: [Weird: Int] = [:]
-    public internal(set) var finishedAt: Timestamp? = nil
     /// What the cleartext TLS handshake showed, for a connection that carried TLS.
     public internal(set) var tls: TLSInfo? = nil
     /// Set when the connection's bytes turned out not to be HTTP (another line protocol, a
@@ -205,8 +210,7 @@ public final class Connection {
         self.transport = transport
         self.endpoints = (first, second)
         self.halves = (HalfStream(), HalfStream())
-        self.firstSeen = timestamp
-        self.lastSeen = timestamp
+        self.times = Times(first: timestamp, last: timestamp)
     }
 
     @inline(__always) public func half(_ side: Int) -> HalfStream { side == 0 ? halves.0 : halves.1 }
@@ -238,7 +242,7 @@ public final class Connection {
 
     /// When the connection began: a TCP connection's first SYN, else its first packet (a QUIC
     /// connection's first Initial).
-    public var began: Timestamp { tcp.syn ?? firstSeen }
+    public var began: Timestamp { tcp.syn ?? times.first }
 
     /// How the connection was set up, whatever carries it; `withTLS`: its TLS handshake counts
     /// (not for a CONNECT's transaction, which came before a tunnel's TLS).

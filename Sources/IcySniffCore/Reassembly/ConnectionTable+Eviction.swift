@@ -16,7 +16,7 @@ extension ConnectionTable {
     /// Ends the longest idle connections, each flagged `weird`, while `more` says so: the one
     /// eviction of both caps (connections, waiting state).
     private func endLongestIdle(now: Timestamp, marking weird: Weird, while more: () -> Bool) {
-        let sorted = flows.sorted { $0.value.connection.lastSeen < $1.value.connection.lastSeen }
+        let sorted = flows.sorted { $0.value.connection.times.last < $1.value.connection.times.last }
         for (key, flow) in sorted {
             guard more() else { break }
             flow.connection.note(weird)
@@ -30,7 +30,7 @@ extension ConnectionTable {
         let idleLimit = idleLongerThan ?? limits.idleTimeout
         var expired: [(ConnectionKey, Flow)] = []
         for (key, flow) in flows {
-            let idle = now.nanoseconds - flow.connection.lastSeen.nanoseconds
+            let idle = now.nanoseconds - flow.connection.times.last.nanoseconds
             let c = flow.connection
             let empty = c.halves.0.bytes == 0 && c.halves.1.bytes == 0 && c.halves.0.pending.isEmpty && c.halves.1.pending.isEmpty
             if idle > idleLimit || (empty && idle > limits.halfOpenTimeout) { expired.append((key, flow)) }
@@ -48,7 +48,7 @@ extension ConnectionTable {
         let all = flows.sorted { $0.value.connection.id < $1.value.connection.id }
         for (key, flow) in all {
             if let weird { flow.connection.note(weird) }
-            finish(flow, key: key, at: max(timestamp, flow.connection.lastSeen))
+            finish(flow, key: key, at: max(timestamp, flow.connection.times.last))
         }
         retired.removeAll(keepingCapacity: true)
     }

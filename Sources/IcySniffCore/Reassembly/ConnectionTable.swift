@@ -145,7 +145,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
     private func process(_ segment: TCPSegment, flow: Flow, key: ConnectionKey, side: Int, half: HalfStream, other: HalfStream) {
         let c = flow.connection
         let ts = segment.timestamp
-        c.lastSeen = ts
+        c.times.last = ts
         c.packets &+= 1
         let flags = segment.flags
         half.segments &+= 1
@@ -455,7 +455,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
         let first = c.clientSide ?? 0
         flushHalf(c.half(first), side: first, flow: flow, reason: .flushed, timestamp: timestamp)
         flushHalf(c.half(1 - first), side: 1 - first, flow: flow, reason: .flushed, timestamp: timestamp)
-        c.finishedAt = timestamp
+        c.times.finished = timestamp
         // Only a connection that delivered bytes has transactions a late copy could repeat; the
         // others (a SYN flood's) are not remembered, which keeps churn cheap.
         if c.halves.0.bytes > 0 || c.halves.1.bytes > 0 {

@@ -404,7 +404,7 @@ final class TLSSession: ConnectionSession {
         guard let keyLog = keyring.keyLog, keyLog.count > 0 || keyLog.growing else { return }
         let found = keyring.lookUp(wanting: keyLog.growing ? { !self.hasAllSecrets($0) } : nil)
         if keyLog.growing && cipher != nil && !hasAllSecrets(found) {
-            keyWait.start(at: connection.lastSeen)
+            keyWait.start(at: connection.times.last)
             return
         }
         useKeys(found)
