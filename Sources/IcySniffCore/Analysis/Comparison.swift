@@ -37,7 +37,7 @@ public struct ComparisonRow: Sendable {
     /// The row of an emitted transaction (its cache verdict judged).
     public init(_ t: Transaction, options: ExportOptions) {
         self.init(method: t.request?.method ?? "", url: t.url, status: t.response?.status ?? 0,
-                  bytes: Int(clamping: t.response?.bodyBytes ?? 0), verdict: t.cache?.verdict ?? "",
+                  bytes: Int(clamping: t.response?.body.bytes ?? 0), verdict: t.cache?.verdict ?? "",
                   timeMilliseconds: t.timings.total, options: options)
     }
 

@@ -84,7 +84,7 @@ public final class ReportCollector: TransactionSink {
         let line = Report.Line(time: t.startTime, method: t.request?.method ?? "", url: EntryEncoder.redactURL(t.url, options: options, readable: true),
                                host: host,
                                status: t.response?.status ?? 0,
-                               bytes: t.response?.bodyBytes ?? 0, note: "")
+                               bytes: t.response?.body.bytes ?? 0, note: "")
         time.add(t, line)
         if t.allWeirds.contains(.injectionSuspected) { r.injectionSuspected.append(line) }
         else {
@@ -103,7 +103,7 @@ public final class ReportCollector: TransactionSink {
         guard let resp = t.response else { return }
         r.traffic.responses += 1
         r.traffic.wireBytes += resp.wireBytes
-        r.traffic.decodedBytes += resp.decodedBytes
+        r.traffic.decodedBytes += resp.body.decodedBytes
         let type = (resp.headers.first(.contentType) ?? "").lowercased()
         let cache = t.cache
         if let cache {
@@ -122,7 +122,7 @@ public final class ReportCollector: TransactionSink {
                 l.note = "fresh for \(CacheAssessment.shortDuration(cache.freshFor ?? 0)) by heuristic only"
                 r.opportunities.heuristicOnly.append(l)
             }
-            if resp.status == 200, Report.isStaticAsset(type: type, url: t.url, bytes: resp.decodedBytes) {
+            if resp.status == 200, Report.isStaticAsset(type: type, url: t.url, bytes: resp.body.decodedBytes) {
                 if (cache.freshnessLifetime ?? 0) <= 0 && !cache.noStore { r.opportunities.staticWithoutLifetime.append(line) }
                 if !resp.headers.contains(.etag) && !resp.headers.contains(.lastModified) { r.opportunities.staticWithoutValidator.append(line) }
             }
@@ -145,9 +145,9 @@ public final class ReportCollector: TransactionSink {
         // offers none gets its text as it asked.
         let offered = (t.request?.headers.first("accept-encoding") ?? "").lowercased()
         let couldCompress = ["gzip", "br", "zstd", "deflate"].contains { offered.contains($0) }
-        if Report.isText(type), couldCompress, resp.headers.first(.contentEncoding) == nil, resp.bodyBytes >= 1024 {
+        if Report.isText(type), couldCompress, resp.headers.first(.contentEncoding) == nil, resp.body.bytes >= 1024 {
             r.opportunities.uncompressedText.append(line)
-            r.opportunities.uncompressedTextBytes += resp.bodyBytes
+            r.opportunities.uncompressedTextBytes += resp.body.bytes
         }
         if resp.status >= 400 {
             let host = Report.hostKey(t.host)

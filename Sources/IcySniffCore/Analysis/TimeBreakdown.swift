@@ -136,7 +136,7 @@ final class TimeBreakdownCollector {
         let slow = Report.TimeBreakdown.Slow(line: line, ttfb: timings.wait, roundTrip: roundTrip)
         b.slowest.keepLargest(slow, kept: kept) { $0.server ?? $0.ttfb }
         var big = line
-        big.bytes = response.decodedBytes
+        big.bytes = response.body.decodedBytes
         big.note = (response.headers.first(.contentType) ?? "").split(separator: ";").first.map(String.init) ?? ""
         if big.bytes > 0 { b.largest.keepLargest(big, kept: kept) { Double($0.bytes) } }
         if response.status == 304 {

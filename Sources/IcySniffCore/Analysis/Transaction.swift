@@ -167,7 +167,7 @@ public final class Transaction {
     /// Bytes of bodies its messages keep in memory (`--bodies`; 0 otherwise).
     public var keptBodyBytes: Int {
         var n = 0
-        eachMessage { n += $0.body?.count ?? 0 }
+        eachMessage { n += $0.body.kept?.count ?? 0 }
         return n
     }
 

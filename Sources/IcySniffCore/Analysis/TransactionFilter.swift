@@ -100,7 +100,7 @@ public struct TransactionFilter: Sendable {
             if !contentTypes.contains(where: { type.contains($0.lowercased()) }) { return false }
         }
         if let min = minDurationMilliseconds, t.timings.total < min { return false }
-        if let min = minSize, (t.response?.decodedBytes ?? 0) < min { return false }
+        if let min = minSize, (t.response?.body.decodedBytes ?? 0) < min { return false }
         return true
     }
 }

@@ -239,10 +239,10 @@ enum EntryEncoder {
             w.endObject()
         }
         w.endArray()
-        if r.bodyBytes > 0 || r.headers.contains(.contentType) && (r.contentLength ?? 0) > 0 {
+        if r.body.bytes > 0 || r.headers.contains(.contentType) && (r.body.contentLength ?? 0) > 0 {
             w.key("postData"); w.beginObject()
             w.headerValue("mimeType", r.headers, .contentType, absent: .empty)
-            if options.includeBodies, let body = r.body {
+            if options.includeBodies, let body = r.body.kept {
                 let mime = r.headers.first(.contentType) ?? ""
                 w.key("text")
                 writeBodyText(body, utf8: Self.isUTF8(body), to: w)
@@ -259,15 +259,15 @@ enum EntryEncoder {
                 // HAR 1.2 requires text with mimeType; readers (mitmproxy, har2warc, harview)
                 // fail without it. The body itself is kept only with --bodies.
                 w.string("text", "")
-                let comment = r.bodyBytes == 0 ? "empty body"
-                    : options.includeBodies ? "body of \(r.bodyBytes) bytes not in the capture"
-                    : "body of \(r.bodyBytes) bytes not kept (--bodies keeps it)"
+                let comment = r.body.bytes == 0 ? "empty body"
+                    : options.includeBodies ? "body of \(r.body.bytes) bytes not in the capture"
+                    : "body of \(r.body.bytes) bytes not kept (--bodies keeps it)"
                 w.string("comment", comment)
             }
             w.endObject()
         }
         w.int("headersSize", r.headersComplete ? r.headersSize : -1)
-        w.int("bodySize", r.decodedBytes)
+        w.int("bodySize", r.body.decodedBytes)
         w.endObject()
     }
 
@@ -311,10 +311,10 @@ enum EntryEncoder {
         w.endArray()
         writeHeaders(r.headers, leaving: .status, to: w, options: options)
         w.key("content"); w.beginObject()
-        w.int("size", r.decodedBytes)
-        if r.wasDecoded && r.decodedBytes >= r.bodyBytes { w.int("compression", r.decodedBytes - r.bodyBytes) }
+        w.int("size", r.body.decodedBytes)
+        if r.body.wasDecoded && r.body.decodedBytes >= r.body.bytes { w.int("compression", r.body.decodedBytes - r.body.bytes) }
         w.headerValue("mimeType", r.headers, .contentType, absent: .empty)
-        if options.includeBodies, let body = r.body {
+        if options.includeBodies, let body = r.body.kept {
             let mime = r.headers.first(.contentType) ?? ""
             // Text as text, unless JSON would escape it to more than base64's 4/3 (control
             // characters become six bytes each: 16 MiB of NULs was 96 MiB of JSON in one buffer).
@@ -333,12 +333,12 @@ enum EntryEncoder {
                 }
                 w.string("encoding", "base64")
             }
-            if r.bodyTruncated { w.string("comment", "body cut at the in-memory cap; size is exact") }
+            if r.body.truncated { w.string("comment", "body cut at the in-memory cap; size is exact") }
         }
         w.endObject()
         writeURLHeader("redirectURL", r.headers, .location, absent: .empty, to: w, options: options)
         w.int("headersSize", r.headersComplete ? r.headersSize : -1)
-        w.int("bodySize", r.bodyBytes)
+        w.int("bodySize", r.body.bytes)
         w.endObject()
     }
 

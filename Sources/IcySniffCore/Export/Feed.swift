@@ -101,8 +101,8 @@ public final class FeedSink: TransactionSink {
         var item = FeedItem(kind: .transaction, row: row, archive: archive.buffer, start: t.startTime, page: pageID,
                             connection: t.connection.id)
         guard options.includeBodies else { return consumer.append(item) }
-        Self.lend(t.request?.body) { request in
-            Self.lend(t.response?.body) { response in
+        Self.lend(t.request?.body.kept) { request in
+            Self.lend(t.response?.body.kept) { response in
                 item.requestBody = request
                 item.responseBody = response
                 consumer.append(item)

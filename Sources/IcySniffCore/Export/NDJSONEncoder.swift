@@ -26,14 +26,14 @@ enum NDJSONEncoder {
         w.optionalString("request_version", req?.versionText)
         w.headerValue("user_agent", requestHeaders, .userAgent)
         EntryEncoder.writeURLHeader("referrer", requestHeaders, .referer, to: w, options: options)
-        w.key("request_body_len"); if let req { w.int(req.decodedBytes) } else { w.null() }
+        w.key("request_body_len"); if let req { w.int(req.body.decodedBytes) } else { w.null() }
         w.key("status"); if let resp { w.int(resp.status) } else { w.null() }
         w.optionalString("reason", resp?.reason)
         w.optionalString("response_version", resp?.versionText)
         w.headerValue("content_type", responseHeaders, .contentType)
         w.headerValue("content_encoding", responseHeaders, .contentEncoding)
-        w.key("response_body_len"); if let resp { w.int(resp.decodedBytes) } else { w.null() }
-        w.key("response_encoded_len"); if let resp { w.int(resp.bodyBytes) } else { w.null() }
+        w.key("response_body_len"); if let resp { w.int(resp.body.decodedBytes) } else { w.null() }
+        w.key("response_encoded_len"); if let resp { w.int(resp.body.bytes) } else { w.null() }
         EntryEncoder.writeURLHeader("location", responseHeaders, .location, to: w, options: options)
         w.number("time_ms", t.timings.total)
         // Phases that did not happen are null, not HAR's -1, so that AVG() and friends in SQL

@@ -133,9 +133,9 @@ public final class TableWriter {
             if t.webSocket != nil && resp?.headers.contains(.contentType) != true { return "websocket" }
             let ct = resp?.headers.first(.contentType) ?? missing
             return String(ct.split(separator: ";").first ?? Substring(missing)).trimmingCharacters(in: " ")
-        case .requestSize: return req.map { String($0.decodedBytes) } ?? missing
-        case .size: return resp.map { String($0.decodedBytes) } ?? missing
-        case .encodedSize: return resp.map { String($0.bodyBytes) } ?? missing
+        case .requestSize: return req.map { String($0.body.decodedBytes) } ?? missing
+        case .size: return resp.map { String($0.body.decodedBytes) } ?? missing
+        case .encodedSize: return resp.map { String($0.body.bytes) } ?? missing
         case .duration: return ms(t.timings.total)
         case .connect: return t.timings.connect < 0 ? missing : ms(t.timings.connect)
         case .send: return ms(t.timings.send)
@@ -202,7 +202,7 @@ public final class TableWriter {
             JSONWriter.appendInteger(Int64(resp.status), to: row)
         case .size, .requestSize, .encodedSize:
             guard let m = field == .requestSize ? req : resp else { return }   // missing: an empty cell
-            JSONWriter.appendInteger(Int64(clamping: field == .encodedSize ? m.bodyBytes : m.decodedBytes), to: row)
+            JSONWriter.appendInteger(Int64(clamping: field == .encodedSize ? m.body.bytes : m.body.decodedBytes), to: row)
         case .duration: JSONWriter.appendNumber(t.timings.total, decimals: 3, to: row)
         case .send: JSONWriter.appendNumber(t.timings.send, decimals: 3, to: row)
         case .wait: JSONWriter.appendNumber(t.timings.wait, decimals: 3, to: row)
@@ -337,8 +337,8 @@ public final class TableWriter {
         func head(_ m: HTTPMessage, startLine: String) {
             text += Self.printable(startLine) + "\n"
             for h in m.headers { text += Self.printable("\(h.name): \(EntryEncoder.redact(header: h, options: options, readable: true))") + "\n" }
-            if m.bodyBytes > 0 || m.decodedBytes > 0 {
-                text += "[body: \(m.bodyBytes) bytes" + (m.decodedBytes != m.bodyBytes ? ", \(m.decodedBytes) decoded" : "") + "]\n"
+            if m.body.bytes > 0 || m.body.decodedBytes > 0 {
+                text += "[body: \(m.body.bytes) bytes" + (m.body.decodedBytes != m.body.bytes ? ", \(m.body.decodedBytes) decoded" : "") + "]\n"
             }
         }
         if let r = t.request {

@@ -101,11 +101,11 @@ enum TransactionArchive {
             headers(m.headers)
             int(m.headersSize)
             bool(m.headersComplete)
-            optionalU64(m.contentLength)
-            u64(m.bodyBytes)
-            u64(m.decodedBytes)
-            bool(m.wasDecoded)
-            bool(m.bodyTruncated)
+            optionalU64(m.body.contentLength)
+            u64(m.body.bytes)
+            u64(m.body.decodedBytes)
+            bool(m.body.wasDecoded)
+            bool(m.body.truncated)
             weirds(m.weirds)
         }
 
@@ -180,8 +180,8 @@ enum TransactionArchive {
     static func read(_ bytes: UnsafeRawBufferPointer, requestBody: [UInt8]? = nil, responseBody: [UInt8]? = nil) -> Transaction? {
         var r = Reader(data: bytes)
         guard let t = r.transaction(), r.offset == bytes.count else { return nil }
-        if let requestBody { t.request?.body = requestBody }
-        if let responseBody { t.response?.body = responseBody }
+        if let requestBody { t.request?.body.kept = requestBody }
+        if let responseBody { t.response?.body.kept = responseBody }
         return t
     }
 
@@ -289,11 +289,11 @@ enum TransactionArchive {
             m.headers = try headers()
             m.headersSize = try int()
             m.headersComplete = try bool()
-            m.contentLength = try optionalU64()
-            m.bodyBytes = try u64()
-            m.decodedBytes = try u64()
-            m.archivedWasDecoded = try bool()
-            m.bodyTruncated = try bool()
+            m.body.contentLength = try optionalU64()
+            m.body.bytes = try u64()
+            m.body.decodedBytes = try u64()
+            m.body.archivedWasDecoded = try bool()
+            m.body.truncated = try bool()
             m.weirds = try weirds()
             m.ended = true
             return m

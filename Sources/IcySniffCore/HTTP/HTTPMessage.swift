@@ -50,37 +50,16 @@ public final class HTTPMessage {
     public var headersSize = 0
     public var headersComplete = false
 
-    // Body accounting.
-    public var chunked = false
-    public var contentLength: UInt64? = nil
-    public var closeDelimited = false
-    /// Body bytes on the wire, chunk framing included.
-    public var bodyWireBytes: UInt64 = 0
+    /// The body: its framing, sizes, content decoding and the bytes kept of it (`MessageBody`).
+    public internal(set) var body = MessageBody()
     /// Bytes of the message on the wire: its head and its body as sent.
-    public var wireBytes: UInt64 { UInt64(max(0, headersSize)) + bodyWireBytes }
-    /// Body bytes after de-chunking, before content decoding (gaps counted).
-    public var bodyBytes: UInt64 = 0
-    /// Bytes lost in capture gaps inside the body.
-    public var bodyGapBytes: UInt64 = 0
-    /// Body size after content decoding; equals `bodyBytes` when there is no Content-Encoding or
-    /// decoding failed.
-    public var decodedBytes: UInt64 = 0
-    public var contentEncodings: [String] = []
-    var decoder: ContentDecoder? = nil
-    public var decodeFailed = false
-    public var decodeCapped = false
-    /// The body as decoded (or raw, when decoding failed), kept only when asked and up to the cap.
-    public var body: [UInt8]? = nil
-    public var bodyTruncated = false
-    /// What `body` holds of the pipeline's `BodyBudget` until the message is emitted.
-    var bodyBudget: BodyBudget? = nil
-    var bodyCharged = 0
+    public var wireBytes: UInt64 { UInt64(max(0, headersSize)) + body.wireBytes }
 
     /// The message is emitted (or dropped): its kept body no longer counts against the budget.
     func releaseBodyBudget() {
-        if bodyCharged > 0 { bodyBudget?.give(bodyCharged) }
-        bodyCharged = 0
-        bodyBudget = nil
+        if body.charged > 0 { body.budget?.give(body.charged) }
+        body.charged = 0
+        body.budget = nil
     }
 
     deinit { releaseBodyBudget() }
@@ -146,14 +125,6 @@ public final class HTTPMessage {
         guard target.first == UInt8(ascii: "/") else { return false }
         return target.count == 1 || target[1] < 0x80 || targetString.hasPrefix("/")
     }
-
-    /// Whether the body was decoded (a Content-Encoding we understand, decoded without error).
-    public var wasDecoded: Bool { archivedWasDecoded ?? (decoder != nil && !decodeFailed) }
-    /// `wasDecoded` of the message a `TransactionArchive` was made of (it keeps no decoder).
-    var archivedWasDecoded: Bool? = nil
-    /// The body ended (`complete`, as framed) with its compressed bytes still held for the
-    /// decoder's whole-body pass, which `settleDecoding()` runs on the export thread.
-    var decodingToSettle: Bool? = nil
 
     /// "HTTP/1.1" style version for outputs ("HTTP/0.9" for simple messages).
     public var versionText: String { isHTTP09 ? "HTTP/0.9" : version }

@@ -17,7 +17,7 @@ extension HTTPStreamParser {
         let lf = start + (UnsafeRawPointer(found) - UnsafeRawPointer(base))
         buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start...lf]))
         let lineLength = buffer.count
-        message?.bodyWireBytes += UInt64(lineLength)
+        message?.body.wireBytes += UInt64(lineLength)
         // chunk-size = 1*HEXDIG, then optional whitespace (BWS) and ;extensions, then CRLF
         // (RFC 9112 §7.1). Anything else after the digits ("5zz") is named: a front end and a
         // back end may read such a size differently. The digits are used, so what follows is
@@ -89,13 +89,13 @@ extension HTTPStreamParser {
             let base = bytes.baseAddress! + i
             guard let found = memchr(base, 0x0A, n - i) else {
                 buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[i..<n]))
-                message?.bodyWireBytes += UInt64(n - i)
+                message?.body.wireBytes += UInt64(n - i)
                 if buffer.count > options.maxHeaderBytes { chunkFramingError(.headerTooLarge, at: ts) }
                 return n
             }
             let lf = i + (UnsafeRawPointer(found) - UnsafeRawPointer(base))
             buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[i...lf]))
-            message?.bodyWireBytes += UInt64(lf + 1 - i)
+            message?.body.wireBytes += UInt64(lf + 1 - i)
             i = lf + 1
             var contentEnd = buffer.count - 1
             if contentEnd > lineStart && buffer[contentEnd - 1] == 0x0D { contentEnd -= 1 }

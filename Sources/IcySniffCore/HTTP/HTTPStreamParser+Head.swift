@@ -196,7 +196,7 @@ extension HTTPStreamParser {
         }
         m.headersComplete = true
         if let headersEnd { m.headersEnd = headersEnd }
-        m.closeDelimited = true
+        m.body.closeDelimited = true
         m.note(.http09)
         callout { delegate.parserCompletedHead(m) }
         return m
@@ -286,8 +286,8 @@ extension HTTPStreamParser {
         callout { delegate.parserCompletedHead(m) }
         let framing = BodyFraming.decide(for: m)
         for w in framing.weirds { m.note(w) }
-        m.chunked = framing.kind == .chunked
-        m.contentLength = framing.length
+        m.body.chunked = framing.kind == .chunked
+        m.body.contentLength = framing.length
         setUpDecoder(m)
         switch framing.kind {
         case .none:
@@ -298,7 +298,7 @@ extension HTTPStreamParser {
         case .chunked:
             transition(to: .chunkSize)
         case .untilClose:
-            m.closeDelimited = true
+            m.body.closeDelimited = true
             transition(to: .untilClose)
         case .tunnel:
             endMessage(at: ts, complete: true)

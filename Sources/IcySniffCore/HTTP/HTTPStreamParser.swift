@@ -272,11 +272,11 @@ public final class HTTPStreamParser {
             case .chunkDataEnd(let sawCR):
                 let c = bytes[i]
                 if c == 0x0D && !sawCR {
-                    message?.bodyWireBytes += 1
+                    message?.body.wireBytes += 1
                     i += 1
                     transition(to: .chunkDataEnd(sawCR: true))
                 } else if c == 0x0A {
-                    message?.bodyWireBytes += 1
+                    message?.body.wireBytes += 1
                     i += 1
                     transition(to: .chunkSize)
                 } else {

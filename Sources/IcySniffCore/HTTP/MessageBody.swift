@@ -1,6 +1,48 @@
-/// The body of one message as it arrives, whatever frames it: counted, content-decoded (gzip,
-/// deflate, br, zstd) and kept when asked. HTTP/1.x's parser feeds it the de-chunked bytes, the
-/// HTTP/2 session the payload of DATA frames; one place decides sizes, decoding and `--bodies`.
+/// The body of one message as it arrives, whatever frames it: how it is framed, its sizes, its
+/// content decoding (gzip, deflate, br, zstd) and the bytes kept of it when asked. HTTP/1.x's
+/// parser feeds it the de-chunked bytes, the HTTP/2 and HTTP/3 sessions the payload of DATA
+/// frames; the `HTTPMessage` extension below is the one place that decides sizes, decoding and
+/// `--bodies`.
+public struct MessageBody {
+    // Framing (HTTP/1.x; `contentLength` from the header in every version).
+    public internal(set) var chunked = false
+    public internal(set) var contentLength: UInt64? = nil
+    public internal(set) var closeDelimited = false
+
+    // Sizes.
+    /// Body bytes on the wire, chunk framing included.
+    public internal(set) var wireBytes: UInt64 = 0
+    /// Body bytes after de-chunking, before content decoding (gaps counted).
+    public internal(set) var bytes: UInt64 = 0
+    /// Bytes lost in capture gaps inside the body.
+    public internal(set) var gapBytes: UInt64 = 0
+    /// Body size after content decoding; equals `bytes` when there is no Content-Encoding or
+    /// decoding failed.
+    public internal(set) var decodedBytes: UInt64 = 0
+
+    // Content decoding.
+    public internal(set) var encodings: [String] = []
+    var decoder: ContentDecoder? = nil
+    public internal(set) var decodeFailed = false
+    public internal(set) var decodeCapped = false
+    /// `wasDecoded` of the message a `TransactionArchive` was made of (it keeps no decoder).
+    var archivedWasDecoded: Bool? = nil
+    /// The body ended (`complete`, as framed) with its compressed bytes still held for the
+    /// decoder's whole-body pass, which `settleDecoding()` runs on the export thread.
+    var toSettle: Bool? = nil
+
+    // Kept bytes (`--bodies`).
+    /// The body as decoded (or raw, when decoding failed), kept only when asked and up to the cap.
+    public internal(set) var kept: [UInt8]? = nil
+    public internal(set) var truncated = false
+    /// What `kept` holds of the pipeline's `BodyBudget` until the message is emitted.
+    var budget: BodyBudget? = nil
+    var charged = 0
+
+    /// Whether the body was decoded (a Content-Encoding we understand, decoded without error).
+    public var wasDecoded: Bool { archivedWasDecoded ?? (decoder != nil && !decodeFailed) }
+}
+
 extension HTTPMessage {
     /// Chooses the content decoder from Content-Encoding (at the end of the head).
     func setUpBodyDecoder(options: HTTPParserOptions) {
@@ -14,9 +56,9 @@ extension HTTPMessage {
             guard let encoding = headers.combined(.contentEncoding) else { return }
             tokens = encoding.split(separator: ",").map { $0.trimmingASCIIWhitespace() }
         }
-        contentEncodings = tokens
+        body.encodings = tokens
         do {
-            decoder = try ContentDecoder(encodings: tokens, maxOutput: options.maxDecodedBytes,
+            body.decoder = try ContentDecoder(encodings: tokens, maxOutput: options.maxDecodedBytes,
                                          keepsOutput: options.keepBodies)
         } catch {
             note(.unsupportedContentEncoding)
@@ -27,29 +69,31 @@ extension HTTPMessage {
     @inline(__always)
     func receiveBody(_ data: UnsafeRawBufferPointer, wire: Int, options: HTTPParserOptions) {
         guard data.count > 0 else { return }
-        bodyBytes &+= UInt64(data.count)
-        bodyWireBytes &+= UInt64(wire)
-        if let decoder, !decodeFailed {
+        body.bytes &+= UInt64(data.count)
+        body.wireBytes &+= UInt64(wire)
+        if let decoder = body.decoder, !body.decodeFailed {
+            // The closure takes the three values it needs, not the options (a copy of them all).
             let keep = options.keepBodies
             let cap = options.maxBodyBytes
+            let budget = options.bodyBudget
             let ok = decoder.feed(data) { out in
-                if keep { self.keepBody(out, cap: cap, budget: options.bodyBudget) }
+                if keep { self.keepBody(out, cap: cap, budget: budget) }
             }
             decoderStatus(decoder, ok: ok)
         } else {
-            decodedBytes &+= UInt64(data.count)
-            if options.keepBodies && decoder == nil { keepBody(data, cap: options.maxBodyBytes, budget: options.bodyBudget) }
+            body.decodedBytes &+= UInt64(data.count)
+            if options.keepBodies && body.decoder == nil { keepBody(data, cap: options.maxBodyBytes, budget: options.bodyBudget) }
         }
     }
 
     /// Body bytes lost in a capture gap: counted, flagged; decoding cannot go on past them.
     func receiveBodyGap(_ length: UInt64) {
         guard length > 0 else { return }
-        bodyBytes &+= length
-        bodyWireBytes &+= length
-        bodyGapBytes &+= length
+        body.bytes &+= length
+        body.wireBytes &+= length
+        body.gapBytes &+= length
         note(.bodyGap)
-        if decoder != nil && !decodeFailed { decodeFailed = true }
+        if body.decoder != nil && !body.decodeFailed { body.decodeFailed = true }
     }
 
     /// The body is over (`complete`: as framed): the decoder's last output and the final sizes.
@@ -61,8 +105,8 @@ extension HTTPMessage {
     /// the decoded size or the decoding's flags; the export thread settles every message before
     /// any sink sees it.
     func endBody(complete: Bool, options: HTTPParserOptions) {
-        if options.settleDecodingOnExport, !options.keepBodies, let decoder, !decodeFailed, decoder.heldCount > 0 {
-            decodingToSettle = complete
+        if options.settleDecodingOnExport, !options.keepBodies, let decoder = body.decoder, !body.decodeFailed, decoder.heldCount > 0 {
+            body.toSettle = complete
             return
         }
         finishDecoding(complete: complete, options: options)
@@ -72,55 +116,56 @@ extension HTTPMessage {
     /// output was not to be kept: the default options say so); answers whether there was any.
     @discardableResult
     func settleDecoding() -> Bool {
-        guard let complete = decodingToSettle else { return false }
-        decodingToSettle = nil
+        guard let complete = body.toSettle else { return false }
+        body.toSettle = nil
         finishDecoding(complete: complete, options: HTTPParserOptions())
         return true
     }
 
     /// Compressed bytes held until `settleDecoding()`.
-    var bytesToSettle: Int { decodingToSettle == nil ? 0 : decoder?.heldCount ?? 0 }
+    var bytesToSettle: Int { body.toSettle == nil ? 0 : body.decoder?.heldCount ?? 0 }
 
     private func finishDecoding(complete: Bool, options: HTTPParserOptions) {
-        if let decoder, !decodeFailed {
+        if let decoder = body.decoder, !body.decodeFailed {
             let keep = options.keepBodies
             let cap = options.maxBodyBytes
+            let budget = options.bodyBudget
             let ok = decoder.finish { out in
-                if keep { self.keepBody(out, cap: cap, budget: options.bodyBudget) }
+                if keep { self.keepBody(out, cap: cap, budget: budget) }
             }
             decoderStatus(decoder, ok: ok)
         }
-        if complete, bodyBytes > 0, !decodeFailed, !decodeCapped, let decoder, !decoder.finishedCleanly {
+        if complete, body.bytes > 0, !body.decodeFailed, !body.decodeCapped, let decoder = body.decoder, !decoder.finishedCleanly {
             // The framing says the body is whole, but its compressed stream did not end (a
             // sender that cut it short): the decoded size counts only what was decoded.
             note(.bodyDecodeIncomplete)
         }
-        if decodeFailed || decoder == nil {
-            decodedBytes = bodyBytes
+        if body.decodeFailed || body.decoder == nil {
+            body.decodedBytes = body.bytes
         }
     }
 
     @inline(__always)
     private func decoderStatus(_ decoder: ContentDecoder, ok: Bool) {
-        decodedBytes = decoder.decodedCount
-        if decoder.capped && !decodeCapped { decodeCapped = true; note(.bodyDecodeCapped) }
-        if !ok { decodeFailed = true; note(.bodyDecodeFailed) }
+        body.decodedBytes = decoder.decodedCount
+        if decoder.capped && !body.decodeCapped { body.decodeCapped = true; note(.bodyDecodeCapped) }
+        if !ok { body.decodeFailed = true; note(.bodyDecodeFailed) }
     }
 
     /// Keeps what the per-body cap and the pipeline's budget let in; a body that passes
     /// either is cut there, flagged once with the limit that cut it.
     private func keepBody(_ data: UnsafeRawBufferPointer, cap: Int, budget: BodyBudget?) {
-        if bodyTruncated { return }
-        if body == nil { body = [] }
-        let count = body!.count
+        if body.truncated { return }
+        if body.kept == nil { body.kept = [] }
+        let count = body.kept!.count
         var take = max(0, min(data.count, cap - count))
         var cut: Weird? = take < data.count ? .bodyTruncatedInMemory : nil
         if let budget {
             let free = max(0, budget.limit - budget.used)
             if take > free { take = free; cut = .bodiesBudgetExceeded }
             budget.charge(take)
-            bodyBudget = budget
-            bodyCharged += take
+            body.budget = budget
+            body.charged += take
         }
         if take > 0 {
             // Grown by doubling as an array grows while small, never past the cap (an array's
@@ -129,15 +174,15 @@ extension HTTPMessage {
             // much, but pages are resident only as they are written, and no half-size copy
             // stays behind (doubling 8 -> 16 MiB left the freed 8 MiB resident: a 16 MiB body
             // cost 36 MiB of RSS). Taken out of the optional, so that it grows in place.
-            var kept = body.take() ?? []
+            var kept = body.kept.take() ?? []
             if count + take > kept.capacity {
                 kept.reserveCapacity(count + take > 1 << 20 ? cap : min(cap, max(count + take, kept.capacity * 2)))
             }
             kept.append(contentsOf: UnsafeRawBufferPointer(rebasing: data[0..<take]))
-            body = kept
+            body.kept = kept
         }
         if let cut {
-            bodyTruncated = true
+            body.truncated = true
             note(cut)
         }
     }

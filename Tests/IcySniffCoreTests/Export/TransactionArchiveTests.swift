@@ -59,7 +59,7 @@ import Testing
                 let archive = ByteBuffer()
                 TransactionArchive.write(t, to: archive)
                 let back = try #require(archive.buffer.withUnsafeBytes {
-                    TransactionArchive.read($0, requestBody: t.request?.body, responseBody: t.response?.body)
+                    TransactionArchive.read($0, requestBody: t.request?.body.kept, responseBody: t.response?.body.kept)
                 }, "\(capture.pcap): transaction \(t.sequence) not read back")
                 for options in [ExportOptions(), secretsKept, bodies] {
                     let want = Self.entry(t, options: options), got = Self.entry(back, options: options)
@@ -73,7 +73,7 @@ import Testing
                 if t.cache?.storable == true { seen["stored", default: 0] += 1 }
                 if t.request == nil || t.response == nil { seen["half", default: 0] += 1 }
                 if !t.allWeirds.isEmpty { seen["flags", default: 0] += 1 }
-                if t.response?.wasDecoded == true { seen["decoded", default: 0] += 1 }
+                if t.response?.body.wasDecoded == true { seen["decoded", default: 0] += 1 }
                 if t.request?.headers.contains(.cookie) == true { seen["cookie", default: 0] += 1 }
             }
         }

@@ -37,17 +37,17 @@ import Testing
         #expect(budget.used == 0, "emitted bodies no longer count")
         let first = try #require(sink.transactions.first { $0.connection.client.port == 40001 }?.response)
         let second = try #require(sink.transactions.first { $0.connection.client.port == 40002 }?.response)
-        #expect(first.body?.count == 500 && first.bodyTruncated)
-        #expect(first.bodyBytes == 600, "sizes stay exact")
+        #expect(first.body.kept?.count == 500 && first.body.truncated)
+        #expect(first.body.bytes == 600, "sizes stay exact")
         #expect(first.weirds.contains(.bodiesBudgetExceeded))
         #expect(!first.weirds.contains(.bodyTruncatedInMemory))
-        #expect(second.body?.count == 600 && !second.bodyTruncated)
+        #expect(second.body.kept?.count == 600 && !second.body.truncated)
         // Free again: the next body on the first connection is kept whole.
         let next = 1 + UInt32(get.utf8.count)
         a.send(fromClient: true, seq: next, ack: 1 + UInt32(head.utf8.count + 600), get)
         a.send(fromClient: false, seq: 1 + UInt32(head.utf8.count + 600), ack: next + UInt32(get.utf8.count), head + body)
         pipeline.finish()
         let third = try #require(sink.transactions.dropFirst(2).first?.response)
-        #expect(third.body?.count == 600 && !third.bodyTruncated)
+        #expect(third.body.kept?.count == 600 && !third.body.truncated)
     }
 }

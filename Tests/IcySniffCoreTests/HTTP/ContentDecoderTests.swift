@@ -183,8 +183,8 @@ import Testing
         for size in [0, 1, 5] {
             let result = t.run(segmentSize: size)
             #expect(result.count == 1)
-            #expect(result.first?.response?.decodedBytes == UInt64(Self.text.count))
-            #expect(result.first?.response?.bodyBytes == UInt64(Self.gzip.count))
+            #expect(result.first?.response?.body.decodedBytes == UInt64(Self.text.count))
+            #expect(result.first?.response?.body.bytes == UInt64(Self.gzip.count))
         }
     }
 }
@@ -210,8 +210,8 @@ import CZlib
             .run(segmentSize: 1448, options: options)
         #expect(t.count == 1)
         let r = try #require(t.first?.response)
-        #expect(r.decodedBytes == 1 << 20)
-        #expect(r.bodyBytes == UInt64(compressed.count))
+        #expect(r.body.decodedBytes == 1 << 20)
+        #expect(r.body.bytes == UInt64(compressed.count))
         #expect(r.weirds.contains(.bodyDecodeCapped))
     }
 }

@@ -78,8 +78,8 @@ import Testing
         options.keepBodies = true
         let transactions = Transcript(blocks: Self.conversation()).run(segmentSize: 11, options: options)
         let byStream = Dictionary(uniqueKeysWithValues: transactions.map { ($0.streamID!, $0) })
-        #expect(byStream[1]?.response?.body == Self.body)
-        #expect(byStream[3]?.request?.body == Array(repeating: 0x41, count: 60) + Array(repeating: 0x42, count: 40))
+        #expect(byStream[1]?.response?.body.kept == Self.body)
+        #expect(byStream[3]?.request?.body.kept == Array(repeating: 0x41, count: 60) + Array(repeating: 0x42, count: 40))
     }
 
     /// A gap inside a response header block: that direction's HPACK table is unknown from there,
@@ -103,7 +103,7 @@ import Testing
         #expect(one.request?.targetString == "/one" && two.request?.targetString == "/two", "the client's side is intact")
         #expect(one.response?.status == 0 && two.response?.status == 0, "statuses unknown, not guessed")
         #expect(one.allWeirds.contains(.http2HeadersUndecodable) && two.allWeirds.contains(.http2HeadersUndecodable))
-        #expect(one.response?.bodyBytes == 500 && two.response?.bodyBytes == 77, "DATA still counted")
+        #expect(one.response?.body.bytes == 500 && two.response?.body.bytes == 77, "DATA still counted")
         #expect(sink.connections.first?.weirds.contains { $0.0 == .http2HeaderBlockLost } ?? false)
     }
 
@@ -144,7 +144,7 @@ import Testing
         let byStream = Dictionary(uniqueKeysWithValues: transactions.map { ($0.streamID!, $0) })
         let connect = try #require(byStream[1]), websocket = try #require(byStream[3])
         #expect(connect.url == "https://backend.test:443" && connect.allWeirds == [.tunnel])
-        #expect(connect.request?.bodyBytes == 300 && connect.response?.bodyBytes == 900)
+        #expect(connect.request?.body.bytes == 300 && connect.response?.body.bytes == 900)
         #expect(websocket.url == "ws://example.test/chat" && websocket.allWeirds == [.tunnel], "a WebSocket's scheme")
         #expect(websocket.request?.headers.first(":protocol") == "websocket")
     }
@@ -159,7 +159,7 @@ import Testing
         let transactions = Transcript(blocks: [(.client, client), (.server, server)]).run(handshake: false)
         #expect(transactions.count == 1)
         let t = try #require(transactions.first)
-        #expect(t.streamID == 9 && t.request?.targetString == "/m" && t.response?.status == 200 && t.response?.bodyBytes == 10)
+        #expect(t.streamID == 9 && t.request?.targetString == "/m" && t.response?.status == 200 && t.response?.body.bytes == 10)
     }
 }
 
@@ -172,19 +172,19 @@ import Testing
         let byPath = Dictionary(sink.transactions.map { ($0.request?.targetString ?? "", $0) }, uniquingKeysWith: { first, _ in first })
         #expect(sink.transactions.count == 5)
         let index = try #require(byPath["/index.html"])
-        #expect(index.response?.status == 200 && index.response?.decodedBytes == 5000 && index.protocolName == "h2c")
+        #expect(index.response?.status == 200 && index.response?.body.decodedBytes == 5000 && index.protocolName == "h2c")
         #expect(index.request?.headers.all("continuation-test-1").first?.count == 4096)
         #expect(index.request?.headersSize ?? 0 > 16_384, "a header block over several frames")
         let pushed = try #require(byPath["/style.css"])
         #expect(pushed.pushed && pushed.streamID.map { $0 % 2 == 0 } == true)
-        #expect(pushed.response?.status == 200 && pushed.response?.decodedBytes == 3000)
-        #expect(byPath["/app.js"]?.response?.decodedBytes == 12_000)
+        #expect(pushed.response?.status == 200 && pushed.response?.body.decodedBytes == 3000)
+        #expect(byPath["/app.js"]?.response?.body.decodedBytes == 12_000)
         let upgraded = try #require(sink.transactions.first { $0.request?.versionText == "HTTP/1.1" })
         #expect(upgraded.request?.targetString == "/data.json" && upgraded.streamID == 1)
         #expect(upgraded.interimResponses.map(\.status) == [101])
-        #expect(upgraded.response?.versionText == "HTTP/2.0" && upgraded.response?.status == 200 && upgraded.response?.decodedBytes == 700)
+        #expect(upgraded.response?.versionText == "HTTP/2.0" && upgraded.response?.status == 200 && upgraded.response?.body.decodedBytes == 700)
         let upload = try #require(sink.transactions.first { $0.request?.method == "POST" })
-        #expect(upload.request?.decodedBytes == 20_000 && upload.response?.status == 200)
+        #expect(upload.request?.body.decodedBytes == 20_000 && upload.response?.status == 200)
         for t in sink.transactions { #expect(t.allWeirds.isEmpty, "\(t.url): \(t.allWeirds)") }
     }
 }

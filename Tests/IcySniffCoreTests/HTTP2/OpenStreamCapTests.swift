@@ -47,7 +47,7 @@ import Testing
         #expect(alone.count == 5 && alone.allSatisfy { $0.weirds.contains(.waitingRequestsCapped) && $0.response?.status == 200 })
         #expect(alone.map(\.depth) == early.map(\.depth), "each response alone takes its request's place")
         let paired = ts.filter { $0.request != nil && $0.response != nil }
-        #expect(paired.count == n - 5 && paired.first?.request?.targetString == "/r/5" && paired.first?.response?.bodyBytes == 1)
+        #expect(paired.count == n - 5 && paired.first?.request?.targetString == "/r/5" && paired.first?.response?.body.bytes == 1)
     }
 }
 

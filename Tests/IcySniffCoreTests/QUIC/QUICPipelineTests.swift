@@ -214,7 +214,7 @@ struct QUICClientWire {
         let statuses = sink.transactions.map { $0.response?.status ?? 0 }.sorted()
         #expect(statuses == [200, 200, 200, 200, 200, 200, 200, 200, 204, 302, 304, 404, 405])
         #expect(sink.transactions.allSatisfy { $0.protocolName == "h3" && $0.host == "www.icy.test" && $0.allWeirds.isEmpty })
-        let sizes = sink.transactions.map { Int($0.response?.decodedBytes ?? 0) }.sorted()
+        let sizes = sink.transactions.map { Int($0.response?.body.decodedBytes ?? 0) }.sorted()
         #expect(sizes == [0, 0, 0, 6, 19, 36, 908, 1119, 1330, 1541, 2659, 5300, 9100])
         let first = try #require(sink.transactions.first { $0.depth == 1 })
         #expect(first.timings.ssl >= 0 && first.timings.connect >= first.timings.ssl)
@@ -230,7 +230,7 @@ struct QUICClientWire {
         #expect(sink.transactions.count == 5)
         #expect(sink.connections.first?.quic?.packetsUndecryptable == 0)
         #expect(sink.connections.first?.weirds.isEmpty == true)
-        #expect(sink.transactions.map { $0.response?.decodedBytes ?? 0 }.sorted() == [336, 378, 421, 58000, 96000])
+        #expect(sink.transactions.map { $0.response?.body.decodedBytes ?? 0 }.sorted() == [336, 378, 421, 58000, 96000])
         #expect(sink.connections.first?.quic?.keyUpdates == 1)
         #expect(sink.connections.first?.tls?.cipherSuite == 0x1303)
     }
@@ -275,8 +275,8 @@ struct QUICClientWire {
         #expect(first.tls?.resumed == false && first.quic?.zeroRTTPackets == 0)
         #expect(resumed.tls?.resumed == true && resumed.tls?.earlyDataOffered == true && resumed.tls?.earlyDataAccepted == true)
         #expect(resumed.quic?.zeroRTTPackets == 2)
-        #expect(byConnection[first.id]?.map { $0.response?.decodedBytes ?? 0 } == [2659])
-        #expect(byConnection[resumed.id]?.map { $0.response?.decodedBytes ?? 0 }.sorted() == [440, 5300, 9100])
+        #expect(byConnection[first.id]?.map { $0.response?.body.decodedBytes ?? 0 } == [2659])
+        #expect(byConnection[resumed.id]?.map { $0.response?.body.decodedBytes ?? 0 }.sorted() == [440, 5300, 9100])
         #expect(sink.transactions.allSatisfy { $0.response?.status == 200 && $0.allWeirds.isEmpty })
         #expect(connections.allSatisfy { $0.weirds.isEmpty && $0.quic?.packetsUndecryptable == 0 })
     }
@@ -297,7 +297,7 @@ struct QUICClientWire {
                                   "https://www.icy.test/api/item-19.json", "https://www.icy.test/img/icon-05.png"])
         // The cancelled one is flagged and partial, never lost; the others whole.
         #expect(ts[1].allWeirds.contains(.http3StreamCancelled) && ts[1].allWeirds.contains(.responseIncomplete))
-        #expect([ts[0], ts[2], ts[3]].map { $0.response?.decodedBytes ?? 0 } == [942, 985, 1963])
+        #expect([ts[0], ts[2], ts[3]].map { $0.response?.body.decodedBytes ?? 0 } == [942, 985, 1963])
         #expect([ts[0], ts[2], ts[3]].allSatisfy { $0.allWeirds.isEmpty })
         // The two requests after the rebinding came from the new port, the first two from the old.
         #expect(ts.map { $0.connection.client.port } == [56726, 56726, 40210, 40210])

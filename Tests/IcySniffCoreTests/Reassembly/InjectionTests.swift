@@ -96,7 +96,7 @@ import Testing
         let transactions = w.sinks.collected.transactions
         try #require(transactions.count == 1)
         #expect(transactions[0].allWeirds.contains(.injectionSuspected), "in every output, NDJSON and TSV too")
-        #expect(transactions[0].response?.bodyBytes == 20)
+        #expect(transactions[0].response?.body.bytes == 20)
         let out = OutputFile(memory: true)
         w.sinks.har.write(to: out)
         let text = String(decoding: out.takeBytes(), as: UTF8.self)

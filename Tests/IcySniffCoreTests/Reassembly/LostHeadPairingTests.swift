@@ -35,7 +35,7 @@ import Testing
             send(fromClient: false, [.fin, .ack], seq: serverSeq, ack: clientSeq + 1)
             pipeline.finish()
             return sink.transactions.map { t in
-                "\(t.request?.targetString ?? "-") \(t.response.map { "\($0.status) \($0.bodyBytes)" } ?? "none")"
+                "\(t.request?.targetString ?? "-") \(t.response.map { "\($0.status) \($0.body.bytes)" } ?? "none")"
                     + (t.allWeirds.isEmpty ? "" : " " + t.allWeirds.map(\.rawValue).joined(separator: ","))
             }
         }

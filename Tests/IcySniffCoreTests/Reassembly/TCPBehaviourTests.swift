@@ -125,7 +125,7 @@ import Testing
         cut.send(fromClient: false, [.rst], seq: 5001 + UInt32(head.utf8.count))
         let t = cut.finish().transactions
         #expect(t.count == 1)
-        #expect(t.first?.response?.bodyBytes == 400)
+        #expect(t.first?.response?.body.bytes == 400)
         #expect(t.first?.allWeirds.contains(.responseIncomplete) == true, "\(t.first?.allWeirds ?? [])")
     }
 

@@ -121,11 +121,11 @@ import CZlib
         let cut = try #require(run(sent))
         #expect(cut.allWeirds.contains(.bodyDecodeIncomplete), "\(cut.allWeirds)")
         #expect(cut.response?.complete == true, "the framing says the body is whole")
-        #expect((cut.response?.decodedBytes ?? 0) <= 4800, "what was decoded, no more")
+        #expect((cut.response?.body.decodedBytes ?? 0) <= 4800, "what was decoded, no more")
         // The whole stream decodes cleanly, unflagged.
         let whole = try #require(run(compressed))
         #expect(whole.allWeirds.isEmpty, "\(whole.allWeirds)")
-        #expect(whole.response?.decodedBytes == 4800)
+        #expect(whole.response?.body.decodedBytes == 4800)
     }
 
     /// Defect 6: every catalogued anomaly name has a place in the code that raises it (the four

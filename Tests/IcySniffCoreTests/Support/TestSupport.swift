@@ -191,8 +191,8 @@ func expectAtEverySegmenting(_ transcript: Transcript, _ expected: [String], sou
 
 /// A one-line summary of a transaction for comparisons.
 func summary(_ t: Transaction) -> String {
-    let req = t.request.map { "\($0.method) \($0.targetString) \($0.versionText) body=\($0.decodedBytes)" } ?? "-"
-    let resp = t.response.map { "\($0.status) body=\($0.decodedBytes)/\($0.bodyBytes)" } ?? "-"
+    let req = t.request.map { "\($0.method) \($0.targetString) \($0.versionText) body=\($0.body.decodedBytes)" } ?? "-"
+    let resp = t.response.map { "\($0.status) body=\($0.body.decodedBytes)/\($0.body.bytes)" } ?? "-"
     let flags = t.allWeirds.map(\.rawValue).joined(separator: ",")
     return "\(req) -> \(resp) [\(flags)]"
 }

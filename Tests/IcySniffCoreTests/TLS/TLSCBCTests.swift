@@ -59,7 +59,7 @@ import Testing
         #expect(sink.transactions.map { "\($0.request?.method ?? "-") \($0.url) \($0.response?.status ?? 0)" } == [
             "GET https://tls.icy.test:44360/ 200", "GET https://tls.icy.test:44361/ 200", "GET https://tls.icy.test:44361/ 200",
         ])
-        #expect(sink.transactions.allSatisfy { $0.allWeirds.isEmpty && ($0.response?.bodyBytes ?? 0) > 1000 })
+        #expect(sink.transactions.allSatisfy { $0.allWeirds.isEmpty && ($0.response?.body.bytes ?? 0) > 1000 })
         #expect(sink.connections.map { $0.tls?.cipherSuite } == [0xC013, 0xC028, 0x003C])
         #expect(sink.connections.allSatisfy { $0.tls?.decrypted == true && $0.weirds.isEmpty })
         let (keyless, _, _) = try analyse(dir.appendingPathComponent("cbc-sample.pcap").path)
