@@ -180,7 +180,7 @@ public final class CacheTracker {
         guard let response = t.response, !response.isHTTP09 || response.status != 0 else { return }
         var a = Self.assessResponse(t)
         let request = t.request
-        let requestTime = request?.firstByte ?? response.firstByte
+        let requestTime = request?.arrival.firstByte ?? response.arrival.firstByte
         // Only GETs are looked up and stored (§4: a GET is what a stored response can answer).
         if request?.method == "GET" { lookUpAndStore(t, response: response, requestTime: requestTime, &a) }
         t.cache = a
@@ -325,8 +325,8 @@ public final class CacheTracker {
         let cc = CacheControl(headers)
         let method = request?.method ?? ""
         let status = response.status
-        let responseTime = response.firstByte
-        let requestTime = request?.firstByte ?? responseTime
+        let responseTime = response.arrival.firstByte
+        let requestTime = request?.arrival.firstByte ?? responseTime
         a.responseTime = responseTime
 
         let dateValue: Double = {

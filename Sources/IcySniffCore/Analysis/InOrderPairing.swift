@@ -95,7 +95,7 @@ final class InOrderPairing {
 
     func responseBegan(_ message: HTTPMessage) {
         defer {
-            lastResponseStart = message.startOffset
+            lastResponseStart = message.arrival.startOffset
             serverLosses.removeAll()
         }
         if let t = stray, t.response == nil {
@@ -248,12 +248,12 @@ final class InOrderPairing {
     private func laterRequest(answeredBy message: HTTPMessage, after first: Int) -> Int? {
         guard !serverLosses.isEmpty, first + 1 < queue.count else { return nil }
         var chosen: Int? = nil
-        var from = max(lastResponseStart, queue[first].request?.peerAck ?? 0)
+        var from = max(lastResponseStart, queue[first].request?.arrival.peerAck ?? 0)
         for j in (first + 1)..<queue.count {
-            guard let request = queue[j].request, queue[j].response == nil, let acked = request.peerAck,
-                  message.startOffset >= acked,
+            guard let request = queue[j].request, queue[j].response == nil, let acked = request.arrival.peerAck,
+                  message.arrival.startOffset >= acked,
                   serverLosses.contains(where: { $0.lowerBound < acked && $0.upperBound > from }) else { break }
-            if let serverAcked = message.peerAck, serverAcked <= request.startOffset { break }
+            if let serverAcked = message.arrival.peerAck, serverAcked <= request.arrival.startOffset { break }
             chosen = j
             from = acked
         }
@@ -314,8 +314,8 @@ final class InOrderPairing {
     /// The stream bytes of a message (from an interim response's start, when there was one).
     private static func span(_ m: HTTPMessage?, after interim: HTTPMessage?) -> Range<UInt64>? {
         guard let m else { return nil }
-        let start = min(interim?.startOffset ?? m.startOffset, m.startOffset)
-        let end = m.startOffset + m.wireBytes
+        let start = min(interim?.arrival.startOffset ?? m.arrival.startOffset, m.arrival.startOffset)
+        let end = m.arrival.startOffset + m.wireBytes
         return start..<max(end, start + 1)
     }
 }

@@ -224,7 +224,7 @@ final class StreamPairing {
             m.ended = true
             m.complete = false
             m.note(m.kind == .request ? .requestIncomplete : .responseIncomplete)
-            if m.lastByte < m.firstByte { m.lastByte = m.firstByte }
+            if m.arrival.lastByte < m.arrival.firstByte { m.arrival.lastByte = m.arrival.firstByte }
         }
     }
 

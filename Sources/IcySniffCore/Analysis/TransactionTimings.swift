@@ -27,7 +27,7 @@ public struct TransactionTimings: Sendable {
         var timings = TransactionTimings()
         let req = t.request
         let resp = t.response
-        let firstRequestByte = req?.firstByte ?? resp?.firstByte ?? .zero
+        let firstRequestByte = req?.arrival.firstByte ?? resp?.arrival.firstByte ?? .zero
         var start = firstRequestByte
         let setup = t.connection.setup
         if t.depth == 1, let begin = setup.start, begin <= firstRequestByte {
@@ -54,15 +54,15 @@ public struct TransactionTimings: Sendable {
             }
         }
         if let req {
-            timings.send = max(0, req.lastByte.milliseconds(since: req.firstByte))
+            timings.send = max(0, req.arrival.lastByte.milliseconds(since: req.arrival.firstByte))
         }
         if let resp {
             // An interim 1xx reply (100 Continue) is part of the exchange, not of the final response.
-            let responseStart = resp.firstByte
+            let responseStart = resp.arrival.firstByte
             if let req {
-                timings.wait = max(0, responseStart.milliseconds(since: req.lastByte))
+                timings.wait = max(0, responseStart.milliseconds(since: req.arrival.lastByte))
             }
-            timings.receive = max(0, resp.lastByte.milliseconds(since: responseStart))
+            timings.receive = max(0, resp.arrival.lastByte.milliseconds(since: responseStart))
         }
         timings.start = start
         return timings

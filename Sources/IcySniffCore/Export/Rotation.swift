@@ -247,7 +247,7 @@ public final class RotatingOutput: OutputSink {
     }
 
     public func consume(_ transaction: Transaction) {
-        let completed = max(transaction.response?.lastByte ?? .zero, transaction.request?.lastByte ?? .zero, transaction.startTime)
+        let completed = max(transaction.response?.arrival.lastByte ?? .zero, transaction.request?.arrival.lastByte ?? .zero, transaction.startTime)
         guard let file = rotator.file(at: completed) else { lost += 1; return }
         file.sink.consume(transaction)
         rotator.wrote()

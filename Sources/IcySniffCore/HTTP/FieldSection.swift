@@ -10,9 +10,9 @@ extension HTTPMessage {
         startLineParsed = true
         headersComplete = true
         headersSize = encodedSize
-        firstByte = first
-        headersEnd = ts
-        lastByte = ts
+        arrival.firstByte = first
+        arrival.headersEnd = ts
+        arrival.lastByte = ts
         var authority: [UInt8]? = nil
         var path: [UInt8]? = nil
         for i in fields.indices {
@@ -41,7 +41,7 @@ extension HTTPMessage {
     /// The end of the message as its framing says (END_STREAM, a QUIC stream's FIN, the end of a
     /// promised request).
     func endAsFramed(at ts: Timestamp, options: HTTPParserOptions) {
-        lastByte = max(lastByte, ts)
+        arrival.lastByte = max(arrival.lastByte, ts)
         complete = true
         ended = true
         endBody(complete: true, options: options)

@@ -64,14 +64,18 @@ public final class HTTPMessage {
 
     deinit { releaseBodyBudget() }
 
-    // Times and place.
-    public var startOffset: UInt64 = 0
-    /// What its sender had received of the other direction when it sent the message's first
-    /// byte (the ACK of that segment, as a stream offset; nil: not known).
-    public var peerAck: UInt64? = nil
-    public var firstByte: Timestamp = .zero
-    public var headersEnd: Timestamp = .zero
-    public var lastByte: Timestamp = .zero
+    /// Where in its stream the message lay and when its bytes were captured.
+    public struct Arrival: Sendable {
+        /// The stream offset of its first byte.
+        public internal(set) var startOffset: UInt64 = 0
+        /// What its sender had received of the other direction when it sent the message's first
+        /// byte (the ACK of that segment, as a stream offset; nil: not known).
+        public internal(set) var peerAck: UInt64? = nil
+        public internal(set) var firstByte: Timestamp = .zero
+        public internal(set) var headersEnd: Timestamp = .zero
+        public internal(set) var lastByte: Timestamp = .zero
+    }
+    public internal(set) var arrival = Arrival()
     /// The message reached its end as framed (not cut short by a gap, close or end of capture).
     public var complete = false
     /// The parser is done with this message (complete or not).

@@ -19,7 +19,7 @@ extension HTTPStreamParser {
     func endMessage(at ts: Timestamp, complete: Bool) {
         if case .tunnel = state {} else { transition(to: .start) }
         guard let m = message else { return }
-        m.lastByte = max(m.lastByte, ts)
+        m.arrival.lastByte = max(m.arrival.lastByte, ts)
         m.complete = complete
         m.ended = true
         m.endBody(complete: complete, options: options)

@@ -133,7 +133,7 @@ extension HTTPStreamParser {
                 if form == .statusLineMissing { m.note(.statusLineMissing) }
                 transition(to: .untilClose)
                 bodyFromBuffer()
-                m.lastByte = ts
+                m.arrival.lastByte = ts
                 return true
             }
             // A line that means to be a status line but is not one is named as such.
@@ -164,10 +164,10 @@ extension HTTPStreamParser {
     /// request it answers, when the caller has asked for it already (nil: asked here).
     func begin(answering context: RequestContext? = nil, _ configure: (HTTPMessage) -> Void) -> HTTPMessage {
         let m = HTTPMessage(kind: role)
-        m.startOffset = headOffset
-        m.peerAck = headPeerAck
-        m.firstByte = headTime
-        m.lastByte = headTime
+        m.arrival.startOffset = headOffset
+        m.arrival.peerAck = headPeerAck
+        m.arrival.firstByte = headTime
+        m.arrival.lastByte = headTime
         let answered = role == .response ? (context ?? requestBeingAnswered()) : nil
         if let answered { m.requestMethod = answered.method }
         if skippedSinceLastMessage > 0 && messagesBegun > 0 {
@@ -195,7 +195,7 @@ extension HTTPStreamParser {
             m.startLineParsed = true
         }
         m.headersComplete = true
-        if let headersEnd { m.headersEnd = headersEnd }
+        if let headersEnd { m.arrival.headersEnd = headersEnd }
         m.body.closeDelimited = true
         m.note(.http09)
         callout { delegate.parserCompletedHead(m) }
@@ -279,8 +279,8 @@ extension HTTPStreamParser {
         if !m.isHTTP09 { parseHeaderFields(into: m) }
         m.headersSize = buffer.count
         m.headersComplete = true
-        m.headersEnd = ts
-        m.lastByte = ts
+        m.arrival.headersEnd = ts
+        m.arrival.lastByte = ts
         buffer.removeAll(keepingCapacity: buffer.capacity <= 64 * 1024)
         lineStart = 0
         callout { delegate.parserCompletedHead(m) }

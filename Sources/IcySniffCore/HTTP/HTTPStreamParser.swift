@@ -287,7 +287,7 @@ public final class HTTPStreamParser {
                 i = consumeTrailers(bytes, from: i, at: ts)
             case .untilClose:
                 bodyData(UnsafeRawBufferPointer(rebasing: bytes[i..<n]), wire: n - i)
-                message?.lastByte = ts
+                message?.arrival.lastByte = ts
                 i = n
             case .tunnel:
                 if tunnelStart == nil { tunnelStart = ts }
@@ -350,7 +350,7 @@ public final class HTTPStreamParser {
         switch state {
         case .untilClose:
             // A close-delimited body is complete when the connection closes (RFC 9112 §6.3 item 8).
-            endMessage(at: message?.lastByte ?? lastTime, complete: true)
+            endMessage(at: message?.arrival.lastByte ?? lastTime, complete: true)
         case .head:
             interruptHead(at: lastTime, weird: .interruptedByClose)
         case .http09Candidate:

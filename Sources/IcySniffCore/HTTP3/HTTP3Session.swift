@@ -232,7 +232,7 @@ final class HTTP3Session: QUICStreamConsumer {
         }
         guard let m = s.message, !m.ended else { return }
         m.receiveBody(bytes, wire: bytes.count, options: options)
-        m.lastByte = ts
+        m.arrival.lastByte = ts
     }
 
     private func frameEnded(_ s: StreamState, at ts: Timestamp, stream: UInt64, from direction: Direction) {
@@ -240,7 +240,7 @@ final class HTTP3Session: QUICStreamConsumer {
         let payload = s.payload
         s.payload = []
         if s.frameType == 0 {
-            if let m = s.message { m.lastByte = max(m.lastByte, ts) }
+            if let m = s.message { m.arrival.lastByte = max(m.arrival.lastByte, ts) }
             return
         }
         if s.skipping { return }
@@ -357,7 +357,7 @@ final class HTTP3Session: QUICStreamConsumer {
             // A second field section from the same side: trailers (§4.1).
             guard !current.ended else { return note(.http3MalformedFrame) }
             if let fields { current.trailers = fields } else { note(.http3HeadersUndecodable); if let dropped { note(dropped) } }
-            current.lastByte = max(current.lastByte, ts)
+            current.arrival.lastByte = max(current.arrival.lastByte, ts)
             return
         }
         let m = HTTPMessage(kind: direction == .fromClient ? .request : .response)
@@ -390,9 +390,9 @@ final class HTTP3Session: QUICStreamConsumer {
     /// A message whose field section did not decode; `reason`, when the decoder named one.
     private func undecodable(_ m: HTTPMessage, first: Timestamp, at ts: Timestamp, because reason: Weird? = nil) {
         m.version = "HTTP/3"
-        m.firstByte = first
-        m.headersEnd = ts
-        m.lastByte = ts
+        m.arrival.firstByte = first
+        m.arrival.headersEnd = ts
+        m.arrival.lastByte = ts
         m.note(.http3HeadersUndecodable)
         note(.http3HeadersUndecodable)
         if let reason {

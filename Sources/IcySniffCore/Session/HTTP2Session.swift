@@ -228,7 +228,7 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
         guard let m = bodyMessage(h.stream, from: direction) else { return strayData(h.stream) }
         if !webSockets.isEmpty, let ws = webSockets[h.stream] { ws.received(bytes, at: ts, from: direction) }
         m.receiveBody(bytes, wire: bytes.count, options: options)
-        m.lastByte = ts
+        m.arrival.lastByte = ts
     }
 
     func dataLost(_ length: UInt64, of h: HTTP2FrameHeader, at ts: Timestamp, from direction: Direction) {
@@ -239,7 +239,7 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
 
     func dataEnded(_ h: HTTP2FrameHeader, at ts: Timestamp, from direction: Direction) {
         guard let m = bodyMessage(h.stream, from: direction) else { return }
-        m.lastByte = ts
+        m.arrival.lastByte = ts
         if h.endStream {
             if !webSockets.isEmpty, let ws = webSockets[h.stream] { ws.finish(direction, at: ts) }
             end(m, on: h.stream, at: ts)
@@ -371,7 +371,7 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
     private func trailersArrived(_ fields: HeaderFields, for m: HTTPMessage, _ block: HeaderBlock, at ts: Timestamp) {
         guard !m.ended else { return malformed() }
         m.trailers = fields
-        m.lastByte = ts
+        m.arrival.lastByte = ts
         if block.endStream { end(m, on: block.stream, at: ts) }
     }
 
@@ -380,9 +380,9 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
         guard !pairing.wasClosed(UInt64(stream)) else { return }
         let m = HTTPMessage(kind: direction == .fromClient ? .request : .response)
         m.version = "HTTP/2.0"
-        m.firstByte = first
-        m.headersEnd = ts
-        m.lastByte = ts
+        m.arrival.firstByte = first
+        m.arrival.headersEnd = ts
+        m.arrival.lastByte = ts
         m.note(.http2HeadersUndecodable)
         if direction == .fromClient {
             if let t = pairing.transaction(on: UInt64(stream)) {

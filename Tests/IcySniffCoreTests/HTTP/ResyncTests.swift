@@ -40,6 +40,6 @@ import Testing
         w.pipeline.finish()
         let response = try #require(w.sink.transactions.first?.response)
         #expect(response.status == 200)
-        #expect(response.startOffset == 9, "the status line begins after \"garbage\\r\\n\", in the first segment")
+        #expect(response.arrival.startOffset == 9, "the status line begins after \"garbage\\r\\n\", in the first segment")
     }
 }
