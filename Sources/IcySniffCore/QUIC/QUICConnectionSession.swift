@@ -16,15 +16,20 @@
 ///
 /// Input: the UDP datagrams `QUICTracker` finds to belong to it. Output: transactions (through
 /// its HTTP/3 session) and, at its end, its `Connection` with `quic` and `tls` set.
+///
+/// This file is the packet loop: datagrams, packets, their protection and their frames.
+/// QUICConnectionSession+Keys.swift is when the keys come (held packets, the live wait, the
+/// handshake's events, a key-log search, the end's verdicts); the state both read is internal
+/// rather than private for that (the type itself is the module's own).
 final class QUICConnectionSession {
     let connection: Connection
     /// Its keys, from the Initial DCIDs and the key log (`QUICKeyring`).
-    private var keyring: QUICKeyring
-    private var keyLog: KeyLog? { keyring.keyLog }
-    private var mayHaveKeys: Bool { keyring.mayHaveKeys }
-    private var info = QUICInfo()
+    var keyring: QUICKeyring
+    var keyLog: KeyLog? { keyring.keyLog }
+    var mayHaveKeys: Bool { keyring.mayHaveKeys }
+    var info = QUICInfo()
     /// The TLS handshake in its CRYPTO frames, and the connection's TLS facts (`QUICHandshake`).
-    private var handshake = QUICHandshake() {
+    var handshake = QUICHandshake() {
         didSet { connection.tls = handshake.tls }
     }
     /// Where the client's packets come from now (NAT rebinding and migration move it).
@@ -34,36 +39,36 @@ final class QUICConnectionSession {
     /// handshake, perhaps with other connection IDs.
     private(set) var restarted = false
     /// A packet decrypted (or a Version Negotiation seen): this is QUIC, not UDP that looks like it.
-    private(set) var confirmed = false
+    var confirmed = false
     /// The capture time of its last datagram (the tracker ends idle connections by it).
     var lastSeen: Timestamp { connection.times.last }
     /// Every CID either side announced (`QUICConnectionIDs`), and those the tracker is still to
     /// route to this connection (`takeNewCIDs`).
-    private var cids: QUICConnectionIDs
+    var cids: QUICConnectionIDs
     var hasNewCIDs: Bool { !cids.announced.isEmpty }
     func takeNewCIDs() -> [[UInt8]] { cids.takeAnnounced() }
     /// The negotiated version (the server's first Initial or Handshake says it).
-    private var negotiatedVersion: QUICVersion?
+    var negotiatedVersion: QUICVersion?
     /// Each direction's streams, open and over, and HTTP/3 reading them.
     private var streams: QUICStreamTable<HTTP3Session>
     /// The stateless reset tokens each direction's sender issued (`QUICResetTokens`), and
     /// whether a packet ended with one of them: the sender had lost the connection's state.
-    private var resetTokens = QUICResetTokens()
+    var resetTokens = QUICResetTokens()
 
-    private unowned let emitter: TransactionEmitter
+    unowned let emitter: TransactionEmitter
     /// Where 1-RTT packets are opened (reading a file: the second core, `DecryptionQueue`); nil:
     /// here, as they come. Whatever reads streams waits its turn behind the packets there.
     let decryption: DecryptionQueue?
     /// Packets that came before their keys could be known (ServerHello not yet read; live, the
     /// key log's secrets not yet written): copies, handled once they are (`QUICHeldPackets`).
-    private var held = QUICHeldPackets()
+    var held = QUICHeldPackets()
     /// Where a packet is unprotected and decrypted (`QUICPacketOpener`), one at a time, into the
     /// tracker's `PacketWorkspace`: its frames are read from there (nothing re-enters packet
     /// handling while they are: held packets are replayed after the datagram, `held.replayDue`).
     private var opener: QUICPacketOpener
     /// The same workspace, for the run's budgets (estimates, key-log searches): a constant
     /// reference, read per packet without a retain.
-    private let workspace: PacketWorkspace
+    let workspace: PacketWorkspace
 
     /// Without keys: its packets' sizes (`QUICPacketPattern`).
     private var pattern = QUICPacketPattern()
@@ -155,7 +160,7 @@ final class QUICConnectionSession {
     }
 
     /// One packet at the start of `bytes`; answers its length (nil: not a packet).
-    private func packet(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) -> Int? {
+    func packet(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) -> Int? {
         guard let first = bytes.first else { return nil }
         if first & 0x80 == 0 {
             // A short header: its fixed bit is set, or (greased, RFC 9287) its DCID is this
@@ -241,33 +246,6 @@ final class QUICConnectionSession {
         packetOpened(application: space == .application)
         if type == .handshake { frames(plaintext, space: .handshake, at: ts, from: direction) } else { applicationFrames(plaintext, at: ts, from: direction) }
         return end
-    }
-
-    /// A live key log (`KeyLog.growing`) that has not written this connection's secrets yet: a
-    /// browser under load writes them after its first packets went out. Its Handshake and 1-RTT
-    /// packets are held (at most `QUICHeldPackets.maxBytes`) for `TLSKeyWait.maxWait` of capture time
-    /// and read once the secrets are there; after that, counted and flagged `quic_keys_late`.
-    private func holdForKeys(_ packet: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) {
-        guard keyLog?.growing == true, !keyring.clientRandom.isEmpty, !held.gaveUp else { return }
-        switch held.waitForKeys(packet, at: ts, from: direction) {
-        case .held:
-            break
-        case .full:
-            connection.note(.quicPacketsHeld)
-        case .gaveUp(let packets):
-            if packets > 0 { connection.note(.quicKeysLate) }
-            info.packetsUndecryptable += UInt64(packets)
-        }
-    }
-
-    /// The secrets came: what was held for them is read, in the order it came.
-    private func stopWaitingForKeys() {
-        held.waitingSince = nil
-        if !held.isEmpty && !held.replaying { replayHeld() }
-    }
-
-    private func hold(_ packet: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) {
-        if !held.hold(packet, at: ts, from: direction) { connection.note(.quicPacketsHeld) }
     }
 
     /// How long the DCID of a short header of `direction` is: the receiver's CID (the one it chose
@@ -437,110 +415,13 @@ final class QUICConnectionSession {
         }
     }
 
-    // MARK: CRYPTO: the TLS handshake
-
-    /// What the handshake's messages mean for the keys and the packets.
-    private func handshakeEvent(_ event: QUICHandshake.Event) {
-        switch event {
-        case .clientRandom(let random):
-            keyring.clientRandom = random
-            keyring.lookUpSecrets()
-        case .suite(let suite):
-            guard keyring.cipher == nil else { return }
-            keyring.cipher = TLSCipherParameters(suite: suite)
-            if handshake.tls.earlyDataOffered && keyLog != nil { handshake.tls.earlyDataAccepted = false }
-            keyring.lookUpSecrets()
-            held.replayDue = !held.isEmpty
-            connection.quic = info
-            // A live key log may still write them (looked up again as packets need them); if it
-            // never does, the connection's end says so.
-            emitter.secured(connection, keys: keyring.secrets != nil ? .found : keyLog?.growing == true ? .awaited : .none)
-        case .serverResetToken(let token):
-            resetTokens.add(token, from: .fromServer)
-        }
-    }
-
-    /// A Handshake packet of a connection whose ClientHello was not read (an Initial of the
-    /// client's lost or damaged): its secrets searched for in the key log (`QUICKeyTrial`), once.
-    /// Only in a connection an Initial of the client's opened: one made of a server's Initial
-    /// (the client's never seen) has its sides the wrong way round, and is the tracker's to
-    /// search for (`QUICTracker.recover`). The secret found must be the sender's.
-    private func searchKeyLog(_ packet: UnsafeRawBufferPointer, from direction: Direction) {
-        guard confirmed, !keyring.searched, mayHaveKeys, let keyLog else { return }
-        keyring.searched = true
-        guard workspace.searches.take() else { return connection.note(.quicKeySearchLimited) }
-        if let found = QUICKeyTrial.search(packet, keyLog: keyLog, suite: keyring.cipher == nil ? nil : handshake.tls.cipherSuite),
-           found.fromServer == (direction == .fromServer) {
-            adopt(found)
-        }
-    }
-
-    /// The connection's secrets, found by a key-log search: its client random (and, when its
-    /// ServerHello was not read either, the suite and the server's CID) as if its hellos had
-    /// been read. `originalDCIDKnown`: false when the connection was made from the packet found
-    /// (its first Initial, whose DCID that is, never seen).
-    func adopt(_ found: QUICKeyTrial.Found, originalDCIDKnown: Bool = true) {
-        keyring.searched = true
-        keyring.clientRandom = found.clientRandom
-        if !originalDCIDKnown { info.cids.originalDCID = [] }
-        let serverCID = found.fromServer ? found.scid : found.dcid
-        if info.cids.serverCID == nil {
-            info.cids.serverCID = serverCID
-            cids.announce(serverCID)
-        }
-        if negotiatedVersion == nil { negotiatedVersion = found.version }
-        confirmed = true
-        connection.note(.quicKeysFoundBySearch)
-        keyring.lookUpSecrets()
-        held.replayDue = !held.isEmpty
-        guard keyring.cipher == nil else { return }
-        keyring.cipher = found.cipher
-        handshake.tls.cipherSuite = found.suite
-        connection.quic = info
-        emitter.secured(connection, keys: .found)
-    }
-
-    /// Packets held until the ServerHello gave the cipher suite: handled now, in arrival order.
-    private func replayHeld() {
-        let items = held.startReplay()
-        defer { held.endReplay() }
-        for item in items {
-            item.bytes.withUnsafeBytes { bytes in
-                // A held remainder may hold several packets (GSO segments).
-                var at = 0
-                while at < bytes.count, let used = packet(UnsafeRawBufferPointer(rebasing: bytes[at...]), at: item.at, from: item.direction),
-                      used > 0 {
-                    at += used
-                }
-            }
-        }
-    }
-
     // MARK: End
 
     /// The connection is over (idle, closed, or the capture ended): streams still open are
     /// handed on with their holes declared lost, then the HTTP/3 session ends, then the
     /// connection's facts are published for its outputs.
     func finish(at ts: Timestamp) {
-        // A live key log's last chance: secrets written since the last packet open what waits.
-        if held.waitingSince != nil, !held.isEmpty {
-            keyring.lookUpLateSecrets()
-            if keyring.secrets?.clientTraffic0 != nil || keyring.secrets?.serverTraffic0 != nil || keyring.secrets?.clientHandshake != nil {
-                stopWaitingForKeys()
-            } else {
-                connection.note(.quicKeysLate)
-            }
-        }
-        // Without the ClientHello's random the key log cannot be searched: that is said, not
-        // blamed on the key log.
-        if keyring.clientRandom.isEmpty && confirmed && (mayHaveKeys || !held.isEmpty) { connection.note(.quicClientHelloUnreadable) }
-        else if !held.isEmpty { connection.note(.quicKeysNotFound) }
-        _ = held.take()
-        if mayHaveKeys, !keyring.clientRandom.isEmpty {
-            // The key log has no secrets for this connection, or not those of its traffic.
-            if keyring.secrets == nil { keyring.lookUpSecrets() }
-            if keyring.secrets?.clientTraffic0 == nil || keyring.secrets?.serverTraffic0 == nil { connection.note(.quicKeysNotFound) }
-        }
+        endKeyWait()
         streams.flush(at: ts)
         if let h3 = streams.consumer {
             h3.finish(at: ts)
