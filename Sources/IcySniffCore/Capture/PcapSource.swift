@@ -48,7 +48,7 @@ public final class PcapSource {
     /// A classic pcap file read in place; nil once it has handed the rest of the file to libpcap.
     private var mapped: MappedPcapReader? = nil
     /// What the source holds of its input file besides the reader, until it closes.
-    private var input = InputFile()
+    private var input = PcapInputFile()
     /// The next packet is read in place from the mapped file (not by libpcap).
     var readsMapped: Bool { mapped != nil }
     /// `-w`: every packet returned is also written there (live, or with `-r` after the filter).
@@ -116,36 +116,6 @@ public final class PcapSource {
         pcapng = nil
         input.close()
         cutRecord.buffer?.deallocate()
-    }
-
-    /// What a source holds of its input file besides its reader (libpcap's handle owns the `FILE`
-    /// it reads, a pcapng reader does not), freed when the source closes: after libpcap's handle,
-    /// whose `FILE` reads through `stdioBuffer`.
-    private struct InputFile {
-        /// The descriptor the capture is read from (files), for progress reports.
-        var fd: Int32 = -1
-        /// Size of the capture file in bytes (0 when it is not a regular file).
-        var size: Int64 = 0
-        /// The stdio buffer of a capture file (freed after libpcap closes the file).
-        var stdioBuffer: UnsafeMutableRawPointer? = nil
-        /// The decompressing stream's cookie (a compressed file, or a pipe), for its error text.
-        var decompressCookie: UnsafeMutableRawPointer? = nil
-        /// The stream a pcapng reader reads.
-        var pcapngFile: UnsafeMutablePointer<FILE>? = nil
-        /// The mapping of a mapped reader that handed over, kept until the source closes (its
-        /// packets stay valid).
-        var retiredMapping: PcapMapping? = nil
-
-        /// What the decompression failed with, if it did.
-        var decompressionError: String? { PcapSource.decompressionFailure(decompressCookie) }
-
-        mutating func close() {
-            if let pcapngFile { fclose(pcapngFile) }
-            pcapngFile = nil
-            stdioBuffer?.deallocate()
-            stdioBuffer = nil
-            retiredMapping = nil
-        }
     }
 
     /// A classic pcap file's last record cut short by the end of the file: returned with the
@@ -300,14 +270,9 @@ public final class PcapSource {
 
     /// What the decompressing stream of `cookie` failed with, as a detail ("cannot decompress: …").
     private static func decompressionError(_ cookie: UnsafeMutableRawPointer?) -> String? {
-        decompressionFailure(cookie).map { "cannot decompress: \($0)" }
+        PcapInputFile.decompressionFailure(cookie).map { "cannot decompress: \($0)" }
     }
 
-    /// What the decompressing stream of `cookie` failed with, if it did.
-    private static func decompressionFailure(_ cookie: UnsafeMutableRawPointer?) -> String? {
-        guard let cookie, let err = icy_decompress_error(cookie) else { return nil }
-        return String(cString: err)
-    }
 
     private static func describeOpenFailure(_ detail: String) -> String {
         if detail.contains("unknown file format") { return "unknown file format" }
