@@ -37,6 +37,8 @@ public final class Pipeline {
     private let table: ConnectionTable<SessionSlot>
     /// QUIC connections, found among the UDP datagrams on any port.
     private let quic: QUICTracker
+    /// Both tables, for what the pipeline asks of every transport alike (`TransportTable`).
+    private var transports: [any TransportTable] { [table, quic] }
     private let emitter: TransactionEmitter
     private let dns = DNSTracker()
     /// Who is who (`DeviceTable`): from every packet's sender and receiver, DHCP and mDNS; the
@@ -87,6 +89,7 @@ public final class Pipeline {
         // Half as many QUIC connections as TCP ones: each holds its Initial keys' cipher contexts
         // (about 6 KiB a connection against TCP's 1-5), and a browser multiplexes one per origin.
         quic.maxConnections = max(16, options.reassembly.maxConnections / 2)
+        quic.idleTimeout = Int64(options.idleFlushSeconds * 1e9)
         table.onFinished = { [unowned self] connection in
             // After what its TLS session still has to do with records being decrypted.
             if let decryption { decryption.later { self.connectionFinished(connection) } } else { connectionFinished(connection) }
@@ -148,8 +151,7 @@ public final class Pipeline {
                 if packet.timestamp.nanoseconds - lastIdleCheck.nanoseconds > 10_000_000_000 {
                     // Every 10 s of capture time: idle and half-open connections go (files and live).
                     lastIdleCheck = packet.timestamp
-                    table.expire(now: packet.timestamp, idleLongerThan: idleLimit)
-                    quic.expire(now: packet.timestamp, idleLongerThan: idleLimit ?? Int64(options.idleFlushSeconds * 1e9))
+                    for t in transports { t.expire(now: packet.timestamp, idleLongerThan: idleLimit) }
                     collectDecoderCounts(&decoder)
                 }
                 if let maxPackets, counts.packets >= maxPackets { return .interrupted }
@@ -160,8 +162,7 @@ public final class Pipeline {
                     let now = Timestamp.now()
                     if now.nanoseconds - lastIdleCheck.nanoseconds > 10_000_000_000 {
                         lastIdleCheck = now
-                        table.expire(now: now, idleLongerThan: idleLimit)
-                        quic.expire(now: now, idleLongerThan: idleLimit)
+                        for t in transports { t.expire(now: now, idleLongerThan: idleLimit) }
                         collectDecoderCounts(&decoder)
                     }
                 }
@@ -252,9 +253,8 @@ public final class Pipeline {
     /// there were.
     @discardableResult
     public func breakContinuity(marking weird: Weird?) -> Int {
-        let open = table.openConnections + quic.openConnections
-        table.flushAll(at: counts.lastPacket ?? .zero, marking: weird)
-        quic.flushAll(at: counts.lastPacket ?? .zero)
+        let open = openConnections
+        for t in transports { t.flushAll(at: counts.lastPacket ?? .zero, marking: weird) }
         return open
     }
 
@@ -267,13 +267,12 @@ public final class Pipeline {
     /// Ends every open connection: open transactions are emitted, flagged as partial.
     public func finish() {
         collectTableCounts()
-        table.flushAll(at: counts.lastPacket ?? .zero)
-        quic.flushAll(at: counts.lastPacket ?? .zero)
+        for t in transports { t.flushAll(at: counts.lastPacket ?? .zero, marking: nil) }
         decryption?.drain()
         decryption?.stop()
     }
 
-    public var openConnections: Int { table.openConnections + quic.openConnections }
+    public var openConnections: Int { transports.reduce(0) { $0 + $1.openConnections } }
 
     /// Bytes charged to the shared budget of waiting requests now (`StateBudget`).
     public var budgetUsed: Int { table.budget.used }
@@ -283,8 +282,7 @@ public final class Pipeline {
     /// only once they end (a phone's HTTPS is never silence).
     public var statsSoFar: RunStats {
         var s = stats
-        table.forEachOpen { s.countEncryption(of: $0) }
-        quic.forEachOpen { s.countEncryption(of: $0) }
+        for t in transports { t.forEachOpen { s.countEncryption(of: $0) } }
         return s
     }
 }

@@ -293,15 +293,21 @@ final class QUICTracker {
         }
     }
 
-    /// Ends the connections idle for longer than `idle` nanoseconds.
-    func expire(now: Timestamp, idleLongerThan idle: Int64) {
+    /// How long a connection may be idle (capture time, nanoseconds) before it ends when no
+    /// other limit is given (`Pipeline` sets `--idle-flush`'s).
+    var idleTimeout: Int64 = 120_000_000_000
+
+    /// Ends the connections idle for longer than `idle` nanoseconds (nil: `idleTimeout`).
+    func expire(now: Timestamp, idleLongerThan idle: Int64?) {
+        let idle = idle ?? idleTimeout
         for s in open.values where now.nanoseconds - s.lastSeen.nanoseconds > idle {
             end(s, at: s.lastSeen)
         }
     }
 
-    /// Ends every open connection (the end of the capture, or of a piece of it).
-    func flushAll(at ts: Timestamp) {
+    /// Ends every open connection (the end of the capture, or of a piece of it). `weird` is not
+    /// noted on them yet.
+    func flushAll(at ts: Timestamp, marking weird: Weird? = nil) {
         // What no connection took by the end of the capture (or of a piece of it).
         while let o = orphans.takeFirst() { dropped(o) }
         for s in open.values.sorted(by: { $0.connection.id < $1.connection.id }) { end(s, at: ts) }
