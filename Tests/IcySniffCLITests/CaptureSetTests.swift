@@ -85,6 +85,26 @@ import Testing
         }
     }
 
+    /// A QUIC connection open where a piece is missing is ended and flagged as a TCP one is: the
+    /// message counts it among those "flagged", so its row must say so.
+    @Test func aQUICConnectionOpenAtAMissingPieceIsFlaggedToo() throws {
+        let captures = CLI.packageRoot.appendingPathComponent("captures")
+        let whole = try Data(contentsOf: captures.appendingPathComponent("h3-sample.pcap"))
+        let keys = captures.appendingPathComponent("h3-sample.keys").path
+        let dir = CLI.temporaryDirectory()
+        // 37 packets: C1 has 24 of them, C2 13; the second piece (packets 5-9) is C1's middle.
+        let pieces = try Self.split(whole, every: 5, into: dir) { i, s in String(format: "split_%05d_%@.pcap", i, String(s)) }
+        #expect(pieces.count == 8)
+        try FileManager.default.removeItem(atPath: pieces[1])
+        let r = try CLI.run(["-r", dir.path, "--keylog", keys, "--connections", "--format", "tsv"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.contains("flagged capture_piece_missing"), "\(r.stderr)")
+        let rows = Self.rows(r.text).filter { $0.contains("\tquic\t") }
+        #expect(rows.contains { $0.hasPrefix("C1\t") && $0.contains("capture_piece_missing") }, "\(r.text)")
+        // Not the connections that began after the break.
+        #expect(!rows.contains { $0.hasPrefix("C1\t") == false && $0.contains("capture_piece_missing") }, "\(r.text)")
+    }
+
     @Test func aMissingPieceIsReportedAndTheConnectionFlaggedNotMerged() throws {
         let dir = CLI.temporaryDirectory()
         let pieces = try Self.split(try Self.trace(), every: 20, into: dir) { i, s in String(format: "split_%05d_%@.pcap", i, String(s)) }

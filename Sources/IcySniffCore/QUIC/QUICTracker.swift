@@ -305,12 +305,15 @@ final class QUICTracker {
         }
     }
 
-    /// Ends every open connection (the end of the capture, or of a piece of it). `weird` is not
-    /// noted on them yet.
+    /// Ends every open connection (the end of the capture, or of a piece of it), each flagged
+    /// `weird` when given (a capture set's break), as TCP's table does.
     func flushAll(at ts: Timestamp, marking weird: Weird? = nil) {
         // What no connection took by the end of the capture (or of a piece of it).
         while let o = orphans.takeFirst() { dropped(o) }
-        for s in open.values.sorted(by: { $0.connection.id < $1.connection.id }) { end(s, at: ts) }
+        for s in open.values.sorted(by: { $0.connection.id < $1.connection.id }) {
+            if let weird, s.confirmed { s.connection.note(weird) }
+            end(s, at: ts)
+        }
     }
 
     private func end(_ s: QUICConnectionSession, at ts: Timestamp) {
