@@ -103,6 +103,9 @@ import Testing
         #expect(rows.contains { $0.hasPrefix("C1\t") && $0.contains("capture_piece_missing") }, "\(r.text)")
         // Not the connections that began after the break.
         #expect(!rows.contains { $0.hasPrefix("C1\t") == false && $0.contains("capture_piece_missing") }, "\(r.text)")
+        // C1's 14 datagrams after the break (packets 10-23, short headers with the fixed bit
+        // greased) cannot open it again: counted, not dropped without a word.
+        #expect(r.stderr.contains("quic_datagram_after_end×14"), "\(r.stderr)")
     }
 
     @Test func aMissingPieceIsReportedAndTheConnectionFlaggedNotMerged() throws {

@@ -87,8 +87,9 @@ final class QUICTracker {
             // Perhaps a packet that overtook its connection's first Initial, or of a connection
             // whose first Initial was lost (found when its orphaned Handshake packet is dropped):
             // kept a moment. Its fixed bit greased (RFC 9287): only on a pair whose long headers
-            // matched nothing.
-            if first & 0x40 != 0 || orphans.longHeadersUnmatched(between: d.source, d.destination) {
+            // matched nothing, or whose connection ended (`recentlyEnded`).
+            if first & 0x40 != 0 || orphans.longHeadersUnmatched(between: d.source, d.destination)
+                || recentlyEnded.peek(QUICRoutes.AddressPair(d.source, d.destination)) != nil {
                 keepOrphan(d, kind: .shortHeader)
             }
             return false
@@ -184,11 +185,19 @@ final class QUICTracker {
             if let version = o.bytes.withUnsafeBytes({ QUICTracker.longHeaderVersion($0) }) { onUnreadableVersion(version) }
         case .longHeader: onUnmatched(.quicDatagramUnmatched)
         case .shortHeader:
-            if o.source.port == 443 || o.destination.port == 443 || orphans.longHeadersUnmatched(between: o.source, o.destination) {
+            if recentlyEnded.peek(QUICRoutes.AddressPair(o.source, o.destination)) != nil {
+                onUnmatched(.quicDatagramAfterEnd)
+            } else if o.source.port == 443 || o.destination.port == 443 || orphans.longHeadersUnmatched(between: o.source, o.destination) {
                 onUnmatched(.quicDatagramUnmatched)
             }
         }
     }
+
+    /// The address pairs of the last connections ended (idle, evicted, at a capture set's
+    /// break): a short header that comes on one later is its connection's, counted
+    /// `quic_datagram_after_end` (a connection a piece of a set cut sends on in the next piece,
+    /// which a short header cannot open again). Bounded: only the newest are remembered.
+    private var recentlyEnded = BoundedLRU<QUICRoutes.AddressPair, Void>(capacity: 1024)
     /// The version of a long-header packet (RFC 8999 §5.1: the four bytes after the first; 0 is
     /// Version Negotiation, not a version).
     static func longHeaderVersion(_ bytes: UnsafeRawBufferPointer) -> UInt32? {
@@ -312,14 +321,18 @@ final class QUICTracker {
         while let o = orphans.takeFirst() { dropped(o) }
         for s in open.values.sorted(by: { $0.connection.id < $1.connection.id }) {
             if let weird, s.confirmed { s.connection.note(weird) }
-            end(s, at: ts)
+            // At a break its connections may send on in the next piece; at the end of the capture
+            // (or between separate captures) nothing of theirs comes any more.
+            end(s, at: ts, remembered: weird != nil)
         }
     }
 
-    private func end(_ s: QUICConnectionSession, at ts: Timestamp) {
+    /// `remembered`: its address pair goes into `recentlyEnded` (idle, evicted, a break).
+    private func end(_ s: QUICConnectionSession, at ts: Timestamp, remembered: Bool = true) {
         discard(s)
         guard s.confirmed else { return }
         connectionsSeen += 1
+        if remembered { recentlyEnded.set(QUICRoutes.AddressPair(s.clientEndpoint, s.serverEndpoint), ()) }
         // After its packets still on the decryption thread.
         let report = { [onFinished] in
             s.finish(at: ts)
