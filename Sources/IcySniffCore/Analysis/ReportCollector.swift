@@ -162,7 +162,7 @@ public final class ReportCollector: TransactionSink {
         countDevice(connection.client.address, mac: connection.deviceMAC) { entry in
             entry.device.connections += 1
             if hidden { entry.device.encryptedConnections += 1 }
-            entry.device.wireBytes += connection.clientHalf.bytes + connection.serverHalf.bytes
+            entry.device.wireBytes += connection.bytesFromClient + connection.bytesFromServer
             if let ja4 = connection.tls?.ja4 {
                 entry.ja4s[Report.counted(ja4, in: entry.ja4s, limit: Report.agentsPerDevice, other: "other"), default: 0] += 1
             }
@@ -185,7 +185,7 @@ public final class ReportCollector: TransactionSink {
             } else {
                 tlsHandshakes.add(tls, connection, version: tls.versionName ?? "unknown", decrypted: tls.decrypted,
                                   handshakeMilliseconds: tls.handshakeMilliseconds,
-                                  bytes: (connection.clientHalf.bytes, connection.serverHalf.bytes))
+                                  bytes: (connection.bytesFromClient, connection.bytesFromServer))
             }
         }
         if let h2 = connection.http2, h2.streams > 0 {

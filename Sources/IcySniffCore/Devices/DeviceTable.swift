@@ -227,7 +227,7 @@ public final class DeviceTable {
         if let ja4 = c.tls?.ja4 { Self.note(ja4, in: &devices[i].ja4s) }
         devices[i].connections += 1
         devices[i].requests += takeRequests(of: c.id)
-        let bytes = c.clientHalf.bytes + c.serverHalf.bytes
+        let bytes = c.bytesFromClient + c.bytesFromServer
         devices[i].bytes += bytes
         if c.encryptedWithoutKeys { devices[i].encryptedBytes += bytes }
     }

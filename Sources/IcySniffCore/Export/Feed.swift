@@ -122,7 +122,7 @@ public final class FeedSink: TransactionSink {
 
     public func connectionFinished(_ connection: Connection) {
         // A connection that carried nothing (a port scan's SYN) is not worth a row.
-        guard connection.clientHalf.bytes > 0 || connection.serverHalf.bytes > 0 else { return }
+        guard connection.bytesFromClient > 0 || connection.bytesFromServer > 0 else { return }
         send(ConnectionSummary(connection), open: false)
     }
 

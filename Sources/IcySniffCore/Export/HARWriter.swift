@@ -99,7 +99,7 @@ public final class HARWriter: TransactionSink {
         contradicted.formUnion(connection.contradictedTransactions)
         // Connections that carried a transaction, and every TLS connection (its transactions
         // may be encrypted).
-        guard connection.clientHalf.bytes > 0 || connection.serverHalf.bytes > 0,
+        guard connection.bytesFromClient > 0 || connection.bytesFromServer > 0,
               usedConnections.remove(connection.id) != nil || connection.tls != nil else { return }
         entry.reset()
         ConnectionSummary(connection).write(to: entry)
@@ -255,8 +255,8 @@ public struct ConnectionSummary: Sendable {
         start = c.began
         end = c.times.last
         handshakeMilliseconds = c.quic?.handshakeMilliseconds ?? c.setup().transportMilliseconds
-        bytesFromClient = c.clientHalf.bytes
-        bytesFromServer = c.serverHalf.bytes
+        bytesFromClient = c.bytesFromClient
+        bytesFromServer = c.bytesFromServer
         gapBytes = c.halves.0.gapBytes + c.halves.1.gapBytes
         gaps = c.halves.0.gaps + c.halves.1.gaps
         packets = c.packets

@@ -430,8 +430,6 @@ final class QUICConnectionSession {
         }
         if info.end == nil { info.end = resetTokens.sawReset ? "stateless_reset" : "idle" }
         info.keyUpdates = max(keyring.application.fromClient?.updates ?? 0, keyring.application.fromServer?.updates ?? 0)
-        connection.halves.0.bytes = info.traffic.bytesFromClient
-        connection.halves.1.bytes = info.traffic.bytesFromServer
         // Without keys: what its packets say of its requests.
         if let inferred = pattern.finish(alpnOffered: handshake.tls.alpnOffered, decrypted: info.decrypted, in: workspace) {
             handshake.tls.inferred = inferred

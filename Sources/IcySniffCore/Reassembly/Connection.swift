@@ -240,6 +240,14 @@ public final class Connection {
     public var clientHalf: HalfStream { half(clientSide ?? 0) }
     public var serverHalf: HalfStream { half(1 - (clientSide ?? 0)) }
 
+    /// Bytes the client sent, whatever carries them: a TCP connection's stream payload, a QUIC
+    /// connection's UDP payloads (`QUICInfo.Traffic`, as its session last published it). The
+    /// one place that answers it for the outputs, the report and the devices.
+    /// (The transport is asked first: reading `quic` copies the whole `QUICInfo?`.)
+    public var bytesFromClient: UInt64 { transport == .quic ? quic?.traffic.bytesFromClient ?? 0 : clientHalf.bytes }
+    /// Bytes the server sent (as `bytesFromClient`).
+    public var bytesFromServer: UInt64 { transport == .quic ? quic?.traffic.bytesFromServer ?? 0 : serverHalf.bytes }
+
     /// When the connection began: a TCP connection's first SYN, else its first packet (a QUIC
     /// connection's first Initial).
     public var began: Timestamp { tcp.syn ?? times.first }
