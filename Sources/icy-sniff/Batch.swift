@@ -128,8 +128,8 @@ struct CaptureResult: Sendable {
     var status: Status = .ok
     /// False for a capture a signal stopped the batch before (no output, nothing said).
     var started = false
-    var packets: UInt64 = 0
-    var transactions: UInt64 = 0
+    /// The set's run figures (packets, transactions, anomalies), merged into the batch's line.
+    var stats = RunStats()
     var bytes: Int64 = 0
     /// Rendered rows for a merged output.
     var rendered: [UInt8] = []
@@ -221,8 +221,7 @@ struct BatchRunner {
             guard r.started else { notStarted += 1; continue }
             let path = captures[i].pieces.count == 1 ? captures[i].pieces[0].path : captures[i].name
             for note in r.notes { Diagnostics.warning(note) }
-            summary.packets += r.packets
-            summary.transactions += r.transactions
+            summary.merge(r.stats)
             switch r.status {
             case .ok: break
             case .interrupted:
@@ -262,6 +261,7 @@ struct BatchRunner {
             if upToDate > 0 { line += ", \(upToDate) up to date" }
             if skippedNonCaptures > 0 { line += ", \(skippedNonCaptures) other files skipped" }
             line += "), \(summary.packets) packets, \(summary.transactions) HTTP transactions in \(seconds.fixed(2)) s"
+                + Summary.anomalies(summary)
             Diagnostics.info(line)
         }
         return code
@@ -358,8 +358,7 @@ struct BatchRunner {
         } catch {
             result.status = .outputFailed(error.message)
         }
-        result.packets = run.pipeline.stats.packets
-        result.transactions = run.pipeline.stats.transactions
+        result.stats = run.pipeline.stats
         if merged { result.rendered = out.takeBytes() }
         return result
     }

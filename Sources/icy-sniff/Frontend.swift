@@ -370,6 +370,14 @@ enum Summary {
             line += "; \(count(stats.inferredExchanges, "exchange")) estimated from encrypted records"
                 + " (\(estimates == .rows && shown != nil ? "\"inferred\" rows, of the devices chosen" : estimates.rawValue))"
         }
+        line += anomalies(stats)
+        Diagnostics.info(line)
+    }
+
+    /// The end of a summary line: packets not decoded, the commonest anomalies, QUIC versions not
+    /// read ("" when there were none). A run's line and a batch's line end with it.
+    static func anomalies(_ stats: RunStats) -> String {
+        var text = ""
         func byCount(_ a: (key: Weird, value: UInt64), _ b: (key: Weird, value: UInt64)) -> Bool {
             (b.value, a.key.rawValue) < (a.value, b.key.rawValue)
         }
@@ -378,16 +386,16 @@ enum Summary {
         let notDecoded = stats.weirds.filter { $0.key.meansPacketNotDecoded }.sorted(by: byCount)
         if !notDecoded.isEmpty {
             let total = notDecoded.reduce(0) { $0 + $1.value }
-            line += "; \(total) packets not decoded (" + notDecoded.map { "\($0.key.rawValue)×\($0.value)" }.joined(separator: ", ") + ")"
+            text += "; \(total) packets not decoded (" + notDecoded.map { "\($0.key.rawValue)×\($0.value)" }.joined(separator: ", ") + ")"
         }
         let notable = stats.weirds.filter { $0.key != .midstreamPickup && !$0.key.meansPacketNotDecoded }.sorted(by: byCount).prefix(6)
         if !notable.isEmpty {
-            line += "; anomalies: " + notable.map { "\($0.key.rawValue)×\($0.value)" }.joined(separator: ", ")
+            text += "; anomalies: " + notable.map { "\($0.key.rawValue)×\($0.value)" }.joined(separator: ", ")
         }
         if !stats.unreadableQUICVersions.isEmpty {
             // What tshark shows of such a packet: its version (the rest is encrypted or lost).
-            line += "; QUIC Initials not read: " + stats.unreadableQUICVersionNames.map { "\($0.name)×\($0.count)" }.joined(separator: ", ")
+            text += "; QUIC Initials not read: " + stats.unreadableQUICVersionNames.map { "\($0.name)×\($0.count)" }.joined(separator: ", ")
         }
-        Diagnostics.info(line)
+        return text
     }
 }

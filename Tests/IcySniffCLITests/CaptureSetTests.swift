@@ -116,6 +116,9 @@ import Testing
         #expect(r.status == 0)
         #expect(r.stderr.contains("a piece of the set 'split' is missing before it (number 40 is not there)"), "\(r.stderr)")
         #expect(r.stderr.contains("flagged capture_piece_missing"))
+        // The batch's summary line counts the anomalies as a single run's does.
+        let summary = r.stderr.split(separator: "\n").first { $0.contains(" captures in 1 set") }
+        #expect(summary?.contains("; anomalies: ") == true && summary?.contains("capture_piece_missing×1") == true, "\(r.stderr)")
         // The connection goes on after the gap: it begins again mid-stream, and that is said.
         #expect(r.stderr.contains("1 connection begins mid-stream in it, not in a piece before it"), "\(r.stderr)")
         let connections = try CLI.run(["-r", dir.path, "--connections", "--format", "tsv"])
