@@ -2,8 +2,8 @@
 /// packet, that overtook the client's first Initial), copied and kept in arrival order for
 /// `lifetime` of capture time, at most `maxCount` of them and `maxBytes`. They are not counted as
 /// QUIC unless a connection takes them; what becomes of one dropped is the tracker's (a key-log
-/// search, or a count). Also the address pairs whose long headers matched nothing: their short
-/// headers are QUIC too.
+/// search, or a count). Also the address pairs whose long headers matched nothing, and those of
+/// connections that ended: their short headers are QUIC too (`keepsShortHeader`, `verdict`).
 struct QUICOrphans {
     static let maxCount = 64
     static let maxBytes = 128 << 10
@@ -25,6 +25,33 @@ struct QUICOrphans {
 
     func longHeadersUnmatched(between x: Endpoint, _ y: Endpoint) -> Bool {
         !unreadablePairs.isEmpty && unreadablePairs.contains(QUICRoutes.AddressPair(x, y))
+    }
+
+    /// Address pairs of the last connections the tracker ended with more to come (idle,
+    /// evicted, at a capture set's break): a short header on one later is its connection's,
+    /// which a short header cannot open again. Bounded: only the newest are remembered.
+    private var endedPairs = BoundedLRU<QUICRoutes.AddressPair, Void>(capacity: 1024)
+
+    mutating func connectionEnded(between x: Endpoint, _ y: Endpoint) {
+        endedPairs.set(QUICRoutes.AddressPair(x, y), ())
+    }
+
+    /// Whether a short header that matched no connection is kept a moment: its fixed bit set,
+    /// or, greased (RFC 9287), on a pair whose long headers matched nothing or whose connection
+    /// ended.
+    func keepsShortHeader(_ first: UInt8, between x: Endpoint, _ y: Endpoint) -> Bool {
+        first & 0x40 != 0 || longHeadersUnmatched(between: x, y) || endedPairs.peek(QUICRoutes.AddressPair(x, y)) != nil
+    }
+
+    /// What a short header no connection took is counted as: `quic_datagram_after_end` on the
+    /// pair of a connection that ended, else `quic_datagram_unmatched` on port 443 or a pair an
+    /// unmatched long header used; nil elsewhere (any UDP datagram may have its second bit set).
+    func verdict(shortHeader o: Orphan) -> Weird? {
+        if endedPairs.peek(QUICRoutes.AddressPair(o.source, o.destination)) != nil { return .quicDatagramAfterEnd }
+        if o.source.port == 443 || o.destination.port == 443 || longHeadersUnmatched(between: o.source, o.destination) {
+            return .quicDatagramUnmatched
+        }
+        return nil
     }
 
     /// The oldest orphan, taken out.

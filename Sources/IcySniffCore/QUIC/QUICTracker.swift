@@ -86,10 +86,8 @@ final class QUICTracker {
         guard let session = routes.session(shortHeader: p) ?? routes.session(between: d.source, d.destination) else {
             // Perhaps a packet that overtook its connection's first Initial, or of a connection
             // whose first Initial was lost (found when its orphaned Handshake packet is dropped):
-            // kept a moment. Its fixed bit greased (RFC 9287): only on a pair whose long headers
-            // matched nothing, or whose connection ended (`recentlyEnded`).
-            if first & 0x40 != 0 || orphans.longHeadersUnmatched(between: d.source, d.destination)
-                || recentlyEnded.peek(QUICRoutes.AddressPair(d.source, d.destination)) != nil {
+            // kept a moment (`QUICOrphans.keepsShortHeader`).
+            if orphans.keepsShortHeader(first, between: d.source, d.destination) {
                 keepOrphan(d, kind: .shortHeader)
             }
             return false
@@ -185,19 +183,9 @@ final class QUICTracker {
             if let version = o.bytes.withUnsafeBytes({ QUICTracker.longHeaderVersion($0) }) { onUnreadableVersion(version) }
         case .longHeader: onUnmatched(.quicDatagramUnmatched)
         case .shortHeader:
-            if recentlyEnded.peek(QUICRoutes.AddressPair(o.source, o.destination)) != nil {
-                onUnmatched(.quicDatagramAfterEnd)
-            } else if o.source.port == 443 || o.destination.port == 443 || orphans.longHeadersUnmatched(between: o.source, o.destination) {
-                onUnmatched(.quicDatagramUnmatched)
-            }
+            if let weird = orphans.verdict(shortHeader: o) { onUnmatched(weird) }
         }
     }
-
-    /// The address pairs of the last connections ended (idle, evicted, at a capture set's
-    /// break): a short header that comes on one later is its connection's, counted
-    /// `quic_datagram_after_end` (a connection a piece of a set cut sends on in the next piece,
-    /// which a short header cannot open again). Bounded: only the newest are remembered.
-    private var recentlyEnded = BoundedLRU<QUICRoutes.AddressPair, Void>(capacity: 1024)
     /// The version of a long-header packet (RFC 8999 §5.1: the four bytes after the first; 0 is
     /// Version Negotiation, not a version).
     static func longHeaderVersion(_ bytes: UnsafeRawBufferPointer) -> UInt32? {
@@ -327,12 +315,13 @@ final class QUICTracker {
         }
     }
 
-    /// `remembered`: its address pair goes into `recentlyEnded` (idle, evicted, a break).
+    /// `remembered`: its short headers to come are counted (`QUICOrphans.connectionEnded`: idle,
+    /// evicted, a break).
     private func end(_ s: QUICConnectionSession, at ts: Timestamp, remembered: Bool = true) {
         discard(s)
         guard s.confirmed else { return }
         connectionsSeen += 1
-        if remembered { recentlyEnded.set(QUICRoutes.AddressPair(s.clientEndpoint, s.serverEndpoint), ()) }
+        if remembered { orphans.connectionEnded(between: s.clientEndpoint, s.serverEndpoint) }
         // After its packets still on the decryption thread.
         let report = { [onFinished] in
             s.finish(at: ts)
