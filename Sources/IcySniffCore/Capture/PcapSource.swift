@@ -273,7 +273,6 @@ public final class PcapSource {
         PcapInputFile.decompressionFailure(cookie).map { "cannot decompress: \($0)" }
     }
 
-
     private static func describeOpenFailure(_ detail: String) -> String {
         if detail.contains("unknown file format") { return "unknown file format" }
         if detail.hasPrefix("truncated dump file") { return "the file header is cut short" }

@@ -56,11 +56,7 @@ public final class HTTPMessage {
     public var wireBytes: UInt64 { UInt64(max(0, headersSize)) + body.wireBytes }
 
     /// The message is emitted (or dropped): its kept body no longer counts against the budget.
-    func releaseBodyBudget() {
-        if body.charged > 0 { body.budget?.give(body.charged) }
-        body.charged = 0
-        body.budget = nil
-    }
+    func releaseBodyBudget() { body.releaseBudget() }
 
     deinit { releaseBodyBudget() }
 

@@ -41,6 +41,13 @@ public struct MessageBody {
 
     /// Whether the body was decoded (a Content-Encoding we understand, decoded without error).
     public var wasDecoded: Bool { archivedWasDecoded ?? (decoder != nil && !decodeFailed) }
+
+    /// What `kept` was charged goes back to the budget (the message is emitted or dropped).
+    mutating func releaseBudget() {
+        if charged > 0 { budget?.give(charged) }
+        charged = 0
+        budget = nil
+    }
 }
 
 extension HTTPMessage {
