@@ -75,3 +75,17 @@ public protocol StreamHandler: AnyObject {
     func ended(_ direction: Direction, reason: CloseReason, at timestamp: Timestamp, on connection: Connection)
     func finished(_ connection: Connection, at timestamp: Timestamp)
 }
+
+/// What reads a byte stream carried inside another protocol's: the two directions of an HTTP/1.1
+/// connection after a 101 or a CONNECT answered 2xx, of a SOCKS connection after its grant, of an
+/// HTTP/2 extended CONNECT stream's DATA. `StreamHandler`'s events without the connection's own
+/// offsets and `Connection` (the carrier knows them; a consumer that needs offsets counts its
+/// own, as `TunnelRelay` does): bytes and holes per direction in order, `ended` per direction,
+/// then `finished` once, before the carrier's own transaction is emitted (what the stream held
+/// is part of that transaction: a WebSocket's messages, a tunnel's inner transactions).
+protocol CarriedStreamConsumer: AnyObject {
+    func received(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction)
+    func missed(_ length: UInt64, at ts: Timestamp, from direction: Direction)
+    func ended(_ direction: Direction, reason: CloseReason, at ts: Timestamp)
+    func finished(at ts: Timestamp)
+}

@@ -34,10 +34,10 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
 
     /// Chooses the sessions of what a CONNECT tunnel carries (nil: tunnels stay opaque).
     private let tunnels: StandardSessionFactory?
-    /// After a CONNECT answered 2xx: where the tunnel's bytes go.
-    private var tunnelRelay: TunnelRelay? = nil
-    /// After `Upgrade: websocket` and a 101: the socket's frames.
-    private var webSocket: WebSocketSession? = nil
+    /// What reads the connection's bytes once the HTTP exchange made it something else: a
+    /// WebSocket after `Upgrade: websocket` and a 101, a `TunnelRelay` after a CONNECT answered
+    /// 2xx. (An h2c upgrade is `upgraded`: HTTP/2 reads the connection's own stream.)
+    private var carried: (any CarriedStreamConsumer)? = nil
 
     /// `onTCPStream`: its stream offsets are the TCP connection's own (not inside TLS or a
     /// proxy tunnel), so bytes that reassembly finds contradicted can be tied to its transactions.
@@ -89,17 +89,14 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
         let inTunnel = parser.isTunnel
         if !inTunnel { pairing.lost(gap.offset..<(gap.offset + gap.length), from: direction) }
         parser.gap(gap)
-        if inTunnel {
-            tunnelRelay?.missed(gap.length, at: gap.timestamp, from: direction)
-            webSocket?.missed(gap.length, at: gap.timestamp, from: direction)
-        }
+        if inTunnel { carried?.missed(gap.length, at: gap.timestamp, from: direction) }
     }
 
     func ended(_ direction: Direction, reason: CloseReason, at timestamp: Timestamp, on connection: Connection) {
         if let upgraded { return upgraded.ended(direction, reason: reason, at: timestamp, on: connection) }
         if verdict == .notHTTP { return }
         parser(for: direction).finish(at: timestamp, reason: reason)
-        tunnelRelay?.ended(direction, reason: reason, at: timestamp)
+        carried?.ended(direction, reason: reason, at: timestamp)
     }
 
     func finished(_ connection: Connection, at timestamp: Timestamp) {
@@ -123,10 +120,9 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
         summary.bytesFromServer = responseParser.tunnelBytes
         summary.start = [requestParser.tunnelStart, responseParser.tunnelStart].compactMap { $0 }.min()
         summary.end = [requestParser.tunnelEnd, responseParser.tunnelEnd].compactMap { $0 }.max()
-        webSocket?.finish(at: timestamp)
+        carried?.finished(at: timestamp)
         pairing.finish(tunnel: summary)
         upgraded?.finished(connection, at: timestamp)
-        tunnelRelay?.finished(at: timestamp)
     }
 
     @inline(__always) private func parser(for direction: Direction) -> HTTPStreamParser {
@@ -226,7 +222,7 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
             }
             if message.status == 101, Self.upgrades(message, to: "websocket"), let t = pairing.upgradeTransaction {
                 // RFC 6455: both directions are WebSocket frames from here.
-                webSocket = WebSocketSession(transaction: t, response: message, connection: connection, options: options.webSocket, budget: options.webSocketBudget)
+                carried = WebSocketSession(transaction: t, response: message, connection: connection, options: options.webSocket, budget: options.webSocketBudget)
             }
             // The response parser tunnels on its own (its framing says so); the client's side
             // follows from here.
@@ -235,7 +231,7 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
             // HTTP, HTTP/2), as a connection's is; the transactions found inside it are flagged.
             if message.status != 101, let tunnels, let target = pairing.tunnelTarget {
                 connection.tunnel = ProxyTunnel(kind: .connect, target: target)
-                tunnelRelay = TunnelRelay(connection: connection, factory: tunnels, emitter: emitter)
+                carried = TunnelRelay(connection: connection, factory: tunnels, emitter: emitter)
             }
         }
     }
@@ -250,10 +246,8 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
         let direction: Direction = role == .request ? .fromClient : .fromServer
         if let upgraded {
             upgraded.received(StreamChunk(offset: 0, bytes: bytes, timestamp: ts), from: .fromServer, on: connection)
-        } else if let webSocket {
-            webSocket.received(bytes, at: ts, from: direction)
         } else {
-            tunnelRelay?.received(bytes, at: ts, from: direction)
+            carried?.received(bytes, at: ts, from: direction)
         }
     }
 

@@ -33,8 +33,9 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
     private var noted = Set<Weird>()
     /// Fields of the block being turned into a message were dropped at a cap (flagged on it).
     private var droppedFields: Weird? = nil
-    /// Streams that an extended CONNECT (RFC 8441) made WebSockets: their DATA is frames.
-    private var webSockets: [UInt32: WebSocketSession] = [:]
+    /// Streams whose DATA an extended CONNECT (RFC 8441) gave to another protocol: a WebSocket's
+    /// frames.
+    private var carried: [UInt32: any CarriedStreamConsumer] = [:]
 
     struct HeaderBlock {
         var stream: UInt32
@@ -79,8 +80,8 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
     func ended(_ direction: Direction, reason: CloseReason, at timestamp: Timestamp, on connection: Connection) {}
 
     func finished(_ connection: Connection, at timestamp: Timestamp) {
-        for stream in webSockets.keys.sorted() { webSockets[stream]?.finish(at: timestamp) }
-        webSockets = [:]
+        for stream in carried.keys.sorted() { carried[stream]?.finished(at: timestamp) }
+        carried = [:]
         pairing.finish(at: timestamp)
     }
 
@@ -137,7 +138,7 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
         case .rstStream:
             guard h.length == 4, h.stream != 0 else { return malformed() }
             let error = readUInt32(payload)
-            if !webSockets.isEmpty, let ws = webSockets.removeValue(forKey: h.stream) { ws.finish(at: last) }
+            if !carried.isEmpty, let c = carried.removeValue(forKey: h.stream) { c.finished(at: last) }
             pairing.reset(UInt64(h.stream), at: last, noError: error == 0, byServer: direction == .fromServer)
         case .settings:
             guard h.stream == 0, h.length % 6 == 0 else { return malformed() }
@@ -226,14 +227,14 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
 
     func data(_ bytes: UnsafeRawBufferPointer, of h: HTTP2FrameHeader, at ts: Timestamp, from direction: Direction) {
         guard let m = bodyMessage(h.stream, from: direction) else { return strayData(h.stream) }
-        if !webSockets.isEmpty, let ws = webSockets[h.stream] { ws.received(bytes, at: ts, from: direction) }
+        if !carried.isEmpty, let c = carried[h.stream] { c.received(bytes, at: ts, from: direction) }
         m.receiveBody(bytes, wire: bytes.count, options: options)
         m.arrival.lastByte = ts
     }
 
     func dataLost(_ length: UInt64, of h: HTTP2FrameHeader, at ts: Timestamp, from direction: Direction) {
         guard let m = bodyMessage(h.stream, from: direction) else { return }
-        if !webSockets.isEmpty, let ws = webSockets[h.stream] { ws.missed(length, at: ts, from: direction) }
+        if !carried.isEmpty, let c = carried[h.stream] { c.missed(length, at: ts, from: direction) }
         m.receiveBodyGap(length)
     }
 
@@ -241,9 +242,9 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
         guard let m = bodyMessage(h.stream, from: direction) else { return }
         m.arrival.lastByte = ts
         if h.endStream {
-            if !webSockets.isEmpty, let ws = webSockets[h.stream] { ws.finish(direction, at: ts) }
+            if !carried.isEmpty, let c = carried[h.stream] { c.ended(direction, reason: .fin, at: ts) }
             end(m, on: h.stream, at: ts)
-            if !webSockets.isEmpty, pairing.transaction(on: UInt64(h.stream)) == nil { webSockets[h.stream] = nil }
+            if !carried.isEmpty, pairing.transaction(on: UInt64(h.stream)) == nil { carried[h.stream] = nil }
         }
     }
 
@@ -360,7 +361,7 @@ final class HTTP2Session: ConnectionSession, HTTP2FrameHandler {
             // WebSocket's is its frames.
             t.note(.tunnel)
             if t.request?.headers.first(":protocol")?.lowercased() == "websocket" {
-                webSockets[stream] = WebSocketSession(transaction: t, response: response, connection: connection, options: options.webSocket, budget: options.webSocketBudget)
+                carried[stream] = WebSocketSession(transaction: t, response: response, connection: connection, options: options.webSocket, budget: options.webSocketBudget)
             }
         }
         if block.endStream { end(response, on: stream, at: ts) }

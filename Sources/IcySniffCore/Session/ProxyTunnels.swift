@@ -7,7 +7,7 @@
 
 /// The inner side of a tunnel: a session slot of its own, fed the tunnel's bytes with offsets
 /// counted from the tunnel's start.
-final class TunnelRelay {
+final class TunnelRelay: CarriedStreamConsumer {
     private unowned let connection: Connection
     private let slot: SessionSlot
     private var offsets = PerDirection<UInt64>(0)

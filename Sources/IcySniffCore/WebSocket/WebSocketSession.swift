@@ -9,7 +9,7 @@
 /// its anomalies. A gap inside a frame's payload leaves that message incomplete (and, with
 /// context takeover, the direction's later compressed messages not inflatable: flagged, never
 /// guessed); a gap across a frame header ends what can be read of that direction.
-final class WebSocketSession {
+final class WebSocketSession: CarriedStreamConsumer {
     let log = WebSocketLog()
     private let transaction: Transaction
     private let options: WebSocketOptions
@@ -42,15 +42,16 @@ final class WebSocketSession {
         readers[direction].gap(length, at: ts)
     }
 
-    /// The socket is over: a message still being received is recorded, incomplete.
-    func finish(at ts: Timestamp) {
-        readers.fromClient.finish(at: ts)
-        readers.fromServer.finish(at: ts)
+    /// One direction is over (a TCP FIN, an HTTP/2 stream's END_STREAM): a message it was still
+    /// sending is recorded, incomplete.
+    func ended(_ direction: Direction, reason: CloseReason, at ts: Timestamp) {
+        readers[direction].finish(at: ts)
     }
 
-    /// One direction is over (an HTTP/2 stream's END_STREAM).
-    func finish(_ direction: Direction, at ts: Timestamp) {
-        readers[direction].finish(at: ts)
+    /// The socket is over: a message still being received is recorded, incomplete.
+    func finished(at ts: Timestamp) {
+        readers.fromClient.finish(at: ts)
+        readers.fromServer.finish(at: ts)
     }
 
     /// An anomaly of the socket: on its transaction (once) and counted on its connection.
