@@ -134,7 +134,7 @@ final class InOrderPairing {
     /// The request the next response answers, as far as the pairing knows.
     func requestBeingAnswered() -> RequestContext {
         guard let t = firstUnanswered, let request = t.request else { return .unknown }
-        let whole = !connection.serverHalf.midstream && !connection.clientHalf.midstream && connection.serverHalf.gaps == 0
+        let whole = !connection.midstream && (connection.tcpHalf(.fromServer)?.gaps ?? 0) == 0
         return RequestContext(method: request.method, isHTTP09: request.isHTTP09,
                               replyMayLackStatusLine: !request.isHTTP09 && t.depth == 1 && whole)
     }
@@ -305,10 +305,10 @@ final class InOrderPairing {
         guard onTCPStream else { emitter.emit(t); return }
         var ranges = Contradictions.EmittedRanges(sequence: 0, fromClient: Self.span(t.request, after: nil),
                                                   fromServer: Self.span(t.response, after: t.interimResponses.first))
-        ranges.flagged = connection.contradictions.holdsContradictedBytes(ranges)
+        ranges.flagged = connection.tcp?.contradictions.holdsContradictedBytes(ranges) ?? false
         if ranges.flagged { t.note(.injectionSuspected) }
         ranges.sequence = emitter.emit(t)
-        connection.contradictions.emitted(ranges)
+        connection.tcp?.contradictions.emitted(ranges)
     }
 
     /// The stream bytes of a message (from an interim response's start, when there was one).

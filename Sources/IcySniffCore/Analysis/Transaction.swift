@@ -26,7 +26,7 @@ public struct ConnectionSnapshot: Sendable {
         server = c.server
         let secure = scheme == "https"
         setup = c.setup(withTLS: secure)
-        midstream = c.clientHalf.midstream || c.serverHalf.midstream
+        midstream = c.midstream
         tlsVersionNumber = secure ? c.tls?.version ?? 0 : 0
         sni = secure ? c.tls?.sni : nil
         quic = c.transport == .quic

@@ -257,10 +257,10 @@ public struct ConnectionSummary: Sendable {
         handshakeMilliseconds = c.quic?.handshakeMilliseconds ?? c.setup().transportMilliseconds
         bytesFromClient = c.bytesFromClient
         bytesFromServer = c.bytesFromServer
-        gapBytes = c.halves.0.gapBytes + c.halves.1.gapBytes
-        gaps = c.halves.0.gaps + c.halves.1.gaps
+        gapBytes = c.tcp.map { $0.halves.0.gapBytes + $0.halves.1.gapBytes } ?? 0
+        gaps = c.tcp.map { $0.halves.0.gaps + $0.halves.1.gaps } ?? 0
         packets = c.packets
-        history = String(decoding: c.tcp.history, as: UTF8.self)
+        history = c.tcp.map { String(decoding: $0.history, as: UTF8.self) } ?? ""
         clientEvidence = c.clientEvidence?.rawValue ?? ""
         weirds = c.weirds.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         tls = c.tls

@@ -1,88 +1,3 @@
-/// State of one direction of a TCP connection: where the stream stands and what is buffered.
-public final class HalfStream {
-    /// True once the stream's origin is known (from a SYN, or the first data seen).
-    var started = false
-    /// Sequence number of the byte at `nextOffset`.
-    var nextSequence: UInt32 = 0
-    /// Stream offset of the next byte to deliver; everything before it was delivered or declared a gap.
-    public internal(set) var nextOffset: UInt64 = 0
-    var pending = OutOfOrderStore()
-    var pendingBytes = 0
-    /// Offset just past the last data byte, when a FIN was seen.
-    var finOffset: UInt64? = nil
-    public internal(set) var closed = false
-    public internal(set) var sawSYN = false
-    /// Nothing of the stream arrived yet (no bytes, gaps or segments held).
-    var isUnused: Bool { bytes == 0 && gaps == 0 && pending.isEmpty }
-    public internal(set) var midstream = false
-    public internal(set) var bytes: UInt64 = 0
-    public internal(set) var gapBytes: UInt64 = 0
-    public internal(set) var gaps = 0
-    public internal(set) var segments: UInt64 = 0
-    public internal(set) var retransmittedSegments: UInt64 = 0
-    /// The last `historyLength` bytes delivered, in a ring indexed by stream offset (allocated
-    /// with the first delivery): a later copy of them that differs is seen (`contradiction`).
-    /// The bytes from `historyStart` to `nextOffset` are in it; a gap starts it again.
-    private var history: UnsafeMutablePointer<UInt8>? = nil
-    private var historyStart: UInt64 = 0
-    /// Long enough to hold the end of a forged response that races the real one (a redirect
-    /// or a block page is a few hundred bytes); one copy of at most this much per delivery. A
-    /// power of two: positions in the ring are offsets masked.
-    @inline(__always) static var historyLength: Int { 128 }
-
-    deinit { history?.deallocate() }
-
-    /// Keeps the end of `bytes`, delivered at `nextOffset` (before it advances).
-    @inline(__always) func remember(_ bytes: UnsafeRawBufferPointer) {
-        let length = Self.historyLength, mask = length - 1
-        let h: UnsafeMutablePointer<UInt8>
-        if let existing = history { h = existing } else {
-            h = UnsafeMutablePointer<UInt8>.allocate(capacity: length)
-            history = h
-        }
-        let n = bytes.count
-        let take = min(n, length)
-        let at = Int(truncatingIfNeeded: nextOffset &+ UInt64(n - take)) & mask
-        let first = min(take, length - at)
-        let source = bytes.baseAddress! + (n - take)
-        UnsafeMutableRawPointer(h + at).copyMemory(from: source, byteCount: first)
-        if take > first { UnsafeMutableRawPointer(h).copyMemory(from: source + first, byteCount: take - first) }
-        let end = nextOffset &+ UInt64(n)
-        if end >= UInt64(length) && end - UInt64(length) > historyStart { historyStart = end - UInt64(length) }
-    }
-
-    /// After a gap: nothing before `nextOffset` is known any more.
-    func forgetHistory() { historyStart = nextOffset }
-
-    /// The first offset at which `payload`, a copy of bytes from `start` on that were delivered
-    /// already, differs from what was delivered (as far as the history reaches); nil when it
-    /// agrees.
-    func contradiction(_ payload: UnsafeRawBufferPointer, at start: Int64) -> UInt64? {
-        guard let h = history else { return nil }
-        let lo = max(start, Int64(historyStart)), hi = min(start + Int64(payload.count), Int64(nextOffset))
-        guard lo < hi else { return nil }
-        let mask = Self.historyLength - 1
-        for o in lo..<hi where payload[Int(o - start)] != h[Int(truncatingIfNeeded: o) & mask] { return UInt64(o) }
-        return nil
-    }
-
-    /// The stream offset of sequence number `seq`, relative to the next expected byte, so it stays
-    /// right across the 2^32 wrap and beyond 4 GiB.
-    @inline(__always) func offset(of seq: UInt32) -> Int64 {
-        Int64(bitPattern: nextOffset) &+ Int64(Int32(bitPattern: seq &- nextSequence))
-    }
-}
-
-/// An out-of-order segment copied out of the packet until the hole before it is filled.
-struct PendingSegment {
-    var offset: UInt64
-    var data: [UInt8]
-    var arrival: UInt64 = 0
-    /// The peer offset its segment acknowledged (`StreamChunk.peerAck`).
-    var peerAck: UInt64? = nil
-    var end: UInt64 { offset + UInt64(data.count) }
-}
-
 /// What the HTTP state of all TCP connections may hold at once: requests waiting for their
 /// responses (HTTP/1.x pipelining, HTTP/2 streams), each charged an estimate of what it holds
 /// (its head's bytes and 1.5 KiB for the objects around it, as measured). The per-connection cap (1,000
@@ -134,8 +49,10 @@ public final class StateBudget {
     }
 }
 
-/// One TCP connection or QUIC connection: its endpoints, handshake times, both directions, counters
-/// and anomalies (`transport` says which; QUIC's own state is in `quic`).
+/// One TCP connection or QUIC connection: the core every transport shares (ids, endpoints, which
+/// side is the client, device, times, byte counts, anomalies, set-up, what its sessions found)
+/// and its transport adapter: `tcp` (reassembly, handshake, history) or QUIC's `quic`
+/// (`transport` says which).
 /// Side 0 is the endpoint that sent the first packet seen; `clientSide` says which side is the
 /// client once that is known (from the SYN, else from the content).
 public final class Connection {
@@ -162,7 +79,6 @@ public final class Connection {
     func releaseAllBudget() { budget.close() }
     public let id: UInt64
     public let endpoints: (Endpoint, Endpoint)
-    public let halves: (HalfStream, HalfStream)
     /// Which side (0: the endpoint of the first packet seen, 1: the other) is the client, once
     /// Reassembly has decided it; `clientEvidence` says how.
     public internal(set) var clientSide: Int? = nil
@@ -178,9 +94,10 @@ public final class Connection {
     /// The link-layer address of its client's device (0: none known; `DeviceTable.mac`), set
     /// when its handshake is told and when it ends.
     public internal(set) var deviceMAC: UInt64 = 0
-    /// What only TCP has (its handshake, RST, Zeek's history letters); empty for QUIC. Readers
-    /// that do not care what carries the connection use `setup` and `began`.
-    public internal(set) var tcp = TCPFacts()
+    /// TCP's adapter: both directions' reassembly, its handshake, RST, Zeek's history letters
+    /// (nil for QUIC). Readers that do not care what carries the connection use `setup`, `began`,
+    /// `midstream` and the byte counts.
+    public let tcp: TCPAdapter?
     public internal(set) var packets: UInt64 = 0
     public internal(set) var weirds: [Weird: Int] = [:]
     /// What the cleartext TLS handshake showed, for a connection that carried TLS.
@@ -205,26 +122,25 @@ public final class Connection {
     /// What the connection's HTTP/2 session counted (nil: not HTTP/2).
     public internal(set) var http2: HTTP2Stats? = nil
 
-    init(id: UInt64, first: Endpoint, second: Endpoint, timestamp: Timestamp, transport: Transport = .tcp) {
+    private init(id: UInt64, first: Endpoint, second: Endpoint, timestamp: Timestamp, transport: Transport, tcp: TCPAdapter?) {
         self.id = id
         self.transport = transport
         self.endpoints = (first, second)
-        self.halves = (HalfStream(), HalfStream())
+        self.tcp = tcp
         self.times = Times(first: timestamp, last: timestamp)
     }
 
-    @inline(__always) public func half(_ side: Int) -> HalfStream { side == 0 ? halves.0 : halves.1 }
-
-    /// Calls `body` with the half of `side` and the other one, without retaining them: choosing
-    /// one of two references makes a retained copy (two atomic operations each, for every packet),
-    /// so the choice is made between unmanaged references, which the connection keeps alive for
-    /// as long as it lives (`halves` is a constant).
-    @inline(__always)
-    func withHalves<R>(_ side: Int, _ body: (_ half: HalfStream, _ other: HalfStream) -> R) -> R {
-        let unretained = (Unmanaged.passUnretained(halves.0), Unmanaged.passUnretained(halves.1))
-        let (mine, theirs) = side == 0 ? unretained : (unretained.1, unretained.0)
-        return mine._withUnsafeGuaranteedRef { half in theirs._withUnsafeGuaranteedRef { other in body(half, other) } }
+    /// A TCP connection whose adapter `tcp` the caller (the connection table) writes.
+    convenience init(id: UInt64, first: Endpoint, second: Endpoint, timestamp: Timestamp, tcp: TCPAdapter) {
+        self.init(id: id, first: first, second: second, timestamp: timestamp, transport: .tcp, tcp: tcp)
     }
+
+    /// A connection carried by `transport` (TCP: with an adapter of its own).
+    convenience init(id: UInt64, first: Endpoint, second: Endpoint, timestamp: Timestamp, transport: Transport = .tcp) {
+        self.init(id: id, first: first, second: second, timestamp: timestamp, transport: transport,
+                  tcp: transport == .tcp ? TCPAdapter() : nil)
+    }
+
     @inline(__always) public func endpoint(_ side: Int) -> Endpoint { side == 0 ? endpoints.0 : endpoints.1 }
 
     @inline(__always) func side(of source: Endpoint) -> Int { source == endpoints.0 ? 0 : 1 }
@@ -237,26 +153,33 @@ public final class Connection {
 
     public var client: Endpoint { endpoint(clientSide ?? 0) }
     public var server: Endpoint { endpoint(1 - (clientSide ?? 0)) }
-    public var clientHalf: HalfStream { half(clientSide ?? 0) }
-    public var serverHalf: HalfStream { half(1 - (clientSide ?? 0)) }
+    /// TCP: the reassembly state of the bytes that flow in `direction` (nil for QUIC).
+    @inline(__always) public func tcpHalf(_ direction: Direction) -> HalfStream? {
+        tcp?.half(direction == .fromClient ? clientSide ?? 0 : 1 - (clientSide ?? 0))
+    }
 
     /// Bytes the client sent, whatever carries them: a TCP connection's stream payload, a QUIC
     /// connection's UDP payloads (`QUICInfo.Traffic`, as its session last published it). The
     /// one place that answers it for the outputs, the report and the devices.
-    /// (The transport is asked first: reading `quic` copies the whole `QUICInfo?`.)
-    public var bytesFromClient: UInt64 { transport == .quic ? quic?.traffic.bytesFromClient ?? 0 : clientHalf.bytes }
+    /// (The adapter is asked first: reading `quic` copies the whole `QUICInfo?`.)
+    public var bytesFromClient: UInt64 { tcpHalf(.fromClient)?.bytes ?? quic?.traffic.bytesFromClient ?? 0 }
     /// Bytes the server sent (as `bytesFromClient`).
-    public var bytesFromServer: UInt64 { transport == .quic ? quic?.traffic.bytesFromServer ?? 0 : serverHalf.bytes }
+    public var bytesFromServer: UInt64 { tcpHalf(.fromServer)?.bytes ?? quic?.traffic.bytesFromServer ?? 0 }
+
+    /// The capture picked up one of its byte streams after its start (a TCP direction whose
+    /// first bytes came without a SYN before them). A QUIC connection is found at its first
+    /// Initial or not at all.
+    public var midstream: Bool { tcp?.midstream ?? false }
 
     /// When the connection began: a TCP connection's first SYN, else its first packet (a QUIC
     /// connection's first Initial).
-    public var began: Timestamp { tcp.syn ?? times.first }
+    public var began: Timestamp { tcp?.syn ?? times.first }
 
     /// How the connection was set up, whatever carries it; `withTLS`: its TLS handshake counts
     /// (not for a CONNECT's transaction, which came before a tunnel's TLS).
     public func setup(withTLS: Bool = true) -> ConnectionSetup {
         var s = ConnectionSetup()
-        if let syn = tcp.syn, let ack = tcp.handshakeAck { s.transport = ConnectionSetup.Span(start: syn, end: ack) }
+        if let tcp, let syn = tcp.syn, let ack = tcp.handshakeAck { s.transport = ConnectionSetup.Span(start: syn, end: ack) }
         if withTLS, let tls, let start = tls.handshakeStart { s.secure = ConnectionSetup.Span(start: start, end: tls.handshakeEnd) }
         s.secureIsSetup = transport == .quic
         return s
@@ -266,31 +189,24 @@ public final class Connection {
 
     // MARK: Injection
 
-    /// TCP: retransmissions whose bytes differed from those delivered, and the transactions that
-    /// held them (cleartext HTTP/1.x on the stream itself: injection suspected).
-    var contradictions = Contradictions()
-
-    /// Delivered bytes of `direction` at `offset` were contradicted by a later copy.
+    /// TCP: delivered bytes of `direction` at `offset` were contradicted by a later copy.
     func contradicted(at offset: UInt64, from direction: Direction) {
         note(.retransmissionInconsistency)
-        contradictions.contradicted(at: offset, from: direction)
+        tcp?.contradictions.contradicted(at: offset, from: direction)
     }
 
     /// Transactions found, after they were emitted, to hold bytes that a later copy contradicted
-    /// (`Contradictions.transactions`).
-    public var contradictedTransactions: [UInt64] { contradictions.transactions }
+    /// (`Contradictions.transactions`; none over QUIC).
+    public var contradictedTransactions: [UInt64] { tcp?.contradictions.transactions ?? [] }
 
     func forget(_ weird: Weird) { weirds[weird] = nil }
 
     /// Adds a history letter once (Zeek records each event kind once per direction). Upper case:
     /// the side that opened the connection (the client's, unless a reverse proxy's client
     /// accepted it: `ClientEvidence.reverse`).
-    func record(_ letter: Unicode.Scalar, side: Int) {
+    @inline(__always) func record(_ letter: Unicode.Scalar, side: Int) {
         let client = clientSide ?? 0
-        let isOriginator = side == (clientEvidence == .reverse ? 1 - client : client)
-        let lower = lowerASCII(UInt8(ascii: letter))
-        let byte = isOriginator ? lower & ~0x20 : lower
-        if !tcp.history.contains(byte) { tcp.history.append(byte) }
+        tcp?.record(letter, originator: side == (clientEvidence == .reverse ? 1 - client : client))
     }
 
     /// The connection id as shown in outputs ("C" and a number).
@@ -302,76 +218,6 @@ public final class Connection {
 /// The transport of a connection, as outputs name it (`"transport"`).
 public enum Transport: String, Sendable {
     case tcp, quic
-}
-
-/// What only a TCP connection has: its handshake as the capture saw it, the server's initial
-/// sequence numbers the reassembly checks the client's ACK against, whether a RST came, and
-/// Zeek-style history letters.
-public struct TCPFacts: Sendable {
-    /// The first SYN, the SYN-ACK, and the client's ACK that completed the handshake.
-    public internal(set) var syn: Timestamp? = nil
-    public internal(set) var synAck: Timestamp? = nil
-    public internal(set) var handshakeAck: Timestamp? = nil
-    var serverISNPlusOne: UInt32 = 0
-    /// SYN/ACKs the last one replaced before the client answered (at most 4): the client's ACK,
-    /// or the server's first data, may show that one of them was the one in use.
-    var replacedServerISNsPlusOne: [UInt32] = []
-    public internal(set) var resetSeen = false
-    /// Upper case: originator. S h a d f r g.
-    public internal(set) var history: [UInt8] = []
-}
-
-/// Where a later copy of a TCP stream's bytes contradicted what was delivered, and which
-/// emitted transactions held those bytes: a forged response racing the real one (an injector
-/// on the path) or a broken middlebox.
-struct Contradictions: Sendable {
-    /// A transaction emitted on the connection (cleartext HTTP/1.x on the TCP stream itself):
-    /// where its messages lay in each direction's stream. The last `recentKept` are kept.
-    struct EmittedRanges: Sendable {
-        var sequence: UInt64
-        var fromClient: Range<UInt64>?
-        var fromServer: Range<UInt64>?
-        /// It was flagged `injection_suspected` when emitted: no output needs to hear of it again.
-        var flagged = false
-        func covers(_ offset: UInt64, from direction: Direction) -> Bool {
-            (direction == .fromClient ? fromClient : fromServer)?.contains(offset) ?? false
-        }
-    }
-    private var recentlyEmitted: [EmittedRanges] = []
-    private static let recentKept = 16
-    /// Offsets where delivered bytes were contradicted that no emitted transaction holds yet
-    /// (at most `recentKept`): the transaction emitted later that holds one is flagged.
-    private var offsets: [(direction: Direction, offset: UInt64)] = []
-    /// Transactions found, after they were emitted, to hold bytes that a later copy contradicted
-    /// (by `Transaction.sequence`; not those flagged when emitted already): the HAR and the report
-    /// flag them `injection_suspected` at the connection's end; streaming outputs had written
-    /// them already (the connection's `retransmission_inconsistency` says so).
-    private(set) var transactions: [UInt64] = []
-
-    /// Delivered bytes of `direction` at `offset` were contradicted by a later copy.
-    mutating func contradicted(at offset: UInt64, from direction: Direction) {
-        if let e = recentlyEmitted.last(where: { $0.covers(offset, from: direction) }) {
-            if !e.flagged && !transactions.contains(e.sequence) { transactions.append(e.sequence) }
-        } else if offsets.count < Self.recentKept,
-                  !offsets.contains(where: { $0.direction == direction && $0.offset == offset }) {
-            offsets.append((direction, offset))
-        }
-    }
-
-    /// Before a transaction is emitted: whether its messages hold contradicted bytes (they are
-    /// then no longer waiting for one).
-    mutating func holdsContradictedBytes(_ ranges: EmittedRanges) -> Bool {
-        guard !offsets.isEmpty else { return false }
-        let before = offsets.count
-        offsets.removeAll { ranges.covers($0.offset, from: $0.direction) }
-        return offsets.count < before
-    }
-
-    /// After a transaction was emitted: where its messages lay.
-    mutating func emitted(_ ranges: EmittedRanges) {
-        if recentlyEmitted.count == Self.recentKept { recentlyEmitted.removeFirst() }
-        recentlyEmitted.append(ranges)
-    }
 }
 
 /// How a connection was set up before its first request, whatever carries it: what the timings

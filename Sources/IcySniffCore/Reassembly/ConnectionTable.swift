@@ -91,10 +91,10 @@ public final class ConnectionTable<Handler: StreamHandler> {
         if let existing = flow, isSYN, !flags.contains(.ack) {
             let c = existing.connection
             let s = c.side(of: segment.source)
-            let h = c.half(s)
+            let h = existing.tcp.half(s), other = existing.tcp.half(1 - s)
             // A new SYN after close, or with another ISN while data flowed: the ports were reused.
-            if h.closed || c.half(1 - s).closed || (h.sawSYN && h.nextSequence != segment.sequence &+ 1 && h.bytes > 0) || (!h.sawSYN && h.bytes > 0) {
-                if !(h.closed || c.half(1 - s).closed) { c.note(.connectionReused) }
+            if h.closed || other.closed || (h.sawSYN && h.nextSequence != segment.sequence &+ 1 && h.bytes > 0) || (!h.sawSYN && h.bytes > 0) {
+                if !(h.closed || other.closed) { c.note(.connectionReused) }
                 finish(existing, key: key, at: segment.timestamp)
                 flow = nil
             }
@@ -107,11 +107,12 @@ public final class ConnectionTable<Handler: StreamHandler> {
                 return
             }
             if flows.count >= limits.maxConnections { evictIdle(now: segment.timestamp, keep: limits.maxConnections * 3 / 4) }
-            let connection = Connection(id: nextID, first: segment.source, second: segment.destination, timestamp: segment.timestamp)
+            let tcp = TCPAdapter()
+            let connection = Connection(id: nextID, first: segment.source, second: segment.destination, timestamp: segment.timestamp, tcp: tcp)
             connection.budget = StateBudget.Account(budget)
             nextID += 1
             connectionsSeen += 1
-            let created = Flow(connection: connection)
+            let created = Flow(connection: connection, tcp: tcp)
             flows[key] = created
             flow = created
         }
@@ -124,11 +125,11 @@ public final class ConnectionTable<Handler: StreamHandler> {
     }
 
     /// The server's sequence space starts after the SYN/ACK of `plusOne - 1` after all.
-    private func useServerISN(plusOne: UInt32, half: HalfStream, connection c: Connection) {
+    private func useServerISN(plusOne: UInt32, half: HalfStream, tcp: TCPAdapter) {
         half.nextSequence = plusOne
         half.nextOffset = 0
-        c.tcp.serverISNPlusOne = plusOne
-        c.tcp.replacedServerISNsPlusOne = []
+        tcp.serverISNPlusOne = plusOne
+        tcp.replacedServerISNsPlusOne = []
     }
 
     @inline(__always)
@@ -138,12 +139,12 @@ public final class ConnectionTable<Handler: StreamHandler> {
         #endif
         let c = flow.connection
         let side = c.side(of: segment.source)
-        c.withHalves(side) { half, other in process(segment, flow: flow, key: key, side: side, half: half, other: other) }
+        flow.tcp.withHalves(side) { half, other in process(segment, flow: flow, key: key, side: side, half: half, other: other) }
     }
 
     @inline(__always)
     private func process(_ segment: TCPSegment, flow: Flow, key: ConnectionKey, side: Int, half: HalfStream, other: HalfStream) {
-        let c = flow.connection
+        let c = flow.connection, t = flow.tcp
         let ts = segment.timestamp
         c.times.last = ts
         c.packets &+= 1
@@ -152,16 +153,16 @@ public final class ConnectionTable<Handler: StreamHandler> {
 
         if flags.contains(.syn) {
             if flags.contains(.ack) {
-                if c.tcp.synAck == nil { c.tcp.synAck = ts }
+                if t.synAck == nil { t.synAck = ts }
                 if c.clientSide == nil { c.clientSide = 1 - side; c.clientEvidence = .syn }
-                if c.tcp.serverISNPlusOne != 0, c.tcp.serverISNPlusOne != segment.sequence &+ 1, c.tcp.handshakeAck == nil {
-                    if c.tcp.replacedServerISNsPlusOne.count == 4 { c.tcp.replacedServerISNsPlusOne.removeFirst() }
-                    c.tcp.replacedServerISNsPlusOne.append(c.tcp.serverISNPlusOne)
+                if t.serverISNPlusOne != 0, t.serverISNPlusOne != segment.sequence &+ 1, t.handshakeAck == nil {
+                    if t.replacedServerISNsPlusOne.count == 4 { t.replacedServerISNsPlusOne.removeFirst() }
+                    t.replacedServerISNsPlusOne.append(t.serverISNPlusOne)
                 }
-                c.tcp.serverISNPlusOne = segment.sequence &+ 1
+                t.serverISNPlusOne = segment.sequence &+ 1
                 c.record("h", side: side)
             } else {
-                if c.tcp.syn == nil { c.tcp.syn = ts }
+                if t.syn == nil { t.syn = ts }
                 if c.clientSide == nil { c.clientSide = side; c.clientEvidence = .syn }
                 c.record("S", side: side)
             }
@@ -169,7 +170,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
             // until the peer has answered (acknowledged) one: a client may send several SYNs
             // before one is answered, and the SYN/ACK says which. A SYN/ACK that comes after the
             // client's ACK (a stale or forged one) changes nothing.
-            let answered = flags.contains(.ack) ? c.tcp.handshakeAck != nil : c.tcp.synAck != nil
+            let answered = flags.contains(.ack) ? t.handshakeAck != nil : t.synAck != nil
             if !half.started || (half.isUnused && !answered) {
                 half.started = true
                 half.sawSYN = true
@@ -181,23 +182,23 @@ public final class ConnectionTable<Handler: StreamHandler> {
             if flags.contains(.ack), !answered, other.sawSYN, other.isUnused {
                 other.nextSequence = segment.acknowledgement
             }
-        } else if flags.contains(.ack), c.tcp.handshakeAck == nil, c.tcp.synAck != nil, side == c.clientSide {
-            if segment.acknowledgement == c.tcp.serverISNPlusOne {
-                c.tcp.handshakeAck = ts
-            } else if c.tcp.replacedServerISNsPlusOne.contains(segment.acknowledgement), other.sawSYN, other.isUnused {
+        } else if flags.contains(.ack), t.handshakeAck == nil, t.synAck != nil, side == c.clientSide {
+            if segment.acknowledgement == t.serverISNPlusOne {
+                t.handshakeAck = ts
+            } else if t.replacedServerISNsPlusOne.contains(segment.acknowledgement), other.sawSYN, other.isUnused {
                 // Two SYN/ACKs with different initial sequence numbers, and the client answered
                 // an earlier one: its sequence space is the server's.
-                useServerISN(plusOne: segment.acknowledgement, half: other, connection: c)
-                c.tcp.handshakeAck = ts
+                useServerISN(plusOne: segment.acknowledgement, half: other, tcp: t)
+                t.handshakeAck = ts
             }
         }
 
         let payloadCount = segment.payload.count
-        if payloadCount > 0, !c.tcp.replacedServerISNsPlusOne.isEmpty, c.tcp.handshakeAck == nil, side != c.clientSide, half.sawSYN, half.isUnused,
-           segment.sequence != half.nextSequence, c.tcp.replacedServerISNsPlusOne.contains(segment.sequence) {
+        if payloadCount > 0, !t.replacedServerISNsPlusOne.isEmpty, t.handshakeAck == nil, side != c.clientSide, half.sawSYN, half.isUnused,
+           segment.sequence != half.nextSequence, t.replacedServerISNsPlusOne.contains(segment.sequence) {
             // The server's data follows an earlier SYN/ACK than the last (the client's ACK was
             // not captured).
-            useServerISN(plusOne: segment.sequence, half: half, connection: c)
+            useServerISN(plusOne: segment.sequence, half: half, tcp: t)
         }
         if (payloadCount > 0 || segment.missingPayload > 0) && !half.started {
             half.started = true
@@ -238,12 +239,12 @@ public final class ConnectionTable<Handler: StreamHandler> {
             closeIfComplete(half, side: side, flow: flow, timestamp: ts)
         }
         if flags.contains(.rst) {
-            c.tcp.resetSeen = true
+            t.resetSeen = true
             c.record("r", side: side)
             c.note(.connectionReset)
-            for s in 0...1 { flushHalf(c.half(s), side: s, flow: flow, reason: .reset, timestamp: ts) }
+            for s in 0...1 { flushHalf(t.half(s), side: s, flow: flow, reason: .reset, timestamp: ts) }
         }
-        if c.halves.0.closed && c.halves.1.closed {
+        if t.halves.0.closed && t.halves.1.closed {
             finish(flow, key: key, at: ts)
         }
     }
@@ -324,7 +325,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
         let c = flow.connection
         if c.clientSide == nil {
             decideClient(c, firstBytes: bytes, from: side)
-        } else if side != c.clientSide, c.clientEvidence == .syn, half.bytes == 0, c.half(1 - side).bytes == 0,
+        } else if side != c.clientSide, c.clientEvidence == .syn, half.bytes == 0, flow.tcp.half(1 - side).bytes == 0,
                   flow.handler == nil, opensAsClient(bytes) {
             // The connection's first bytes, from the side that accepted it, open a protocol only
             // a client opens (a reverse SOCKS proxy): that side is the client.
@@ -450,16 +451,16 @@ public final class ConnectionTable<Handler: StreamHandler> {
     }
 
     func finish(_ flow: Flow, key: ConnectionKey, at timestamp: Timestamp) {
-        let c = flow.connection
+        let c = flow.connection, t = flow.tcp
         // The client's side first, so requests are known before their responses are framed.
         let first = c.clientSide ?? 0
-        flushHalf(c.half(first), side: first, flow: flow, reason: .flushed, timestamp: timestamp)
-        flushHalf(c.half(1 - first), side: 1 - first, flow: flow, reason: .flushed, timestamp: timestamp)
+        flushHalf(t.half(first), side: first, flow: flow, reason: .flushed, timestamp: timestamp)
+        flushHalf(t.half(1 - first), side: 1 - first, flow: flow, reason: .flushed, timestamp: timestamp)
         c.times.finished = timestamp
         // Only a connection that delivered bytes has transactions a late copy could repeat; the
         // others (a SYN flood's) are not remembered, which keeps churn cheap.
-        if c.halves.0.bytes > 0 || c.halves.1.bytes > 0 {
-            let ends = (c.halves.0.nextSequence, c.halves.1.nextSequence)
+        if t.halves.0.bytes > 0 || t.halves.1.bytes > 0 {
+            let ends = (t.halves.0.nextSequence, t.halves.1.nextSequence)
             let lowerIsSide0 = key.lower == c.endpoints.0
             _ = recentlyEnded.set(key, Ended(lower: key.lower, ends: lowerIsSide0 ? ends : (ends.1, ends.0), at: timestamp))
         }

@@ -69,7 +69,7 @@ public struct StandardSessionFactory: SessionFactory {
         if let firstBytes, let preface = Self.http2Start(firstBytes, from: direction, on: connection) {
             return HTTP2Session(connection: connection, emitter: emitter, options: options, scheme: "http", expectsPreface: preface)
         }
-        if let firstBytes, direction == .fromClient, !connection.clientHalf.midstream, SOCKSHandshake.isGreeting(firstBytes) {
+        if let firstBytes, direction == .fromClient, connection.tcpHalf(.fromClient)?.midstream == false, SOCKSHandshake.isGreeting(firstBytes) {
             return SOCKSSession(connection: connection, emitter: emitter, version: firstBytes[0], tunnels: insideTunnel)
         }
         return HTTP1Session(connection: connection, emitter: emitter, options: options, scheme: "http", tunnels: insideTunnel,
@@ -79,7 +79,7 @@ public struct StandardSessionFactory: SessionFactory {
     /// Whether a connection starts as HTTP/2 in clear, and if so whether the client's preface is
     /// to come (nil: not HTTP/2).
     static func http2Start(_ bytes: UnsafeRawBufferPointer, from direction: Direction, on connection: Connection) -> Bool? {
-        let midstream = connection.clientHalf.midstream || connection.serverHalf.midstream
+        let midstream = connection.midstream
         if direction == .fromClient && bytes.starts(with: HTTP2FrameHeader.preface.prefix(16)) { return true }
         if direction == .fromServer && !midstream && HTTP2FrameHeader.looksLikeSettings(bytes) { return true }
         if midstream && HTTP2FrameHeader.looksLikeFrames(bytes) { return false }

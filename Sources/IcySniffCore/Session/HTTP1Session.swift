@@ -108,8 +108,7 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
             // Bytes from a connection whose handshake was seen, and never an HTTP message start
             // (an HTTP/0.9 GET without an answer among them): not HTTP. A connection picked up
             // mid-stream may just have shown the inside of a body: left as it is.
-            if !connection.clientHalf.midstream && !connection.serverHalf.midstream
-                && (!firstClientBytes.isEmpty || !firstServerBytes.isEmpty) {
+            if !connection.midstream && (!firstClientBytes.isEmpty || !firstServerBytes.isEmpty) {
                 decideNotHTTP("no HTTP message start")
             } else {
                 decideHTTP()
@@ -141,7 +140,7 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
         }
         // HTTP servers never speak first; banner protocols do. (Except an HTTP status line: a
         // server may send 408 on a connection that stayed idle.)
-        if direction == .fromServer, firstClientBytes.isEmpty, connection.clientHalf.sawSYN, connection.clientHalf.gaps == 0,
+        if direction == .fromServer, firstClientBytes.isEmpty, let client = connection.tcpHalf(.fromClient), client.sawSYN, client.gaps == 0,
            !firstServerBytes.starts(with: Array("HTTP/".utf8).prefix(firstServerBytes.count)) {
             decideNotHTTP("the server spoke first")
             return false
