@@ -74,7 +74,7 @@ let package = Package(
             linkerSettings: [.unsafeFlags(["-static-stdlib", "-l_FoundationCollections", "-l_FoundationCShims", "-lswiftSynchronization",
                                            "-lmimalloc"], .when(platforms: [.linux], configuration: .release))]
         ),
-        .testTarget(name: "IcySniffCoreTests", dependencies: ["IcySniffCore", "CZlib", "CNghttp2"]),
+        .testTarget(name: "IcySniffCoreTests", dependencies: ["IcySniffCore", "CZlib", "CNghttp2", "CIcyCrypto"]),
         .testTarget(name: "IcySniffCLITests", dependencies: ["icy-sniff"]),
         .testTarget(name: "IcySniffServeTests", dependencies: ["IcySniffServe", "IcySniffCore"]),
     ]
