@@ -157,7 +157,7 @@ final class HTTP1Session: ConnectionSession, HTTPParserDelegate {
         case .request:
             // A version says HTTP; a versionless line waits for its answer.
             if !message.version.isEmpty { return decideHTTP() }
-            if versionlessMethod == nil { versionlessMethod = message.method ?? "" }
+            if versionlessMethod == nil { versionlessMethod = message.method }
         case .response:
             // A status line says HTTP. A reply without one (HTTP/0.9) does when it answers an
             // HTTP method and is not another protocol's reply line.

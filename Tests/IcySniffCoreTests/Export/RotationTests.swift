@@ -58,7 +58,7 @@ import Testing
         var size = 0
         init(log: @escaping (String) -> Void) { self.log = log }
         func complete(as name: String, comment: String?) throws(OutputError) {
-            FileManager.default.createFile(atPath: name, contents: Data("\(size)\n".utf8))
+            #expect(FileManager.default.createFile(atPath: name, contents: Data("\(size)\n".utf8)))
             log(name)
         }
     }

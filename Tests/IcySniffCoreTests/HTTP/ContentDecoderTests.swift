@@ -25,7 +25,7 @@ import Testing
         var i = 0
         while i < input.count {
             let end = min(input.count, i + step)
-            input[i..<end].withUnsafeBytes { raw in
+            _ = input[i..<end].withUnsafeBytes { raw in
                 decoder.feed(raw) { out.append(contentsOf: $0) }
             }
             i = end
@@ -90,7 +90,7 @@ import Testing
                             let step = 1 + Int(rng.next() % 3000)
                             while i < input.count {
                                 let end = min(input.count, i + step)
-                                input[i..<end].withUnsafeBytes { raw in d.feed(raw) { out.append(contentsOf: $0) } }
+                                _ = input[i..<end].withUnsafeBytes { raw in d.feed(raw) { out.append(contentsOf: $0) } }
                                 i = end
                             }
                             d.finish { out.append(contentsOf: $0) }
