@@ -26,9 +26,19 @@ struct QUICResetTokens {
     }
 
     /// Whether `packet` (short header, at least 21 bytes) ends with a token `direction`'s sender issued.
+    /// Every 1-RTT packet asks: the token is read as two words from the packet's end and the few
+    /// issued are compared in place (a generic `contains` over a slice's copy cost about 100
+    /// instructions a packet, 2 % of a decrypting HTTP/3 run).
     private func ends(_ packet: UnsafeRawBufferPointer, from direction: Direction) -> Bool {
-        guard !tokens[direction].isEmpty, packet.count >= 21, packet[0] & 0x80 == 0 else { return false }
-        return tokens[direction].contains(ResetToken(UnsafeRawBufferPointer(rebasing: packet[(packet.count - 16)...])))
+        guard packet.count >= 21, packet[0] & 0x80 == 0 else { return false }
+        let last = ResetToken(endOf: packet)
+        return direction == .fromClient ? Self.holds(tokens.fromClient, last) : Self.holds(tokens.fromServer, last)
+    }
+
+    @inline(__always)
+    private static func holds(_ list: [ResetToken], _ token: ResetToken) -> Bool {
+        for t in list where t.a == token.a && t.b == token.b { return true }
+        return false
     }
 }
 
@@ -37,9 +47,17 @@ struct QUICResetTokens {
 struct ResetToken: Equatable {
     var a: UInt64 = 0, b: UInt64 = 0
 
+    /// The first 16 bytes of `bytes` (zeros for those it lacks).
     init(_ bytes: UnsafeRawBufferPointer) {
         var words: (UInt64, UInt64) = (0, 0)
         withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes.prefix(16))) }
         (a, b) = words
+    }
+
+    /// The last 16 bytes of `packet` (at least 16 long), read in place.
+    @inline(__always)
+    init(endOf packet: UnsafeRawBufferPointer) {
+        a = packet.loadUnaligned(fromByteOffset: packet.count - 16, as: UInt64.self)
+        b = packet.loadUnaligned(fromByteOffset: packet.count - 8, as: UInt64.self)
     }
 }
