@@ -26,6 +26,16 @@ struct PcapInputFile {
     /// What the decompression failed with, if it did.
     var decompressionError: String? { Self.decompressionFailure(decompressCookie) }
 
+    /// At the end of the records: why reading failed after all (the compressed data ended
+    /// damaged), or nil (a true end). Both readers, libpcap's and the pcapng one, ask it.
+    var failureAtEnd: String? { decompressionError.map { "compressed data is damaged: \($0)" } }
+
+    /// A reader's failure `message`, with what the decompression failed with, if it did.
+    func explaining(_ message: String) -> String {
+        guard let err = decompressionError else { return message }
+        return message + " (decompressing: \(err))"
+    }
+
     /// What the decompressing stream of `cookie` failed with, if it did.
     static func decompressionFailure(_ cookie: UnsafeMutableRawPointer?) -> String? {
         guard let cookie, let err = icy_decompress_error(cookie) else { return nil }

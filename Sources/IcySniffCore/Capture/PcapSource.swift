@@ -354,17 +354,16 @@ public final class PcapSource {
             idleReads &+= 1
             return .timeout
         case -2:
-            if let err = input.decompressionError { return .failed("compressed data is damaged: \(err)") }
+            if let failure = input.failureAtEnd { return .failed(failure) }
             return .end
         default:
-            var message = String(cString: pcap_geterr(handle))
+            let message = String(cString: pcap_geterr(handle))
             if let packet = recoverCutRecord(message) {
                 cutRecord.pendingFailure = message
                 if let saver { saver.write(packet, dlt: dlt, snaplen: snaplen) }
                 return .packet(packet)
             }
-            if let err = input.decompressionError { message += " (decompressing: \(err))" }
-            return .failed(message)
+            return .failed(input.explaining(message))
         }
     }
 
@@ -409,14 +408,12 @@ public final class PcapSource {
                 // Each block's key log as read (a block of 52 MiB is not copied again).
                 if pendingSecrets == nil { pendingSecrets = [bytes] } else { pendingSecrets!.append(bytes) }
             case .end:
-                if let err = input.decompressionError { return .failed("compressed data is damaged: \(err)") }
+                if let failure = input.failureAtEnd { return .failed(failure) }
                 self.pcapng = nil
                 return .end
             case .failed(let message):
                 self.pcapng = nil
-                var message = message
-                if let err = input.decompressionError { message += " (decompressing: \(err))" }
-                return .failed(message)
+                return .failed(input.explaining(message))
             }
         }
     }
