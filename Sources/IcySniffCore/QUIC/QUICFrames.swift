@@ -68,7 +68,10 @@ struct QUICFrameParser: IteratorProtocol, Sequence {
         while r.remaining > 0 {
             guard let type = r.varint() else { return nil }
             switch type {
-            case QUICFrameType.padding, QUICFrameType.ping, QUICFrameType.handshakeDone:
+            case QUICFrameType.padding:
+                r.skipZeros()
+                continue
+            case QUICFrameType.ping, QUICFrameType.handshakeDone:
                 continue
             case QUICFrameType.ack, QUICFrameType.ackECN:
                 guard r.varint() != nil, r.varint() != nil, let ranges = r.varint(), r.varint() != nil else { return nil }
