@@ -81,8 +81,9 @@ public protocol StreamHandler: AnyObject {
 /// HTTP/2 extended CONNECT stream's DATA. `StreamHandler`'s events without the connection's own
 /// offsets and `Connection` (the carrier knows them; a consumer that needs offsets counts its
 /// own, as `TunnelRelay` does): bytes and holes per direction in order, `ended` per direction,
-/// then `finished` once, before the carrier's own transaction is emitted (what the stream held
-/// is part of that transaction: a WebSocket's messages, a tunnel's inner transactions).
+/// and `finished` when the carrier ends while the stream is still open (the connection's end, an
+/// HTTP/2 RST_STREAM); all of it before the carrier's own transaction is emitted (what the stream
+/// held is part of that transaction: a WebSocket's messages, a tunnel's inner transactions).
 protocol CarriedStreamConsumer: AnyObject {
     func received(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction)
     func missed(_ length: UInt64, at ts: Timestamp, from direction: Direction)
