@@ -31,11 +31,3 @@ public enum CaptureError: Error, Equatable, Sendable {
         }
     }
 }
-
-extension String {
-    /// The text libpcap wrote into an error buffer: up to its terminating NUL, as UTF-8 (bytes
-    /// that are not become U+FFFD).
-    init(errorBuffer buffer: [CChar]) {
-        self = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-}

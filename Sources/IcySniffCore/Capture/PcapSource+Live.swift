@@ -14,7 +14,7 @@ extension PcapSource {
         var errbuf = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
         var list: UnsafeMutablePointer<pcap_if_t>? = nil
         guard pcap_findalldevs(&list, &errbuf) == 0 else {
-            throw .liveCaptureFailed(interface: "-", reason: String(errorBuffer: errbuf))
+            throw .liveCaptureFailed(interface: "-", reason: String(cBuffer: errbuf))
         }
         defer { pcap_freealldevs(list) }
         var out: [(String, String?, [String])] = []
@@ -55,7 +55,7 @@ extension PcapSource {
                                 readTimeoutMilliseconds: Int32 = 10) throws(CaptureError) -> PcapSource {
         var errbuf = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
         guard let handle = pcap_create(interface, &errbuf) else {
-            throw .liveCaptureFailed(interface: interface, reason: String(errorBuffer: errbuf))
+            throw .liveCaptureFailed(interface: interface, reason: String(cBuffer: errbuf))
         }
         pcap_set_snaplen(handle, snaplen)
         pcap_set_promisc(handle, promiscuous ? 1 : 0)

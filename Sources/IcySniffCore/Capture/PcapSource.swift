@@ -251,7 +251,7 @@ public final class PcapSource {
             fclose(file)
             fileBuffer?.deallocate()
             if let decompressing { throw .notACapture(path: path, detail: decompressing) }
-            let detail = String(errorBuffer: errbuf)
+            let detail = String(cBuffer: errbuf)
             if detail.contains("only got 0") || detail.contains("empty") {
                 throw .emptyFile(path: path)
             }

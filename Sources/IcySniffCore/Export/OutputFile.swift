@@ -147,7 +147,7 @@ public final class OutputFile {
             defer { fclose(f) }
             var line = [CChar](repeating: 0, count: 256)
             while fgets(&line, Int32(line.count), f) != nil {
-                let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                let text = String(cBuffer: line)
                 if text.hasPrefix("Umask:"), let value = mode_t(String(text.dropFirst(6)).trimmingCharacters(in: " \t\n"), radix: 8) {
                     return value
                 }
