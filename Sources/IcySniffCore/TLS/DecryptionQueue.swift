@@ -264,12 +264,13 @@ final class DecryptionQueue: @unchecked Sendable {
             threaded = true
         }
         recordsQueued += 1
-        filling.append(Job(session: Unmanaged.passUnretained(session), direction: direction,
-                           decryptor: Unmanaged.passUnretained(decryptor), record: record),
-                       session: session, decryptor: decryptor)
-        steps.append(.record(filling, filling.jobs.count - 1))
+        let batch = filling
+        batch.append(Job(session: Unmanaged.passUnretained(session), direction: direction,
+                         decryptor: Unmanaged.passUnretained(decryptor), record: record),
+                     session: session, decryptor: decryptor)
+        steps.append(.record(batch, batch.jobs.count - 1))
         // A record without its body (lost) still counts a little: a batch never grows unbounded.
-        filling.bytes += max(size, 64)
+        batch.bytes += max(size, 64)
         return true
     }
 
@@ -290,15 +291,17 @@ final class DecryptionQueue: @unchecked Sendable {
     func submit(header: UnsafeRawBufferPointer, sealed: UnsafeRawBufferPointer, packetNumber: UInt64, keys: QUICPacketKeys,
                 keyUpdate: Bool?, of session: QUICConnectionSession, from direction: Direction, at ts: Timestamp) {
         recordsQueued += 1
+        // The batch read once: each read of the property is a retain and a release.
+        let batch = filling
         let length = header.count + sealed.count
-        let room = filling.reserve(length)
+        let room = batch.reserve(length)
         room.copyMemory(from: header)
         UnsafeMutableRawBufferPointer(rebasing: room[header.count...]).copyMemory(from: sealed)
-        filling.append(PacketJob(session: Unmanaged.passUnretained(session), direction: direction, keys: Unmanaged.passUnretained(keys), packetNumber: packetNumber,
-                                 offset: filling.arenaUsed, headerLength: header.count, length: length, at: ts, keyUpdate: keyUpdate),
-                       session: session, keys: keys)
-        steps.append(.packet(filling, filling.packets.count - 1))
-        filling.bytes += max(length, 64)
+        batch.append(PacketJob(session: Unmanaged.passUnretained(session), direction: direction, keys: Unmanaged.passUnretained(keys), packetNumber: packetNumber,
+                               offset: batch.arenaUsed, headerLength: header.count, length: length, at: ts, keyUpdate: keyUpdate),
+                     session: session, keys: keys)
+        steps.append(.packet(batch, batch.packets.count - 1))
+        batch.bytes += max(length, 64)
     }
 
     /// After each packet: a full batch (or one with many steps held behind it) goes to the
