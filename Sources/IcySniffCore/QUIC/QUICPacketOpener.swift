@@ -33,7 +33,7 @@ struct QUICPacketOpener {
     /// Read at once and dropped: the session hands it to `DecryptionQueue.submit`, which holds
     /// the keys strongly in its job. `keys` is `unowned(unsafe)` so that the struct is trivial:
     /// Swift copies and destroys an Optional of a struct this large that holds a counted
-    /// reference through Optional's generic value witnesses (about 170 instructions a packet on
+    /// reference through Optional's generic value witnesses (about 230 instructions a packet on
     /// the pipeline's thread, QUIC twin's h3.pcap). Safe because the keys it names are the
     /// connection's `PhaseKeys` current, previous or next ones, which nothing replaces between
     /// `prepareShort` and the submit that follows it.
