@@ -129,10 +129,10 @@ public final class WebServer: @unchecked Sendable {
             var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
             if a.pointee.sa_family == sa_family_t(AF_INET), found == nil {
                 a.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { var x = $0.pointee.sin_addr; _ = inet_ntop(AF_INET, &x, &text, socklen_t(text.count)) }
-                found = text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+                found = String(cBuffer: text)
             } else if a.pointee.sa_family == sa_family_t(AF_INET6), found6 == nil {
                 a.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { var x = $0.pointee.sin6_addr; _ = inet_ntop(AF_INET6, &x, &text, socklen_t(text.count)) }
-                let t = text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+                let t = String(cBuffer: text)
                 if !t.hasPrefix("fe80") { found6 = t }   // a link-local address needs a zone in a URL
             }
         }

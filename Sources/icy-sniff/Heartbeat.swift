@@ -72,7 +72,7 @@ struct Heartbeat {
         defer { fclose(f) }
         var line = [CChar](repeating: 0, count: 128)
         guard fgets(&line, Int32(line.count), f) != nil else { return 0 }
-        let fields = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).split(separator: " ")
+        let fields = String(cBuffer: line).split(separator: " ")
         guard fields.count >= 2, let pages = Int(fields[1]) else { return 0 }
         return pages * sysconf(Int32(_SC_PAGESIZE))
     }
