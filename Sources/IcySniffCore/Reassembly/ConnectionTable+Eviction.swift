@@ -31,13 +31,13 @@ extension ConnectionTable {
         var expired: [(ConnectionKey, Flow)] = []
         for (key, flow) in flows {
             let idle = now.nanoseconds - flow.connection.times.last.nanoseconds
-            let h = flow.tcp.halves
-            let empty = h.0.bytes == 0 && h.1.bytes == 0 && h.0.pending.isEmpty && h.1.pending.isEmpty
+            let t = flow.tcp
+            let empty = !t.deliveredBytes && t.halves.0.pending.isEmpty && t.halves.1.pending.isEmpty
             if idle > idleLimit || (empty && idle > limits.halfOpenTimeout) { expired.append((key, flow)) }
         }
         expired.sort { $0.1.connection.id < $1.1.connection.id }
         for (key, flow) in expired {
-            if flow.tcp.halves.0.bytes > 0 || flow.tcp.halves.1.bytes > 0 { flow.connection.note(.connectionEvicted) }
+            if flow.tcp.deliveredBytes { flow.connection.note(.connectionEvicted) }
             finish(flow, key: key, at: now)
         }
         retired.removeAll(keepingCapacity: true)

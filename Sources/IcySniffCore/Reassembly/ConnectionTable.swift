@@ -459,7 +459,7 @@ public final class ConnectionTable<Handler: StreamHandler> {
         c.times.finished = timestamp
         // Only a connection that delivered bytes has transactions a late copy could repeat; the
         // others (a SYN flood's) are not remembered, which keeps churn cheap.
-        if t.halves.0.bytes > 0 || t.halves.1.bytes > 0 {
+        if t.deliveredBytes {
             let ends = (t.halves.0.nextSequence, t.halves.1.nextSequence)
             let lowerIsSide0 = key.lower == c.endpoints.0
             _ = recentlyEnded.set(key, Ended(lower: key.lower, ends: lowerIsSide0 ? ends : (ends.1, ends.0), at: timestamp))

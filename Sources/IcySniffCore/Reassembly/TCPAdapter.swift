@@ -39,6 +39,10 @@ public final class TCPAdapter {
     /// Either direction was picked up after its start (no SYN seen before its first bytes).
     var midstream: Bool { halves.0.midstream || halves.1.midstream }
 
+    /// Either direction delivered bytes: the connection carried data (an eviction says so; a
+    /// late copy may repeat its transactions), unlike a SYN flood's or a scan's.
+    var deliveredBytes: Bool { halves.0.bytes > 0 || halves.1.bytes > 0 }
+
     /// Adds a history letter once (Zeek records each event kind once per direction); upper case
     /// for the connection's originator.
     @inline(__always) func record(_ letter: Unicode.Scalar, originator: Bool) {
