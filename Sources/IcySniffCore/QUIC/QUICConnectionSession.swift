@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// One QUIC connection (RFC 9000, 9001, 9369), read passively from both directions.
 ///
 /// Without keys: its versions (Version Negotiation, Retry, compatible negotiation v1→v2), its
@@ -255,12 +259,14 @@ final class QUICConnectionSession {
     }
 
     private func startsWithConnectionID(_ bytes: UnsafeRawBufferPointer, from direction: Direction) -> Bool {
-        let length = receiverCIDLength(direction)
+        // The receiver's first CID: its length is every short header's (`receiverCIDLength`),
+        // and most packets carry it, so it is compared before the look-up among all.
+        guard let first = direction == .fromClient ? info.cids.serverCID : info.cids.clientCID else { return false }
+        let length = first.count
         guard length > 0, bytes.count > length else { return false }
-        let dcid = CIDKey(UnsafeRawBufferPointer(rebasing: bytes[1...length]))
-        // The receiver's first CID (most packets carry it) before the look-up among all.
-        if let first = direction == .fromClient ? info.cids.serverCID : info.cids.clientCID, CIDKey(first) == dcid { return true }
-        return cids.contains(dcid)
+        let dcid = UnsafeRawBufferPointer(rebasing: bytes[1...length])
+        if first.withUnsafeBytes({ memcmp($0.baseAddress!, dcid.baseAddress!, length) }) == 0 { return true }
+        return cids.contains(CIDKey(dcid))
     }
 
     private func shortPacket(_ whole: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) -> Int? {

@@ -1,13 +1,19 @@
-    /// A connection ID (at most 20 bytes) as a fixed-size key: hashing three words is cheaper
+/// A connection ID (at most 20 bytes) as a fixed-size key: hashing three words is cheaper
 /// than hashing an array byte by byte, and making one allocates nothing.
 struct CIDKey: Hashable {
     var length: Int
     var w0: UInt64 = 0, w1: UInt64 = 0, w2: UInt64 = 0
 
+    @inline(__always)
     init(_ bytes: UnsafeRawBufferPointer) {
         length = bytes.count
         var words: (UInt64, UInt64, UInt64) = (0, 0, 0)
-        withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes.prefix(24))) }
+        // One copy of at most 24 bytes (a CID has at most 20): `bytes.prefix(24)` went through
+        // Slice's generic `prefix`, ~50 instructions a key, and a short header of a greased
+        // fixed bit makes two keys (`QUICConnectionSession.startsWithConnectionID`).
+        if let base = bytes.baseAddress {
+            withUnsafeMutableBytes(of: &words) { $0.baseAddress!.copyMemory(from: base, byteCount: min(bytes.count, 24)) }
+        }
         (w0, w1, w2) = words
     }
 
