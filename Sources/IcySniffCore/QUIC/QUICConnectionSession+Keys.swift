@@ -103,7 +103,8 @@ extension QUICConnectionSession {
             item.bytes.withUnsafeBytes { bytes in
                 // A held remainder may hold several packets (GSO segments).
                 var at = 0
-                while at < bytes.count, let used = packet(UnsafeRawBufferPointer(rebasing: bytes[at...]), at: item.at, from: item.direction),
+                while at < bytes.count,
+                      let used = packet(UnsafeRawBufferPointer(rebasing: bytes[at...]), at: item.at, from: item.direction, startsDatagram: at == 0),
                       used > 0 {
                     at += used
                 }

@@ -140,7 +140,7 @@ final class QUICConnectionSession {
         pattern.datagramStarts()
         while at < payload.count {
             let rest = UnsafeRawBufferPointer(rebasing: payload[at...])
-            guard let used = packet(rest, at: ts, from: direction), used > 0 else { break }
+            guard let used = packet(rest, at: ts, from: direction, startsDatagram: at == 0), used > 0 else { break }
             at += used
         }
         if held.replayDue { replayHeld() }
@@ -164,12 +164,17 @@ final class QUICConnectionSession {
     }
 
     /// One packet at the start of `bytes`; answers its length (nil: not a packet).
-    func packet(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) -> Int? {
+    /// `startsDatagram`: `bytes` begin a datagram the tracker gave this connection (or a packet
+    /// held and handled again).
+    func packet(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction, startsDatagram: Bool) -> Int? {
         guard let first = bytes.first else { return nil }
         if first & 0x80 == 0 {
-            // A short header: its fixed bit is set, or (greased, RFC 9287) its DCID is this
-            // connection's. Anything else here is the padding after a long-header packet, or junk.
-            guard first & 0x40 != 0 || startsWithConnectionID(bytes, from: direction) else { return nil }
+            // A short header. The first in its datagram is a packet: the tracker found its
+            // connection by its DCID, or by the address pair (the receiver's CID is empty), so
+            // its fixed bit may be 0 (greased, RFC 9287) and nothing else could tell. Behind
+            // another packet (coalesced, RFC 9000 §12.2) its fixed bit is set or its DCID is this
+            // connection's; anything else there is the padding after a long-header packet, or junk.
+            guard startsDatagram || first & 0x40 != 0 || startsWithConnectionID(bytes, from: direction) else { return nil }
             return shortPacket(bytes, at: ts, from: direction)
         }
         pattern.sawLongHeader()

@@ -126,6 +126,32 @@ struct QUICClientWire {
         #expect(c.quic?.packetsDecrypted == 2)
     }
 
+    /// Short headers whose fixed bit is 0 (greased, RFC 9287: ngtcp2 does it to about half its
+    /// packets) on a connection the tracker found by its address pair (a DCID it does not know;
+    /// an empty one, Chromium's client side): each is the packet its datagram begins with, so
+    /// its request and response are measured without keys. They were taken for junk, and the
+    /// exchange they carried was never counted.
+    @Test func greasedShortHeadersFoundByTheirAddresses() throws {
+        let wire = QUICClientWire()
+        let sink = CollectingSink()
+        let pipeline = Pipeline(sink: sink)
+        wire.send(wire.initial(QUICClientWire.crypto(QUICClientWire.clientHello(sni: "grease.example")[...], at: 0), pn: 0), to: pipeline, at: 0)
+        // First byte 0x01: short header, fixed bit 0; then a DCID that neither side announced.
+        func greased(_ count: Int) -> [UInt8] { [0x01] + [UInt8](repeating: 0x99, count: count - 1) }
+        wire.send(greased(300), to: pipeline, at: 20)
+        greased(1200).withUnsafeBytes {
+            pipeline.ingest(UDPDatagram(source: wire.server, destination: wire.client, payload: $0,
+                                        timestamp: Timestamp(nanoseconds: 1_700_000_000_000_000_000 + 35 * 1_000_000)))
+        }
+        pipeline.finish()
+        let c = try #require(sink.connections.first)
+        let inferred = try #require(c.tls?.inferred)
+        #expect(inferred.protocolName == "h3" && inferred.exchangeCount == 1, "\(inferred)")
+        let exchange = try #require(inferred.exchanges.first)
+        #expect(exchange.requestBytes == 300 - 1 - 16 - QUICPacketPattern.framing)
+        #expect(exchange.responseStart == Timestamp(nanoseconds: 1_700_000_000_000_000_000 + 35 * 1_000_000))
+    }
+
     /// More QUIC connections than are followed at once (half of `--max-connections`): the longest
     /// idle quarter is ended early, flagged `connection_evicted`, and every one is still listed
     /// with what it showed (past 65,536 they were neither followed nor named, and 100,000 took
