@@ -30,7 +30,13 @@ final class QUICConnectionSession {
     /// Its keys, from the Initial DCIDs and the key log (`QUICKeyring`).
     var keyring: QUICKeyring
     var keyLog: KeyLog? { keyring.keyLog }
-    var mayHaveKeys: Bool { keyring.mayHaveKeys }
+    /// A key log that holds secrets, or that a client is writing (live): one may be this
+    /// connection's. Asked for every short-header packet: `hasSecrets` is lock-free (a property
+    /// of the keyring answering this copied the whole keyring, 380 instructions).
+    var mayHaveKeys: Bool {
+        guard let keyLog = keyring.keyLog else { return false }
+        return keyLog.hasSecrets || keyLog.growing
+    }
     var info = QUICInfo()
     /// The TLS handshake in its CRYPTO frames, and the connection's TLS facts (`QUICHandshake`).
     var handshake = QUICHandshake() {
@@ -287,7 +293,8 @@ final class QUICConnectionSession {
            pattern.shortPacket(frameBytes: bytes.count - 1 - receiverCIDLength(direction) - 16, at: ts, from: direction, in: workspace) {
             connection.note(.quicEstimatesLimited)
         }
-        _ = shortPacketAlone(bytes, at: ts, from: direction)
+        // Without a secret in the key log (none given, or none read yet) nothing to open.
+        if confirmed && mayHaveKeys { open(bytes, at: ts, from: direction) }
         return end
     }
 
@@ -296,37 +303,37 @@ final class QUICConnectionSession {
         if pattern.measure(frameBytes: frameBytes, at: ts, from: direction, in: workspace) { connection.note(.quicEstimatesLimited) }
     }
 
-    private func shortPacketAlone(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) -> Int? {
-        // Without a secret in the key log (none given, or none read yet) nothing to open.
-        guard confirmed, let keyLog, keyLog.hasSecrets || keyLog.growing else { return bytes.count }
+    /// One short-header packet (a GSO datagram's segment), opened here or on the decryption
+    /// thread, when the key log may hold its connection's secrets.
+    private func open(_ bytes: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) {
         // Checked before header protection is removed: a reset's bits are random, and its key
         // phase bit must not start a key update.
-        if resetTokens.isReset(bytes, from: direction) { return bytes.count }
+        if resetTokens.isReset(bytes, from: direction) { return }
         guard keyring.cipher != nil else {
             // Overtook the ServerHello (reordered, or its Initial was retransmitted): kept.
             hold(bytes, at: ts, from: direction)
-            return bytes.count
+            return
         }
         let pnOffset = 1 + receiverCIDLength(direction)
-        guard bytes.count >= pnOffset + 4 + 16 else { return bytes.count }
+        guard bytes.count >= pnOffset + 4 + 16 else { return }
         // The keys exist (the common case, checked without copying them out), or can be made.
         if keyring.application[direction] == nil {
             guard let version = negotiatedVersion ?? QUICVersion(info.version), keyring.application(direction, version: version) != nil else {
                 holdForKeys(bytes, at: ts, from: direction)
-                return bytes.count
+                return
             }
             // Keys that a live key log wrote late: the packets held for them first.
             if held.waitingSince != nil { stopWaitingForKeys() }
         }
-        guard let k = keyring.application[direction] else { return bytes.count }
+        guard let k = keyring.application[direction] else { return }
         if let decryption, decryption.willTake(packetBytes: bytes.count) {
             guard let p = opener.prepareShort(bytes, pnOffset: pnOffset, keys: k, from: direction) else {
                 packetFailed()
-                return bytes.count
+                return
             }
             decryption.submit(header: p.header, sealed: p.sealed, packetNumber: p.packetNumber, keys: p.keys, keyUpdate: p.keyUpdate,
                               of: self, from: direction, at: ts)
-            return bytes.count
+            return
         }
         switch opener.openShort(bytes, pnOffset: pnOffset, keys: k, from: direction) {
         case .opened(let plaintext):
@@ -337,7 +344,6 @@ final class QUICConnectionSession {
         case .untried:
             break
         }
-        return bytes.count
     }
 
     // MARK: Keys

@@ -31,10 +31,6 @@ struct QUICKeyring {
         initialDCIDs = [dcid]
     }
 
-    /// A key log that holds secrets, or that a client is writing (live): one may be this
-    /// connection's.
-    var mayHaveKeys: Bool { keyLog.map { $0.count > 0 || $0.growing } ?? false }
-
     /// The client's next Initials go to `dcid` (a Retry's SCID).
     mutating func useInitialDCID(_ dcid: [UInt8]) {
         if !initialDCIDs.contains(dcid) { initialDCIDs.insert(dcid, at: 0) }
