@@ -12,7 +12,7 @@ struct QUICKeyring {
     /// The client's Initial DCIDs, newest first: the Initial keys derive from the current one
     /// (after a Retry, the Retry's SCID).
     private(set) var initialDCIDs: [[UInt8]]
-    private var initialKeys: [(version: UInt32, dcid: [UInt8], keys: PerDirection<QUICPacketKeys?>)] = []
+    private var initialKeys: [(version: UInt32, dcid: [UInt8], secret: [UInt8]?, keys: PerDirection<QUICPacketKeys?>)] = []
     /// The ClientHello's random: the key log's index.
     var clientRandom: [UInt8] = []
     /// The key log was searched for this connection's secrets by trial (`QUICKeyTrial`: at most
@@ -42,14 +42,17 @@ struct QUICKeyring {
 
     /// The Initial keys of one direction, derived when a packet of that direction first needs
     /// them (a client Initial that no server answers costs one direction's contexts, not two).
+    /// The Initial secret both derive from is kept beside them: extracted once, not once a
+    /// direction (27,000 instructions a connection).
     mutating func initial(version: QUICVersion, dcid: [UInt8], direction: Direction) -> QUICPacketKeys? {
         let i: Int
         if let found = initialKeys.firstIndex(where: { $0.version == version.number && $0.dcid == dcid }) { i = found } else {
-            initialKeys.append((version.number, dcid, PerDirection(nil)))
+            initialKeys.append((version.number, dcid, QUICPacketKeys.initialSecret(dcid: dcid, version: version), PerDirection(nil)))
             i = initialKeys.count - 1
         }
         if let keys = initialKeys[i].keys[direction] { return keys }
-        let keys = QUICPacketKeys.initial(dcid: dcid, version: version, server: direction == .fromServer)
+        guard let secret = initialKeys[i].secret else { return nil }
+        let keys = QUICPacketKeys.initial(secret: secret, version: version, server: direction == .fromServer)
         initialKeys[i].keys[direction] = keys
         return keys
     }

@@ -115,6 +115,12 @@ final class QUICPacketKeys {
     /// The Initial keys of one direction: from the client's first Destination Connection ID and
     /// the version's salt (RFC 9001 §5.2). AES-128-GCM with SHA-256, whatever the handshake chooses.
     static func initial(dcid: [UInt8], version: QUICVersion, server: Bool) -> QUICPacketKeys? {
+        initialSecret(dcid: dcid, version: version).flatMap { initial(secret: $0, version: version, server: server) }
+    }
+
+    /// The secret both directions' Initial keys derive from (HKDF-Extract of the DCID with the
+    /// version's salt).
+    static func initialSecret(dcid: [UInt8], version: QUICVersion) -> [UInt8]? {
         var initialSecret = [UInt8](repeating: 0, count: 32)
         let ok = version.salt.withUnsafeBufferPointer { s in
             dcid.withUnsafeBufferPointer { d in
@@ -123,7 +129,12 @@ final class QUICPacketKeys {
                 }
             }
         }
-        guard ok == 1, let secret = TLSKeys.expandLabel(initialSecret, server ? "server in" : "client in", length: 32, sha384: false) else {
+        return ok == 1 ? initialSecret : nil
+    }
+
+    /// One direction's Initial keys from the `initialSecret`.
+    static func initial(secret initialSecret: [UInt8], version: QUICVersion, server: Bool) -> QUICPacketKeys? {
+        guard let secret = TLSKeys.expandLabel(initialSecret, server ? "server in" : "client in", length: 32, sha384: false) else {
             return nil
         }
         return QUICPacketKeys(secret: secret, cipher: TLSCipherParameters(aead: .aes128gcm, sha384: false), version: version)
