@@ -40,12 +40,12 @@ struct QUICRoutes {
     mutating func session(shortHeader p: UnsafeRawBufferPointer) -> Session? {
         for i in recentShort.indices {
             let length = recentShort[i].key.length
-            if p.count > 1 + length, CIDKey(UnsafeRawBufferPointer(rebasing: p[1..<(1 + length)])) == recentShort[i].key {
+            if p.count > 1 + length, CIDKey(p, at: 1, length: length) == recentShort[i].key {
                 return recentShort[i].session
             }
         }
         for (length, _) in cidLengths where length > 0 && p.count > 1 + length {
-            let key = CIDKey(UnsafeRawBufferPointer(rebasing: p[1..<(1 + length)]))
+            let key = CIDKey(p, at: 1, length: length)
             if let s = byCID[key] {
                 if recentShort.count < 2 { recentShort.append((key, s)) } else { recentShort[recentNext] = (key, s) }
                 recentNext = (recentNext + 1) % 2
