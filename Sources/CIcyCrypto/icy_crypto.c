@@ -407,10 +407,14 @@ int icy_hp_mask(void *ctx, const uint8_t *sample, uint8_t *mask) {
         if (EVP_EncryptInit_ex(h->ctx, NULL, NULL, h->key, sample) != 1) return 0;
         if (EVP_EncryptUpdate(h->ctx, out, &n, zeros, 5) != 1) return 0;
     } else {
-        if (EVP_EncryptUpdate(h->ctx, out, &n, sample, 16) != 1 || n != 16) return 0;
+        // AES-ECB of the one block (RFC 9001 §5.4.3) through EVP_Cipher: on a provider's cipher it
+        // calls the cipher function itself (it answers the bytes written), where EVP_EncryptUpdate
+        // went through its block buffering and the provider's update first.
+        if (EVP_Cipher(h->ctx, out, sample, 16) != 16) return 0;
     }
+    // Not cleansed: the mask only hides header bits that are read out of it, and what a sample
+    // encrypts to is no secret of the key.
     memcpy(mask, out, 5);
-    OPENSSL_cleanse(out, sizeof out);
     return 1;
 }
 
