@@ -9,8 +9,7 @@ struct CIDKey: Hashable {
         length = bytes.count
         var words: (UInt64, UInt64, UInt64) = (0, 0, 0)
         // One copy of at most 24 bytes (a CID has at most 20): `bytes.prefix(24)` went through
-        // Slice's generic `prefix`, ~50 instructions a key, and a short header of a greased
-        // fixed bit makes two keys (`QUICConnectionSession.startsWithConnectionID`).
+        // Slice's generic `prefix`, about 50 instructions a key.
         if let base = bytes.baseAddress {
             withUnsafeMutableBytes(of: &words) { $0.baseAddress!.copyMemory(from: base, byteCount: min(bytes.count, 24)) }
         }
