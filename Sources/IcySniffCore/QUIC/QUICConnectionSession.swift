@@ -263,16 +263,18 @@ final class QUICConnectionSession {
         return end
     }
 
-    /// How long the DCID of a short header of `direction` is: the receiver's CID (the one it chose
-    /// first; its later ones have the same length).
-    private func receiverCIDLength(_ direction: Direction) -> Int {
-        direction == .fromClient ? (info.cids.serverCID?.count ?? 0) : info.cids.clientCID.count
+    /// The CID the receiver of `direction` chose first (nil: the server's is not known yet). Its
+    /// later ones have the same length, a short header's DCID length.
+    private func receiverCID(_ direction: Direction) -> [UInt8]? {
+        direction == .fromClient ? info.cids.serverCID : info.cids.clientCID
     }
 
+    /// How long the DCID of a short header of `direction` is.
+    private func receiverCIDLength(_ direction: Direction) -> Int { receiverCID(direction)?.count ?? 0 }
+
     private func startsWithConnectionID(_ bytes: UnsafeRawBufferPointer, from direction: Direction) -> Bool {
-        // The receiver's first CID: its length is every short header's (`receiverCIDLength`),
-        // and most packets carry it, so it is compared before the look-up among all.
-        guard let first = direction == .fromClient ? info.cids.serverCID : info.cids.clientCID else { return false }
+        // Most packets carry the receiver's first CID: compared before the look-up among all.
+        guard let first = receiverCID(direction) else { return false }
         let length = first.count
         guard length > 0, bytes.count > length else { return false }
         let dcid = UnsafeRawBufferPointer(rebasing: bytes[1...length])
