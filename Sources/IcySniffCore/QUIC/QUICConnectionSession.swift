@@ -329,20 +329,27 @@ final class QUICConnectionSession {
         }
         guard let k = keyring.application[direction] else { return }
         if let decryption, decryption.willTake(packetBytes: bytes.count) {
-            guard let p = opener.prepareShort(bytes, pnOffset: pnOffset, keys: k, from: direction) else {
-                packetFailed()
+            switch opener.prepareShort(bytes, pnOffset: pnOffset, keys: k, from: direction) {
+            case .prepared(let p):
+                decryption.submit(header: p.header, sealed: p.sealed, packetNumber: p.packetNumber, keys: p.keys,
+                                  of: self, from: direction, at: ts)
                 return
+            case .failed:
+                return packetFailed()
+            case .nextPhase:
+                break   // opened here: whether it updates the keys decides the keys of the packets after it
             }
-            decryption.submit(header: p.header, sealed: p.sealed, packetNumber: p.packetNumber, keys: p.keys, keyUpdate: p.keyUpdate,
-                              of: self, from: direction, at: ts)
-            return
         }
         switch opener.openShort(bytes, pnOffset: pnOffset, keys: k, from: direction) {
         case .opened(let plaintext):
             packetOpened(application: true)
             applicationFrames(plaintext, at: ts, from: direction)
         case .failed:
-            packetFailed()
+            guard let decryption, decryption.isHolding else { return packetFailed() }
+            // Judged in its turn, as the thread's packets are: it may be a reset whose token is in
+            // a packet still on the thread.
+            let copy = Array(bytes)
+            decryption.later { [self] in copy.withUnsafeBytes { opened(nil, packet: $0, at: ts, from: direction) } }
         case .untried:
             break
         }
@@ -382,15 +389,11 @@ final class QUICConnectionSession {
     /// A packet the decryption thread opened (nil: it did not authenticate), in its turn.
     /// `packet`: the whole packet as it came (its last 16 bytes are left as they were when
     /// it does not authenticate).
-    func opened(_ plaintext: UnsafeRawBufferPointer?, packet: UnsafeRawBufferPointer, packetNumber: UInt64, keyUpdate: Bool?,
-                at ts: Timestamp, from direction: Direction) {
+    func opened(_ plaintext: UnsafeRawBufferPointer?, packet: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) {
         guard let plaintext else {
             // A reset whose token came in a packet still on the thread when the reset was read.
             if resetTokens.isReset(packet, from: direction) { return }
             return packetFailed()
-        }
-        if let phase = keyUpdate, let k = keyring.application[direction], k.phase != phase, let next = k.next {
-            k.update(to: next, phase: phase, firstPacket: packetNumber)
         }
         packetOpened(application: true)
         frames(plaintext, space: .application, at: ts, from: direction)

@@ -27,8 +27,7 @@ struct QUICPacketOpener {
     }
 
     /// A 1-RTT packet made ready for the decryption thread: its unprotected header (in the
-    /// workspace), its sealed payload, its number, the keys chosen for it, and — keys of the next
-    /// phase — the key phase it would update to once it opens.
+    /// workspace), its sealed payload, its number, and the keys chosen for it.
     ///
     /// Read at once and dropped: the session hands it to `DecryptionQueue.submit`, which holds
     /// the keys strongly in its job. `keys` is `unowned(unsafe)` so that the struct is trivial:
@@ -42,7 +41,22 @@ struct QUICPacketOpener {
         let sealed: UnsafeRawBufferPointer
         let packetNumber: UInt64
         unowned(unsafe) let keys: QUICPacketKeys
-        let keyUpdate: Bool?
+    }
+
+    /// What `prepareShort` made of a 1-RTT packet.
+    enum Preparation {
+        case prepared(Prepared)
+        /// It cannot be opened (counted as failed).
+        case failed
+        /// Its key phase asks for the next phase's keys: a key update if it opens with them (or a
+        /// late packet of the previous phase, or a forged bit). Which one decides the keys of every
+        /// packet after it, so it is opened where it is read (`openShort`), never on the thread.
+        /// Handed to the thread with the next keys, the update was applied only when its result
+        /// came back, after the packets behind it had had their keys chosen by the old phase: a
+        /// peer that updates its keys again within the packets in flight (1.25 MiB; the hostile
+        /// `keyupdate` shape, every packet a new phase) had every packet after the second update
+        /// fail to decrypt, and the run's outputs depended on where the thread started.
+        case nextPhase
     }
 
     /// Opens a long-header packet (or any packet whose keys are known): its plaintext payload,
@@ -84,30 +98,26 @@ struct QUICPacketOpener {
 
     /// A 1-RTT packet for the decryption thread: header protection removed and the keys chosen
     /// here, by the key phase bit and the packet number alone (the thread cannot tell back which
-    /// keys opened it, so there is no second try). nil: it cannot be opened (counted as failed).
+    /// keys opened it, so there is no second try).
     mutating func prepareShort(_ whole: UnsafeRawBufferPointer, pnOffset: Int, keys k: QUICConnectionSession.PhaseKeys,
-                               from direction: Direction) -> Prepared? {
+                               from direction: Direction) -> Preparation {
         guard let (header, pn, phase) = unprotect(whole, pnOffset: pnOffset, keys: k.current, space: .application, from: direction,
-                                                  longHeader: false) else { return nil }
+                                                  longHeader: false) else { return .failed }
         let keys: QUICPacketKeys
-        var keyUpdate: Bool? = nil
         switch k.keys(phase: phase, packetNumber: pn) {
         case .current:
             keys = k.current
             if k.firstPacketOfCurrent == nil { k.firstPacketOfCurrent = pn }
         case .previous(let previous):
             keys = previous
-        case .next(let next):
-            // Kept for the packets of the new phase until the first of them opens (in its
-            // turn): only then has the key update happened.
-            keys = next
-            keyUpdate = phase
+        case .next:
+            return .nextPhase
         case .none:
-            return nil
+            return .failed
         }
         if pn > largestPN[direction].application ?? 0 { largestPN[direction].application = pn }
-        return Prepared(header: UnsafeRawBufferPointer(rebasing: workspace.buffer[0..<header]),
-                        sealed: UnsafeRawBufferPointer(rebasing: whole[header...]), packetNumber: pn, keys: keys, keyUpdate: keyUpdate)
+        return .prepared(Prepared(header: UnsafeRawBufferPointer(rebasing: workspace.buffer[0..<header]),
+                                  sealed: UnsafeRawBufferPointer(rebasing: whole[header...]), packetNumber: pn, keys: keys))
     }
 
     /// The unprotected header (in the workspace): its length, the full packet number, and the

@@ -61,10 +61,6 @@ final class DecryptionQueue: @unchecked Sendable {
         let headerLength: Int
         let length: Int
         let at: Timestamp
-        /// The key phase this packet would move its direction to (a key update, committed only
-        /// once it opens: a packet that is not one, a stateless reset, must not move it); nil:
-        /// the current or the previous phase.
-        let keyUpdate: Bool?
         /// The plaintext's length once opened; nil: it did not authenticate.
         var plaintextLength: Int? = nil
     }
@@ -156,8 +152,7 @@ final class DecryptionQueue: @unchecked Sendable {
                 let start = o + job.pointee.headerLength
                 job.pointee.session._withUnsafeGuaranteedRef {
                     $0.opened(job.pointee.plaintextLength.map { UnsafeRawBufferPointer(rebasing: arena[start..<(start + $0)]) },
-                              packet: UnsafeRawBufferPointer(rebasing: arena[o..<(o + n)]),
-                              packetNumber: job.pointee.packetNumber, keyUpdate: job.pointee.keyUpdate, at: job.pointee.at,
+                              packet: UnsafeRawBufferPointer(rebasing: arena[o..<(o + n)]), at: job.pointee.at,
                               from: job.pointee.direction)
                 }
             }
@@ -296,7 +291,7 @@ final class DecryptionQueue: @unchecked Sendable {
     /// The packet of a `willTake` that answered true: its unprotected header (`header`), then the
     /// rest of the protected packet (`sealed`), copied into the filling batch's arena.
     func submit(header: UnsafeRawBufferPointer, sealed: UnsafeRawBufferPointer, packetNumber: UInt64, keys: QUICPacketKeys,
-                keyUpdate: Bool?, of session: QUICConnectionSession, from direction: Direction, at ts: Timestamp) {
+                of session: QUICConnectionSession, from direction: Direction, at ts: Timestamp) {
         recordsQueued += 1
         // The batch read once: each read of the property is a retain and a release.
         let batch = filling
@@ -305,7 +300,7 @@ final class DecryptionQueue: @unchecked Sendable {
         room.copyMemory(from: header)
         UnsafeMutableRawBufferPointer(rebasing: room[header.count...]).copyMemory(from: sealed)
         batch.append(PacketJob(session: Unmanaged.passUnretained(session), direction: direction, keys: Unmanaged.passUnretained(keys), packetNumber: packetNumber,
-                               offset: batch.arenaUsed, headerLength: header.count, length: length, at: ts, keyUpdate: keyUpdate),
+                               offset: batch.arenaUsed, headerLength: header.count, length: length, at: ts),
                      session: session, keys: keys)
         steps.append(.packet(Unmanaged.passUnretained(batch), batch.packets.count - 1))
         batch.bytes += max(length, 64)

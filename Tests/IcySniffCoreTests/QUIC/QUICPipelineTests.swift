@@ -391,4 +391,29 @@ struct QUICClientWire {
         #expect(threaded.onThread > 10, "the packets went to the thread")
         #expect(inline.har == threaded.har)
     }
+
+    /// Every client packet in a new key phase, 300 times (RFC 9001 §6 lets a peer update again
+    /// once its previous update was acknowledged): each update is decided where its packet is
+    /// read, so the packets behind it on the thread get the keys it made. When the update was
+    /// applied only once its packet came back from the thread, every packet after the second
+    /// update failed to decrypt and the request was lost.
+    @Test func consecutiveKeyUpdatesOnTheThread() throws {
+        let base = "Tests/Fixtures/quic/consecutive-key-updates"
+        var options = PipelineOptions()
+        options.keyLog = try KeyLog(paths: [base + ".keys"])
+        options.decryptOnSecondThreadAfter = 0
+        let sink = CollectingSink()
+        let pipeline = Pipeline(sink: sink, options: options)
+        _ = pipeline.run(try PcapSource.open(path: base + ".pcap"))
+        pipeline.finish()
+        let c = try #require(sink.connections.first)
+        #expect(c.quic?.keyUpdates == 300)
+        #expect(c.quic?.packetsUndecryptable == 0 && c.weirds.isEmpty)
+        #expect(sink.transactions.map { $0.response?.status ?? 0 } == [200])
+        #expect(sink.transactions.first?.allWeirds.isEmpty == true)
+        #expect(pipeline.recordsDecryptedOnSecondThread > 0, "packets of the current phase still went to the thread")
+        let inline = try QUICDecryptionThreadTests.har(base + ".pcap", keys: base + ".keys", thread: nil)
+        let threaded = try QUICDecryptionThreadTests.har(base + ".pcap", keys: base + ".keys", thread: 0)
+        #expect(inline.har.count > 1000 && inline.har == threaded.har)
+    }
 }
