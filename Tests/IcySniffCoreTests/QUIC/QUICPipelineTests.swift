@@ -365,7 +365,7 @@ struct QUICClientWire {
     }
 }
 
-/// 1-RTT packets opened on the decryption thread (as reading a file does once 8 MiB came; here
+/// 1-RTT packets opened on the decryption thread (as reading a file does once 1 MiB came; here
 /// from the first packet) give the same HAR as packets opened as they come.
 @Suite struct QUICDecryptionThreadTests {
     static func har(_ pcap: String, keys: String, thread: Int?) throws -> (har: [UInt8], onThread: Int) {
