@@ -336,8 +336,8 @@ final class QUICConnectionSession {
                 return
             case .failed:
                 return packetFailed()
-            case .nextPhase:
-                break   // opened here: whether it updates the keys decides the keys of the packets after it
+            case .openHere:
+                break   // whether it authenticates decides how the packets after it are read
             }
         }
         switch opener.openShort(bytes, pnOffset: pnOffset, keys: k, from: direction) {

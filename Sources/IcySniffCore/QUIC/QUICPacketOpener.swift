@@ -48,16 +48,28 @@ struct QUICPacketOpener {
         case prepared(Prepared)
         /// It cannot be opened (counted as failed).
         case failed
-        /// Its key phase asks for the next phase's keys: a key update if it opens with them (or a
-        /// late packet of the previous phase, or a forged bit). Which one decides the keys of every
-        /// packet after it, so it is opened where it is read (`openShort`), never on the thread.
-        /// Handed to the thread with the next keys, the update was applied only when its result
-        /// came back, after the packets behind it had had their keys chosen by the old phase: a
-        /// peer that updates its keys again within the packets in flight (1.25 MiB; the hostile
-        /// `keyupdate` shape, every packet a new phase) had every packet after the second update
-        /// fail to decrypt, and the run's outputs depended on where the thread started.
-        case nextPhase
+        /// Whether it authenticates decides how the packets after it are read, so it is opened
+        /// where it is read (`openShort`), never on the thread:
+        /// - its key phase asks for the next phase's keys: a key update if it opens with them (or a
+        ///   late packet of the previous phase, or a forged bit). Handed to the thread with the next
+        ///   keys, the update was applied only when its result came back, after the packets behind
+        ///   it had had their keys chosen by the old phase: a peer that updates its keys again
+        ///   within the packets in flight (1.25 MiB; the hostile `keyupdate` shape, every packet a
+        ///   new phase) had every packet after the second update fail to decrypt;
+        /// - its number is more than `maxUncheckedAdvance` past the largest so far: every later
+        ///   packet number is decoded against the largest (RFC 9000 §A.3), which only a packet that
+        ///   authenticates may move. A damaged or forged header prepared for the thread moved it at
+        ///   once, and the packets after it failed (a capture with flipped bits: 27 failures on the
+        ///   thread against 5 where packets open as they are read).
+        /// Either way the run's outputs depended on where the thread started.
+        case openHere
     }
+
+    /// How far a packet prepared for the thread may move the largest packet number before it is
+    /// known to authenticate: an eighth of the smallest decoding window (a one-byte packet number,
+    /// 256), so that a damaged packet that moved it leaves every later packet decoded as it would
+    /// have been, reordered by up to 96.
+    static let maxUncheckedAdvance: UInt64 = 32
 
     /// Opens a long-header packet (or any packet whose keys are known): its plaintext payload,
     /// nil when it does not authenticate.
@@ -103,6 +115,7 @@ struct QUICPacketOpener {
                                from direction: Direction) -> Preparation {
         guard let (header, pn, phase) = unprotect(whole, pnOffset: pnOffset, keys: k.current, space: .application, from: direction,
                                                   longHeader: false) else { return .failed }
+        if let largest = largestPN[direction].application, pn > largest &+ Self.maxUncheckedAdvance { return .openHere }
         let keys: QUICPacketKeys
         switch k.keys(phase: phase, packetNumber: pn) {
         case .current:
@@ -111,7 +124,7 @@ struct QUICPacketOpener {
         case .previous(let previous):
             keys = previous
         case .next:
-            return .nextPhase
+            return .openHere
         case .none:
             return .failed
         }

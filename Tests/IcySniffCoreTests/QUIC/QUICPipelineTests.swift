@@ -416,4 +416,52 @@ struct QUICClientWire {
         let threaded = try QUICDecryptionThreadTests.har(base + ".pcap", keys: base + ".keys", thread: 0)
         #expect(inline.har.count > 1000 && inline.har == threaded.har)
     }
+
+    /// One bit of the packet number flipped in some of the server's 1-RTT packets (under header
+    /// protection, the same bit of the decoded number: a jump of 32,768): those packets fail, and
+    /// every other packet reads as it would without them, on the thread too. Prepared for the
+    /// thread, a damaged number moved the largest packet number before it was known not to
+    /// authenticate, and the packets after it were decoded against it and failed.
+    @Test func damagedPacketNumbersOnTheThread() throws {
+        let base = "Tests/Fixtures/quic/h3-concurrent-qpack-statuses"
+        let source = try PcapSource.open(path: base + ".pcap")
+        var packets: [(bytes: [UInt8], ts: Timestamp, wire: Int)] = []
+        var damaged = 0, serverShort = 0
+        while case .packet(let p) = source.next() {
+            var bytes = Array(p.bytes)
+            // Ethernet, IPv4, UDP from port 443, a short header: its first packet-number byte
+            // follows the 8-byte CID the aioquic client chose.
+            if bytes.count > 64, bytes[12] == 0x08, bytes[13] == 0x00 {
+                let udp = 14 + Int(bytes[14] & 0x0f) * 4
+                let quic = udp + 8
+                if bytes[udp] == 0x01, bytes[udp + 1] == 0xbb, bytes[quic] & 0x80 == 0 {
+                    serverShort += 1
+                    if serverShort > 8 && serverShort % 7 == 0 { bytes[quic + 1 + 8] ^= 0x80; damaged += 1 }
+                }
+            }
+            packets.append((bytes, p.timestamp, p.wireLength))
+        }
+        #expect(damaged >= 3)
+        func har(thread: Int?) throws -> (har: [UInt8], failed: Int) {
+            var options = PipelineOptions()
+            options.keyLog = try KeyLog(paths: [base + ".keys"])
+            options.decryptOnSecondThreadAfter = thread
+            let writer = HARWriter()
+            let collected = CollectingSink()
+            let pipeline = Pipeline(sink: TeeSink(CacheJudgingSink(next: writer), collected), options: options)
+            var decoder = PacketDecoder(linkType: source.linkType)
+            for p in packets {
+                p.bytes.withUnsafeBytes { pipeline.process(CapturedPacket(bytes: $0, timestamp: p.ts, wireLength: p.wire), decoder: &decoder) }
+            }
+            pipeline.finish()
+            let out = OutputFile(memory: true)
+            writer.write(to: out)
+            return (out.takeBytes(), collected.connections.first.map { Int($0.quic?.packetsUndecryptable ?? 0) } ?? -1)
+        }
+        let inline = try har(thread: nil)
+        let threaded = try har(thread: 0)
+        #expect(inline.failed == damaged, "only the damaged packets fail")
+        #expect(threaded.failed == inline.failed)
+        #expect(inline.har.count > 1000 && inline.har == threaded.har)
+    }
 }
