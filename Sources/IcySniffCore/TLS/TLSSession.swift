@@ -305,6 +305,10 @@ final class TLSSession: ConnectionSession {
         guard let decryption, decryption.isHolding else {
             return opened(result, plaintext: UnsafeRawBufferPointer(out), at: r.lastByte, from: direction)
         }
+        // A failure stops the direction at once, as without the queue: the records after it are
+        // not tried (only its flag waits for its turn). Left to its turn, the records read
+        // meanwhile were opened with the same keys and each failure was counted again.
+        if case .failed = result { side.decryptionFailed = true }
         // Opened here (0-RTT data) while records before it wait on the queue: in its turn.
         var kept: [UInt8] = []
         if case .data(let n) = result { kept = Array(UnsafeRawBufferPointer(rebasing: out[0..<n])) }
