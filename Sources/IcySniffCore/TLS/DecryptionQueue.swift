@@ -13,8 +13,9 @@ import Glibc
 /// opened by then (`TLSSession.opened`). Steps are held only while a record before them is still
 /// being opened, and delivered at points fixed by the capture alone (a batch's size, the number of
 /// steps held), never by timing: every run gives the same outputs, and TLS sessions see the same
-/// calls in the same order as when everything runs at once. Only cleartext connections'
-/// transactions may come before a held TLS one that completed earlier in the capture.
+/// calls in the same order as when everything runs at once. Only the transactions of connections
+/// nothing is decrypted for (cleartext ones, and the rows of encrypted connections no key opens)
+/// may come before a held TLS one that completed earlier in the capture.
 ///
 /// The thread starts once `startAfter` bytes of records were submitted: before that, and when
 /// the thread cannot start, `submit` declines, the session opens the record itself, and nothing
