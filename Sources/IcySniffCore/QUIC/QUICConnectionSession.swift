@@ -277,9 +277,8 @@ final class QUICConnectionSession {
         guard let first = receiverCID(direction) else { return false }
         let length = first.count
         guard length > 0, bytes.count > length else { return false }
-        let dcid = UnsafeRawBufferPointer(rebasing: bytes[1...length])
-        if first.withUnsafeBytes({ memcmp($0.baseAddress!, dcid.baseAddress!, length) }) == 0 { return true }
-        return cids.contains(CIDKey(dcid))
+        if first.withUnsafeBytes({ memcmp($0.baseAddress!, bytes.baseAddress! + 1, length) }) == 0 { return true }
+        return cids.contains(CIDKey(bytes, at: 1, length: length))
     }
 
     private func shortPacket(_ whole: UnsafeRawBufferPointer, at ts: Timestamp, from direction: Direction) -> Int? {
