@@ -423,45 +423,30 @@ struct QUICClientWire {
     /// thread, a damaged number moved the largest packet number before it was known not to
     /// authenticate, and the packets after it were decoded against it and failed.
     @Test func damagedPacketNumbersOnTheThread() throws {
-        let base = "Tests/Fixtures/quic/h3-concurrent-qpack-statuses"
-        let source = try PcapSource.open(path: base + ".pcap")
-        var packets: [(bytes: [UInt8], ts: Timestamp, wire: Int)] = []
+        let base = Paths.packageRoot.appendingPathComponent("Tests/Fixtures/quic/h3-concurrent-qpack-statuses")
+        var bytes = try [UInt8](Data(contentsOf: base.appendingPathExtension("pcap")))
         var damaged = 0, serverShort = 0
-        while case .packet(let p) = source.next() {
-            var bytes = Array(p.bytes)
+        for r in DecryptionQueueTests.pcapRecords(bytes) {
             // Ethernet, IPv4, UDP from port 443, a short header: its first packet-number byte
             // follows the 8-byte CID the aioquic client chose.
-            if bytes.count > 64, bytes[12] == 0x08, bytes[13] == 0x00 {
-                let udp = 14 + Int(bytes[14] & 0x0f) * 4
-                let quic = udp + 8
-                if bytes[udp] == 0x01, bytes[udp + 1] == 0xbb, bytes[quic] & 0x80 == 0 {
-                    serverShort += 1
-                    if serverShort > 8 && serverShort % 7 == 0 { bytes[quic + 1 + 8] ^= 0x80; damaged += 1 }
-                }
-            }
-            packets.append((bytes, p.timestamp, p.wireLength))
+            let p = r.lowerBound + 16
+            guard r.count > 16 + 64, bytes[p + 12] == 0x08, bytes[p + 13] == 0x00 else { continue }
+            let udp = p + 14 + Int(bytes[p + 14] & 0x0f) * 4
+            let quic = udp + 8
+            guard bytes[udp] == 0x01, bytes[udp + 1] == 0xbb, bytes[quic] & 0x80 == 0 else { continue }
+            serverShort += 1
+            if serverShort > 8 && serverShort % 7 == 0 { bytes[quic + 1 + 8] ^= 0x80; damaged += 1 }
         }
         #expect(damaged >= 3)
-        func har(thread: Int?) throws -> (har: [UInt8], failed: Int) {
-            var options = PipelineOptions()
-            options.keyLog = try KeyLog(paths: [base + ".keys"])
-            options.decryptOnSecondThreadAfter = thread
-            let writer = HARWriter()
-            let collected = CollectingSink()
-            let pipeline = Pipeline(sink: TeeSink(CacheJudgingSink(next: writer), collected), options: options)
-            var decoder = PacketDecoder(linkType: source.linkType)
-            for p in packets {
-                p.bytes.withUnsafeBytes { pipeline.process(CapturedPacket(bytes: $0, timestamp: p.ts, wireLength: p.wire), decoder: &decoder) }
-            }
-            pipeline.finish()
-            let out = OutputFile(memory: true)
-            writer.write(to: out)
-            return (out.takeBytes(), collected.connections.first.map { Int($0.quic?.packetsUndecryptable ?? 0) } ?? -1)
-        }
-        let inline = try har(thread: nil)
-        let threaded = try har(thread: 0)
-        #expect(inline.failed == damaged, "only the damaged packets fail")
-        #expect(threaded.failed == inline.failed)
+        let dir = try DecryptionQueueTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("damaged.pcap").path
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let keys = base.appendingPathExtension("keys").path
+        let inline = try DecryptionQueueTests.run(path, keys: keys, thread: nil)
+        let threaded = try DecryptionQueueTests.run(path, keys: keys, thread: 0)
+        #expect(inline.weirds[.quicDecryptionFailed] == UInt64(damaged), "only the damaged packets fail")
+        #expect(threaded.onSecondThread > 10 && threaded.weirds == inline.weirds)
         #expect(inline.har.count > 1000 && inline.har == threaded.har)
     }
 }
