@@ -69,6 +69,9 @@ final class QUICConnectionSession {
     /// Where 1-RTT packets are opened (reading a file: the second core, `DecryptionQueue`); nil:
     /// here, as they come. Whatever reads streams waits its turn behind the packets there.
     let decryption: DecryptionQueue?
+    /// The same queue unretained, for the per-packet path (`open`): `decryption` holds it as long
+    /// as the session lives. Bound with `if let`, the property cost a retain and a release a packet.
+    private let decryptionQueue: Unmanaged<DecryptionQueue>?
     /// Packets that came before their keys could be known (ServerHello not yet read; live, the
     /// key log's secrets not yet written): copies, handled once they are (`QUICHeldPackets`).
     var held = QUICHeldPackets()
@@ -87,6 +90,7 @@ final class QUICConnectionSession {
          keyLog: KeyLog?, emitter: TransactionEmitter, options: HTTPParserOptions, decryption: DecryptionQueue? = nil,
          workspace: PacketWorkspace = PacketWorkspace()) {
         self.decryption = decryption
+        decryptionQueue = decryption.map(Unmanaged.passUnretained)
         opener = QUICPacketOpener(workspace: workspace)
         self.workspace = workspace
         connection = Connection(id: id, first: client, second: server, timestamp: ts, transport: .quic)
@@ -326,12 +330,19 @@ final class QUICConnectionSession {
             // Keys that a live key log wrote late: the packets held for them first.
             if held.waitingSince != nil { stopWaitingForKeys() }
         }
-        guard let k = keyring.application[direction] else { return }
-        if let decryption, decryption.willTake(packetBytes: bytes.count) {
-            switch opener.prepareShort(bytes, pnOffset: pnOffset, keys: k, from: direction) {
+        // The keys are named unretained while the opener and the queue use them: the keyring
+        // holds a direction's `PhaseKeys` from when they are made for the connection's life, and
+        // neither replaces them (the opener changes only what they hold); an opened packet's
+        // frames, which move the connection on, are read after. Bound with `guard let`, they
+        // cost a retain and a release a packet.
+        guard let keys = keyring.application[direction].map(Unmanaged.passUnretained) else { return }
+        if let queue = decryptionQueue, queue._withUnsafeGuaranteedRef({ $0.willTake(packetBytes: bytes.count) }) {
+            switch keys._withUnsafeGuaranteedRef({ opener.prepareShort(bytes, pnOffset: pnOffset, keys: $0, from: direction) }) {
             case .prepared(let p):
-                decryption.submit(header: p.header, sealed: p.sealed, packetNumber: p.packetNumber, keys: p.keys,
-                                  of: self, from: direction, at: ts)
+                queue._withUnsafeGuaranteedRef {
+                    $0.submit(header: p.header, sealed: p.sealed, packetNumber: p.packetNumber, keys: p.keys, of: self,
+                              from: direction, at: ts)
+                }
                 return
             case .failed:
                 return packetFailed()
@@ -339,7 +350,7 @@ final class QUICConnectionSession {
                 break   // whether it authenticates decides how the packets after it are read
             }
         }
-        switch opener.openShort(bytes, pnOffset: pnOffset, keys: k, from: direction) {
+        switch keys._withUnsafeGuaranteedRef({ opener.openShort(bytes, pnOffset: pnOffset, keys: $0, from: direction) }) {
         case .opened(let plaintext):
             packetOpened(application: true)
             applicationFrames(plaintext, at: ts, from: direction)

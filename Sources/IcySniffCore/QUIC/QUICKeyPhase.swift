@@ -13,10 +13,13 @@ extension QUICConnectionSession {
 
         init(current: QUICPacketKeys) { self.current = current }
 
+        /// Which keys: `current`, `previous` or `next`, read by the caller. Without a payload: as
+        /// an enum that carried the keys, each choice was copied, retained and released by
+        /// Optional's and the enum's outlined value operations, three reference counts a packet.
         enum Choice {
             case current
-            case previous(QUICPacketKeys)
-            case next(QUICPacketKeys)
+            case previous
+            case next
             /// The next phase's keys cannot be derived.
             case none
         }
@@ -28,10 +31,9 @@ extension QUICConnectionSession {
         /// opened (`QUICPacketOpener.openShort` here, `prepareShort` for the decryption thread).
         func keys(phase: Bool, packetNumber pn: UInt64) -> Choice {
             if phase == self.phase { return .current }
-            if let previous, let start = firstPacketOfCurrent, pn < start { return .previous(previous) }
+            if previous != nil, let start = firstPacketOfCurrent, pn < start { return .previous }
             if next == nil { next = current.next() }
-            guard let next else { return .none }
-            return .next(next)
+            return next == nil ? .none : .next
         }
 
         /// A key update: the next phase's keys take over from packet `pn` on; the current ones

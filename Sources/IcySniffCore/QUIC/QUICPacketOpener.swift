@@ -29,18 +29,19 @@ struct QUICPacketOpener {
     /// A 1-RTT packet made ready for the decryption thread: its unprotected header (in the
     /// workspace), its sealed payload, its number, and the keys chosen for it.
     ///
-    /// Read at once and dropped: the session hands it to `DecryptionQueue.submit`, which holds
-    /// the keys strongly in its job. `keys` is `unowned(unsafe)` so that the struct is trivial:
-    /// Swift copies and destroys an Optional of a struct this large that holds a counted
-    /// reference through Optional's generic value witnesses (about 230 instructions a packet on
-    /// the pipeline's thread, QUIC twin's h3.pcap). Safe because the keys it names are the
-    /// connection's `PhaseKeys` current, previous or next ones, which nothing replaces between
+    /// Read at once and dropped: the session hands it to `DecryptionQueue.submit`, whose batch
+    /// keeps the keys alive until the packet is opened. `keys` is unretained so that the struct
+    /// is trivial: Swift copies and destroys an Optional of a struct this large that holds a
+    /// counted reference through Optional's generic value witnesses (about 230 instructions a
+    /// packet on the pipeline's thread, QUIC twin's h3.pcap), and a strong reference made from
+    /// it for `submit` was one more retain and release a packet. Safe because the keys it names
+    /// are the connection's `PhaseKeys` current or previous ones, which nothing replaces between
     /// `prepareShort` and the submit that follows it.
     struct Prepared {
         let header: UnsafeRawBufferPointer
         let sealed: UnsafeRawBufferPointer
         let packetNumber: UInt64
-        unowned(unsafe) let keys: QUICPacketKeys
+        let keys: Unmanaged<QUICPacketKeys>
     }
 
     /// What `prepareShort` made of a 1-RTT packet.
@@ -75,6 +76,7 @@ struct QUICPacketOpener {
     /// nil when it does not authenticate.
     mutating func open(_ whole: UnsafeRawBufferPointer, pnOffset: Int, keys: QUICPacketKeys, space: QUICSpace,
                        from direction: Direction, longHeader: Bool) -> UnsafeRawBufferPointer? {
+        let keys = Unmanaged.passUnretained(keys)
         guard let (header, pn, _) = unprotect(whole, pnOffset: pnOffset, keys: keys, space: space, from: direction, longHeader: longHeader)
         else { return nil }
         return decrypt(whole, header: header, pn: pn, keys: keys, space: space, from: direction)
@@ -82,27 +84,34 @@ struct QUICPacketOpener {
 
     /// A 1-RTT packet: the key phase bit picks the current, next or previous keys (RFC 9001 §6);
     /// a packet the next phase's keys do not open is tried with the previous ones.
+    ///
+    /// The keys are named unretained (`Unmanaged`, as `unprotect` and `decrypt` take them): `k`
+    /// holds its current and previous keys, and nothing here replaces them before they are
+    /// used but `update`, after which the next keys it was given are `k`'s current ones. Read
+    /// as strong references across the calls, they cost two retains and releases a packet.
     mutating func openShort(_ whole: UnsafeRawBufferPointer, pnOffset: Int, keys k: QUICConnectionSession.PhaseKeys,
                             from direction: Direction) -> Outcome {
-        guard let (header, pn, phase) = unprotect(whole, pnOffset: pnOffset, keys: k.current, space: .application, from: direction,
-                                                  longHeader: false) else { return .failed }
+        guard let (header, pn, phase) = unprotect(whole, pnOffset: pnOffset, keys: .passUnretained(k.current), space: .application,
+                                                  from: direction, longHeader: false) else { return .failed }
         func outcome(_ p: UnsafeRawBufferPointer?) -> Outcome { p.map { .opened($0) } ?? .failed }
         switch k.keys(phase: phase, packetNumber: pn) {
         case .current:
-            guard let p = decrypt(whole, header: header, pn: pn, keys: k.current, space: .application, from: direction)
+            guard let p = decrypt(whole, header: header, pn: pn, keys: .passUnretained(k.current), space: .application, from: direction)
             else { return .failed }
             if k.firstPacketOfCurrent == nil { k.firstPacketOfCurrent = pn }
             return .opened(p)
-        case .previous(let previous):
-            return outcome(decrypt(whole, header: header, pn: pn, keys: previous, space: .application, from: direction))
-        case .next(let next):
-            if let p = decrypt(whole, header: header, pn: pn, keys: next, space: .application, from: direction) {
+        case .previous:
+            guard let previous = k.previous else { return .failed }
+            return outcome(decrypt(whole, header: header, pn: pn, keys: .passUnretained(previous), space: .application, from: direction))
+        case .next:
+            guard let next = k.next else { return .untried }
+            if let p = decrypt(whole, header: header, pn: pn, keys: .passUnretained(next), space: .application, from: direction) {
                 k.update(to: next, phase: phase, firstPacket: pn)
                 return .opened(p)
             }
             // Not the next phase's after all: a late packet of the previous keys.
             guard let previous = k.previous else { return .failed }
-            return outcome(decrypt(whole, header: header, pn: pn, keys: previous, space: .application, from: direction))
+            return outcome(decrypt(whole, header: header, pn: pn, keys: .passUnretained(previous), space: .application, from: direction))
         case .none:
             return .untried
         }
@@ -113,16 +122,17 @@ struct QUICPacketOpener {
     /// keys opened it, so there is no second try).
     mutating func prepareShort(_ whole: UnsafeRawBufferPointer, pnOffset: Int, keys k: QUICConnectionSession.PhaseKeys,
                                from direction: Direction) -> Preparation {
-        guard let (header, pn, phase) = unprotect(whole, pnOffset: pnOffset, keys: k.current, space: .application, from: direction,
-                                                  longHeader: false) else { return .failed }
+        guard let (header, pn, phase) = unprotect(whole, pnOffset: pnOffset, keys: .passUnretained(k.current), space: .application,
+                                                  from: direction, longHeader: false) else { return .failed }
         if let largest = largestPN[direction].application, pn > largest &+ Self.maxUncheckedAdvance { return .openHere }
-        let keys: QUICPacketKeys
+        let keys: Unmanaged<QUICPacketKeys>
         switch k.keys(phase: phase, packetNumber: pn) {
         case .current:
-            keys = k.current
+            keys = .passUnretained(k.current)
             if k.firstPacketOfCurrent == nil { k.firstPacketOfCurrent = pn }
-        case .previous(let previous):
-            keys = previous
+        case .previous:
+            guard let previous = k.previous else { return .failed }
+            keys = .passUnretained(previous)
         case .next:
             return .openHere
         case .none:
@@ -135,12 +145,13 @@ struct QUICPacketOpener {
 
     /// The unprotected header (in the workspace): its length, the full packet number, and the
     /// key-phase bit.
-    private func unprotect(_ whole: UnsafeRawBufferPointer, pnOffset: Int, keys: QUICPacketKeys, space: QUICSpace,
+    /// `keys` is held by the caller's `PhaseKeys` or its own reference for the call.
+    private func unprotect(_ whole: UnsafeRawBufferPointer, pnOffset: Int, keys: Unmanaged<QUICPacketKeys>, space: QUICSpace,
                            from direction: Direction, longHeader: Bool) -> (Int, UInt64, Bool)? {
         guard whole.count >= pnOffset + 4 + 16, whole.count <= Self.maxPacket else { return nil }
         workspace.reserve(whole.count)
         let sample = UnsafeRawBufferPointer(rebasing: whole[(pnOffset + 4)..<(pnOffset + 20)])
-        guard let mask = keys.mask(sample) else { return nil }
+        guard let mask = keys._withUnsafeGuaranteedRef({ $0.mask(sample) }) else { return nil }
         let first = whole[0] ^ (mask.0 & (longHeader ? 0x0f : 0x1f))
         let pnLength = Int(first & 3) + 1
         var truncated: UInt64 = 0
@@ -156,13 +167,15 @@ struct QUICPacketOpener {
         return (pnOffset + pnLength, pn, first & 0x04 != 0)
     }
 
-    private mutating func decrypt(_ whole: UnsafeRawBufferPointer, header: Int, pn: UInt64, keys: QUICPacketKeys, space: QUICSpace,
-                                  from direction: Direction) -> UnsafeRawBufferPointer? {
+    /// `keys`: as `unprotect`'s.
+    private mutating func decrypt(_ whole: UnsafeRawBufferPointer, header: Int, pn: UInt64, keys: Unmanaged<QUICPacketKeys>,
+                                  space: QUICSpace, from direction: Direction) -> UnsafeRawBufferPointer? {
         let scratch = workspace.buffer
         let sealed = UnsafeRawBufferPointer(rebasing: whole[header...])
         let headerBytes = UnsafeRawBufferPointer(rebasing: scratch[0..<header])
         let plain = UnsafeMutableRawBufferPointer(rebasing: scratch[header...])
-        guard let n = keys.open(packetNumber: pn, header: headerBytes, sealed: sealed, into: plain) else { return nil }
+        guard let n = keys._withUnsafeGuaranteedRef({ $0.open(packetNumber: pn, header: headerBytes, sealed: sealed, into: plain) })
+        else { return nil }
         largestPN[direction][space] = max(largestPN[direction][space] ?? 0, pn)
         return UnsafeRawBufferPointer(rebasing: scratch[header..<(header + n)])
     }

@@ -87,8 +87,8 @@ final class DecryptionQueue: @unchecked Sendable {
         /// The sessions, decryptors and keys this batch's records and packets use (each once for
         /// a run of them that use it): what keeps them alive until the batch is recycled.
         private var held: [AnyObject] = []
-        private var lastSession: ObjectIdentifier? = nil
-        private var lastKeys: ObjectIdentifier? = nil
+        private var lastSession: UnsafeMutableRawPointer? = nil
+        private var lastKeys: UnsafeMutableRawPointer? = nil
 
         deinit { arena.deallocate() }
 
@@ -104,21 +104,22 @@ final class DecryptionQueue: @unchecked Sendable {
             return UnsafeMutableRawBufferPointer(rebasing: arena[arenaUsed..<(arenaUsed + count)])
         }
 
-        /// Keeps `object` alive with the batch, unless it is the one kept last in `last`'s role.
-        private func hold(_ object: AnyObject, _ last: inout ObjectIdentifier?) {
-            if last != ObjectIdentifier(object) { held.append(object); last = ObjectIdentifier(object) }
+        /// Keeps `object` (which the caller holds) alive with the batch, unless it is the one kept
+        /// last in `last`'s role: a reference is made, and counted, only when the batch keeps it.
+        private func hold<T: AnyObject>(_ object: Unmanaged<T>, _ last: inout UnsafeMutableRawPointer?) {
+            if last != object.toOpaque() { held.append(object.takeUnretainedValue()); last = object.toOpaque() }
         }
 
-        func append(_ job: PacketJob, session: QUICConnectionSession, keys: QUICPacketKeys) {
-            hold(session, &lastSession)
-            hold(keys, &lastKeys)
+        func append(_ job: PacketJob) {
+            hold(job.session, &lastSession)
+            hold(job.keys, &lastKeys)
             packets.append(job)
             arenaUsed = job.offset + job.length
         }
 
-        func append(_ job: Job, session: TLSSession, decryptor: DirectionDecryptor) {
-            hold(session, &lastSession)
-            hold(decryptor, &lastKeys)
+        func append(_ job: Job) {
+            hold(job.session, &lastSession)
+            hold(job.decryptor, &lastKeys)
             jobs.append(job)
         }
 
@@ -269,8 +270,7 @@ final class DecryptionQueue: @unchecked Sendable {
         recordsQueued += 1
         let batch = filling
         batch.append(Job(session: Unmanaged.passUnretained(session), direction: direction,
-                         decryptor: Unmanaged.passUnretained(decryptor), record: record),
-                     session: session, decryptor: decryptor)
+                         decryptor: Unmanaged.passUnretained(decryptor), record: record))
         steps.append(.record(Unmanaged.passUnretained(batch), batch.jobs.count - 1))
         // A record without its body (lost) still counts a little: a batch never grows unbounded.
         batch.bytes += max(size, 64)
@@ -291,20 +291,23 @@ final class DecryptionQueue: @unchecked Sendable {
 
     /// The packet of a `willTake` that answered true: its unprotected header (`header`), then the
     /// rest of the protected packet (`sealed`), copied into the filling batch's arena.
-    func submit(header: UnsafeRawBufferPointer, sealed: UnsafeRawBufferPointer, packetNumber: UInt64, keys: QUICPacketKeys,
+    /// `keys`: unretained; the caller holds them until this returns, and the batch from then on.
+    func submit(header: UnsafeRawBufferPointer, sealed: UnsafeRawBufferPointer, packetNumber: UInt64, keys: Unmanaged<QUICPacketKeys>,
                 of session: QUICConnectionSession, from direction: Direction, at ts: Timestamp) {
         recordsQueued += 1
-        // The batch read once: each read of the property is a retain and a release.
-        let batch = filling
-        let length = header.count + sealed.count
-        let room = batch.reserve(length)
-        room.copyMemory(from: header)
-        UnsafeMutableRawBufferPointer(rebasing: room[header.count...]).copyMemory(from: sealed)
-        batch.append(PacketJob(session: Unmanaged.passUnretained(session), direction: direction, keys: Unmanaged.passUnretained(keys), packetNumber: packetNumber,
-                               offset: batch.arenaUsed, headerLength: header.count, length: length, at: ts),
-                     session: session, keys: keys)
-        steps.append(.packet(Unmanaged.passUnretained(batch), batch.packets.count - 1))
-        batch.bytes += max(length, 64)
+        // The batch named unretained: `filling` holds it, and only `handOverFilling` (in `cycle`,
+        // never from here) replaces it. Read as a strong reference, a retain and a release.
+        let batch = Unmanaged.passUnretained(filling)
+        batch._withUnsafeGuaranteedRef { batch in
+            let length = header.count + sealed.count
+            let room = batch.reserve(length)
+            room.copyMemory(from: header)
+            UnsafeMutableRawBufferPointer(rebasing: room[header.count...]).copyMemory(from: sealed)
+            batch.append(PacketJob(session: Unmanaged.passUnretained(session), direction: direction, keys: keys, packetNumber: packetNumber,
+                                   offset: batch.arenaUsed, headerLength: header.count, length: length, at: ts))
+            steps.append(.packet(Unmanaged.passUnretained(batch), batch.packets.count - 1))
+            batch.bytes += max(length, 64)
+        }
     }
 
     /// After each packet: a full batch (or one with many steps held behind it) goes to the
