@@ -32,10 +32,12 @@ final class QUICConnectionSession {
     var keyLog: KeyLog? { keyring.keyLog }
     /// A key log that holds secrets, or that a client is writing (live): one may be this
     /// connection's. Asked for every short-header packet: `hasSecrets` is lock-free (a property
-    /// of the keyring answering this copied the whole keyring, 380 instructions).
+    /// of the keyring answering this copied the whole keyring, 380 instructions), and the key
+    /// log is read unretained (bound with `guard let`, a retain and a release a packet): the
+    /// keyring's `let` holds it for the session's life.
     var mayHaveKeys: Bool {
-        guard let keyLog = keyring.keyLog else { return false }
-        return keyLog.hasSecrets || keyLog.growing
+        guard let keyLog = keyring.keyLog.map(Unmanaged.passUnretained) else { return false }
+        return keyLog._withUnsafeGuaranteedRef { $0.hasSecrets || $0.growing }
     }
     var info = QUICInfo()
     /// The TLS handshake in its CRYPTO frames, and the connection's TLS facts (`QUICHandshake`).
