@@ -76,17 +76,28 @@ struct QUICStreamTable<Consumer: QUICStreamConsumer> {
 
     /// A STREAM frame's data: handed on in order, with the holes a later frame skips past;
     /// the stream ends once everything up to its FIN was handed on.
+    ///
+    /// The consumer and the stream are named unretained (bound as strong references, a retain
+    /// and a release each a frame): the table holds both (the consumer once made, the stream
+    /// until `close`), and nothing else can change the table while this mutating call has it
+    /// (exclusive access, which debug builds check), so neither goes before `close` here.
     @inline(__always)
     mutating func data(_ id: UInt64, _ data: UnsafeRawBufferPointer, at offset: UInt64, fin: Bool, at ts: Timestamp,
                        from direction: Direction) {
-        let consumer = reader()
-        guard let s = stream(id, from: direction) else { return }
-        if fin { s.finalSize = offset + UInt64(data.count) }
-        s.reassembler.insert(data, at: offset, deliver: { consumer.streamData(id, $0, at: ts, from: direction) },
-                             lost: { consumer.streamGap(id, $0, at: ts, from: direction) })
-        if let size = s.finalSize, s.reassembler.delivered >= size {
+        let consumer = Unmanaged.passUnretained(reader())
+        guard let stream = stream(id, from: direction).map(Unmanaged.passUnretained) else { return }
+        let complete = stream._withUnsafeGuaranteedRef { s in
+            if fin { s.finalSize = offset + UInt64(data.count) }
+            consumer._withUnsafeGuaranteedRef { c in
+                s.reassembler.insert(data, at: offset, deliver: { c.streamData(id, $0, at: ts, from: direction) },
+                                     lost: { c.streamGap(id, $0, at: ts, from: direction) })
+            }
+            guard let size = s.finalSize else { return false }
+            return s.reassembler.delivered >= size
+        }
+        if complete {
             close(id, from: direction)
-            consumer.streamEnded(id, at: ts, from: direction)
+            consumer._withUnsafeGuaranteedRef { $0.streamEnded(id, at: ts, from: direction) }
         }
     }
 
