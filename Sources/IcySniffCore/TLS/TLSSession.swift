@@ -109,11 +109,18 @@ final class TLSSession: ConnectionSession {
         }
         if keyWait.waiting { lookForKeys(final: false) }
         // Whether a record's body is kept is decided when its header arrives, by the state the
-        // records before it (in the same chunk too) left.
+        // records before it (in the same chunk too) left. The reader is named unretained (read
+        // through `halves`, a retain and a release a chunk): both halves and their readers are
+        // `let`s made with the session, so it lives as long as the session this call has.
+        let reader = Unmanaged.passUnretained(half(direction).records)
         if direction == .fromClient {
-            client.records.feed(chunk.bytes, at: chunk.timestamp, keep: { self.keeps($0, .fromClient) }) { clientRecord($0) }
+            reader._withUnsafeGuaranteedRef {
+                $0.feed(chunk.bytes, at: chunk.timestamp, keep: { self.keeps($0, .fromClient) }) { clientRecord($0) }
+            }
         } else {
-            server.records.feed(chunk.bytes, at: chunk.timestamp, keep: { self.keeps($0, .fromServer) }) { serverRecord($0) }
+            reader._withUnsafeGuaranteedRef {
+                $0.feed(chunk.bytes, at: chunk.timestamp, keep: { self.keeps($0, .fromServer) }) { serverRecord($0) }
+            }
         }
         if client.records.broken || server.records.broken { noteBroken() }
     }
