@@ -146,17 +146,16 @@ final class DecryptionQueue: @unchecked Sendable {
 
         /// Hands the `i`th QUIC packet's result to its connection.
         func deliverPacket(_ i: Int) {
-            // Read where it lies: copying the job out would retain and release its session.
+            // Copied out: the job is trivial (its session and keys unretained), so the copy counts
+            // nothing, where reading it in place held the array's buffer across the session's
+            // call, a retain and a release a packet.
+            let job = packets[i]
             let arena = self.arena
-            packets.withUnsafeBufferPointer { all in
-                let job = all.baseAddress! + i
-                let (o, n) = (job.pointee.offset, job.pointee.length)
-                let start = o + job.pointee.headerLength
-                job.pointee.session._withUnsafeGuaranteedRef {
-                    $0.opened(job.pointee.plaintextLength.map { UnsafeRawBufferPointer(rebasing: arena[start..<(start + $0)]) },
-                              packet: UnsafeRawBufferPointer(rebasing: arena[o..<(o + n)]), at: job.pointee.at,
-                              from: job.pointee.direction)
-                }
+            let (o, n) = (job.offset, job.length)
+            let start = o + job.headerLength
+            job.session._withUnsafeGuaranteedRef {
+                $0.opened(job.plaintextLength.map { UnsafeRawBufferPointer(rebasing: arena[start..<(start + $0)]) },
+                          packet: UnsafeRawBufferPointer(rebasing: arena[o..<(o + n)]), at: job.at, from: job.direction)
             }
             delivered += 1
         }
