@@ -15,7 +15,7 @@ protocol QUICStreamConsumer: AnyObject {
 /// keeps the streams, as quic-go's streams map stands apart from its connection.
 ///
 /// A transfer sends frame after frame of one stream: the stream of the last frame is kept at
-/// hand (`last`), found without two dictionary look-ups.
+/// hand (`last`, `lastStream`), found without two dictionary look-ups.
 struct QUICStreamTable<Consumer: QUICStreamConsumer> {
     final class Stream {
         var reassembler = OffsetReassembler()
@@ -25,7 +25,11 @@ struct QUICStreamTable<Consumer: QUICStreamConsumer> {
 
     private var open = PerDirection<[UInt64: Stream]>([:])
     private var closed = PerDirection<Set<UInt64>>([])
-    private var last: (direction: Direction, id: UInt64, stream: Stream)? = nil
+    /// The last frame's stream, and which it is: kept apart so that the per-frame check reads
+    /// two plain values (with the reference in one tuple, each check copied the tuple out and
+    /// retained and released the stream).
+    private var lastStream: Stream? = nil
+    private var last: (direction: Direction, id: UInt64)? = nil
     /// What reads the streams; nil until a frame needed it (a connection whose packets were never
     /// opened has none).
     private(set) var consumer: Consumer? = nil
@@ -44,14 +48,15 @@ struct QUICStreamTable<Consumer: QUICStreamConsumer> {
     /// Stream `id` of `direction`, made when it is new; nil once it is over.
     @inline(__always)
     mutating func stream(_ id: UInt64, from direction: Direction) -> Stream? {
-        if let last, last.id == id, last.direction == direction { return last.stream }
+        if let last, last.id == id, last.direction == direction { return lastStream }
         guard !closed[direction].contains(id) else { return nil }
         let s: Stream
         if let existing = open[direction][id] { s = existing } else {
             s = Stream()
             open[direction][id] = s
         }
-        last = (direction, id, s)
+        last = (direction, id)
+        lastStream = s
         return s
     }
 
@@ -60,7 +65,7 @@ struct QUICStreamTable<Consumer: QUICStreamConsumer> {
     @discardableResult
     mutating func close(_ id: UInt64, from direction: Direction) -> Bool {
         guard !closed[direction].contains(id) else { return false }
-        if let last, last.id == id, last.direction == direction { self.last = nil }
+        if let last, last.id == id, last.direction == direction { self.last = nil; lastStream = nil }
         open[direction][id] = nil
         closed[direction].insert(id)
         return true
@@ -70,7 +75,7 @@ struct QUICStreamTable<Consumer: QUICStreamConsumer> {
     private mutating func takeOpen(from direction: Direction) -> [(id: UInt64, stream: Stream)] {
         let list = open[direction].sorted { $0.key < $1.key }.map { (id: $0.key, stream: $0.value) }
         open[direction] = [:]
-        if last?.direction == direction { last = nil }
+        if last?.direction == direction { last = nil; lastStream = nil }
         return list
     }
 
