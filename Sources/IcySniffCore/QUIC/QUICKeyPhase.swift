@@ -13,13 +13,15 @@ extension QUICConnectionSession {
 
         init(current: QUICPacketKeys) { self.current = current }
 
-        /// Which keys: `current`, `previous` or `next`, read by the caller. Without a payload: as
-        /// an enum that carried the keys, each choice was copied, retained and released by
-        /// Optional's and the enum's outlined value operations, three reference counts a packet.
+        /// Which keys. `previous` and `next` carry them unretained, so that the choice is trivial:
+        /// as strong payloads, each choice was copied, retained and released by the enum's
+        /// outlined value operations, three reference counts a packet. They stay held by this
+        /// object (`update` moves the next keys to `current` and the current ones to `previous`),
+        /// which the caller holds for the packet. `current` is read from `current`.
         enum Choice {
             case current
-            case previous
-            case next
+            case previous(Unmanaged<QUICPacketKeys>)
+            case next(Unmanaged<QUICPacketKeys>)
             /// The next phase's keys cannot be derived.
             case none
         }
@@ -31,9 +33,10 @@ extension QUICConnectionSession {
         /// opened (`QUICPacketOpener.openShort` here, `prepareShort` for the decryption thread).
         func keys(phase: Bool, packetNumber pn: UInt64) -> Choice {
             if phase == self.phase { return .current }
-            if previous != nil, let start = firstPacketOfCurrent, pn < start { return .previous }
+            if let previous, let start = firstPacketOfCurrent, pn < start { return .previous(.passUnretained(previous)) }
             if next == nil { next = current.next() }
-            return next == nil ? .none : .next
+            guard let next else { return .none }
+            return .next(.passUnretained(next))
         }
 
         /// A key update: the next phase's keys take over from packet `pn` on; the current ones

@@ -100,13 +100,11 @@ struct QUICPacketOpener {
             else { return .failed }
             if k.firstPacketOfCurrent == nil { k.firstPacketOfCurrent = pn }
             return .opened(p)
-        case .previous:
-            guard let previous = k.previous else { return .failed }
-            return outcome(decrypt(whole, header: header, pn: pn, keys: .passUnretained(previous), space: .application, from: direction))
-        case .next:
-            guard let next = k.next else { return .untried }
-            if let p = decrypt(whole, header: header, pn: pn, keys: .passUnretained(next), space: .application, from: direction) {
-                k.update(to: next, phase: phase, firstPacket: pn)
+        case .previous(let previous):
+            return outcome(decrypt(whole, header: header, pn: pn, keys: previous, space: .application, from: direction))
+        case .next(let next):
+            if let p = decrypt(whole, header: header, pn: pn, keys: next, space: .application, from: direction) {
+                k.update(to: next.takeUnretainedValue(), phase: phase, firstPacket: pn)
                 return .opened(p)
             }
             // Not the next phase's after all: a late packet of the previous keys.
@@ -130,9 +128,8 @@ struct QUICPacketOpener {
         case .current:
             keys = .passUnretained(k.current)
             if k.firstPacketOfCurrent == nil { k.firstPacketOfCurrent = pn }
-        case .previous:
-            guard let previous = k.previous else { return .failed }
-            keys = .passUnretained(previous)
+        case .previous(let previous):
+            keys = previous
         case .next:
             return .openHere
         case .none:
