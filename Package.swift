@@ -17,6 +17,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         // The web view's server (--serve): SwiftNIO's HTTP/1.1 server, in a target of its own.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
+        // The AEAD of TLS records and QUIC packets: BoringSSL as swift-crypto vendors it (4.x has
+        // the VAES code; Sources/CIcyCrypto/icy_aead.c says why, and why through this package).
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         .systemLibrary(name: "CPcap", pkgConfig: "libpcap", providers: [.apt(["libpcap-dev"])]),
@@ -32,9 +35,11 @@ let package = Package(
         // Small C helpers that are awkward from Swift (a FILE* over a gzip stream for libpcap).
         .target(name: "CIcyShims", dependencies: ["CZlib", "CZstd"],
                 linkerSettings: [.linkedLibrary("lz4"), .linkedLibrary("lzma"), .linkedLibrary("bz2")]),
-        // TLS decryption: thin wrappers over OpenSSL's libcrypto (Debian's libssl-dev): EVP AEAD
-        // ciphers and the HKDF and TLS1-PRF KDFs. No cryptography of our own.
-        .target(name: "CIcyCrypto", linkerSettings: [.linkedLibrary("crypto")]),
+        // TLS decryption: thin wrappers over OpenSSL's libcrypto (Debian's libssl-dev: the HKDF
+        // and TLS1-PRF KDFs, CBC suites, QUIC header protection) and BoringSSL's EVP_AEAD (the
+        // AEAD of every record and packet, icy_aead.c). No cryptography of our own.
+        .target(name: "CIcyCrypto", dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+                linkerSettings: [.linkedLibrary("crypto")]),
         // No unsafe flags on the library: SwiftPM refuses them in a package that is depended upon
         // by version (Tests/IcySniffCLITests/DependencyTests builds such a package). Exclusivity
         // is checked here in every build; the shipped release build (scripts/build-release)
@@ -45,7 +50,7 @@ let package = Package(
             dependencies: ["CPcap", "CZlib", "CBrotli", "CZstd", "CDeflate", "CIcyShims", "CIcyCrypto", "CNghttp2", "CNghttp3"]
         ),
         // --serve: the web view (a page embedded in the binary, its JSON API and its live feed)
-        // over SwiftNIO. Kept out of IcySniffCore, which stays free of dependencies.
+        // over SwiftNIO. Kept out of IcySniffCore, whose one package is swift-crypto (for BoringSSL).
         .target(
             name: "IcySniffServe",
             dependencies: [

@@ -15,16 +15,13 @@
 // every EVP_aes_*() init): about 7 us, paid several times per TLS connection before. Fetched
 // objects are immutable and may be used from any thread; they live as long as the process.
 static EVP_KDF *hkdf, *tls1_prf;
-static EVP_CIPHER *aes_128_gcm, *aes_256_gcm, *chacha20_poly1305, *aes_128_cbc, *aes_256_cbc;
+static EVP_CIPHER *aes_128_cbc, *aes_256_cbc;
 static EVP_MAC *hmac;
 static pthread_once_t fetched = PTHREAD_ONCE_INIT;
 
 static void fetch_algorithms(void) {
     hkdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
     tls1_prf = EVP_KDF_fetch(NULL, "TLS1-PRF", NULL);
-    aes_128_gcm = EVP_CIPHER_fetch(NULL, "AES-128-GCM", NULL);
-    aes_256_gcm = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
-    chacha20_poly1305 = EVP_CIPHER_fetch(NULL, "ChaCha20-Poly1305", NULL);
     aes_128_cbc = EVP_CIPHER_fetch(NULL, "AES-128-CBC", NULL);
     aes_256_cbc = EVP_CIPHER_fetch(NULL, "AES-256-CBC", NULL);
     hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
@@ -128,127 +125,6 @@ int icy_tls12_prf(int sha384, const uint8_t *secret, size_t secret_len, const ch
         OSSL_PARAM_construct_end(),
     };
     return kdf_derive(&tls1_prf, params, out, out_len);
-}
-
-typedef struct {
-    EVP_CIPHER_CTX *dec;
-    // Made on the first seal (only tests seal): a passive reader only opens.
-    EVP_CIPHER_CTX *enc;
-    const EVP_CIPHER *cipher;
-    uint8_t key[32];
-    size_t key_len;
-    // AES-GCM: the nonce's first 4 bytes, set once as the context's fixed IV field (0: not yet;
-    // -1: a nonce came whose first 4 bytes differ, and every open sets the whole nonce).
-    int fixed_state;
-    uint8_t fixed[4];
-} icy_aead;
-
-static const EVP_CIPHER *cipher_of(int kind) {
-    pthread_once(&fetched, fetch_algorithms);
-    switch (kind) {
-    case ICY_AES_128_GCM: return aes_128_gcm;
-    case ICY_AES_256_GCM: return aes_256_gcm;
-    case ICY_CHACHA20_POLY1305: return chacha20_poly1305;
-    default: return NULL;
-    }
-}
-
-static EVP_CIPHER_CTX *aead_context(const EVP_CIPHER *cipher, const uint8_t *key, int encrypt) {
-    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
-    if (!c) return NULL;
-    if (EVP_CipherInit_ex(c, cipher, NULL, NULL, NULL, encrypt) != 1
-        || EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_SET_IVLEN, 12, NULL) != 1
-        || EVP_CipherInit_ex(c, NULL, NULL, key, NULL, encrypt) != 1) {
-        EVP_CIPHER_CTX_free(c);
-        return NULL;
-    }
-    return c;
-}
-
-void *icy_aead_new(int kind, const uint8_t *key, size_t key_len) {
-    const EVP_CIPHER *cipher = cipher_of(kind);
-    if (!cipher || (int)key_len != EVP_CIPHER_get_key_length(cipher) || key_len > 32) return NULL;
-    icy_aead *a = calloc(1, sizeof *a);
-    if (!a) return NULL;
-    a->cipher = cipher;
-    memcpy(a->key, key, key_len);
-    a->key_len = key_len;
-    a->dec = aead_context(cipher, key, 0);
-    if (!a->dec) {
-        icy_aead_free(a);
-        return NULL;
-    }
-    return a;
-}
-
-void icy_aead_free(void *ctx) {
-    icy_aead *a = ctx;
-    if (!a) return;
-    EVP_CIPHER_CTX_free(a->dec);
-    EVP_CIPHER_CTX_free(a->enc);
-    OPENSSL_cleanse(a->key, sizeof a->key);
-    free(a);
-}
-
-// Whether an AES-GCM open may set only the nonce's last 8 bytes (GCM's invocation field): its
-// first 4 are the context's fixed field. They are for every nonce of a key in TLS 1.3 and QUIC
-// (the static IV XOR a 64-bit sequence or packet number, RFC 8446 §5.3, RFC 9001 §5.3) and TLS
-// 1.2 (the 4-byte salt, RFC 5288 §3), so the fixed field is set once from the first nonce.
-static int gcm_fixed_field(icy_aead *a, const uint8_t *nonce) {
-    if (a->fixed_state == 1) return memcmp(a->fixed, nonce, 4) == 0 || (a->fixed_state = -1, 0);
-    if (a->fixed_state == -1 || (a->cipher != aes_128_gcm && a->cipher != aes_256_gcm)) return 0;
-    if (EVP_CIPHER_CTX_ctrl(a->dec, EVP_CTRL_GCM_SET_IV_FIXED, 4, (void *)nonce) != 1) {
-        a->fixed_state = -1;
-        return 0;
-    }
-    memcpy(a->fixed, nonce, 4);
-    a->fixed_state = 1;
-    return 1;
-}
-
-long icy_aead_open(void *ctx, const uint8_t *nonce, const uint8_t *aad, size_t aad_len,
-                   const uint8_t *in, size_t in_len, uint8_t *out) {
-    icy_aead *a = ctx;
-    if (!a || in_len < 16 || in_len - 16 > 0x7FFFFFFF) return -1;
-    size_t text_len = in_len - 16;
-    int len = 0, fin = 0;
-    uint8_t tag[16];
-    memcpy(tag, in + text_len, 16);
-    int whole_nonce = !gcm_fixed_field(a, nonce);
-    if (!whole_nonce) {
-        // One call gives the expected tag and the invocation field (EVP_CTRL_GCM_SET_IV_INV,
-        // decrypt only), which starts a new message under the kept key schedule. OpenSSL 3's
-        // EVP_DecryptInit_ex with a nonce and a separate SET_TAG ctrl looked up the cipher's
-        // parameters by name twice more: about 780 instructions a packet, as much as the AES
-        // of 500 bytes.
-        OSSL_PARAM params[] = {
-            OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag, 16),
-            OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV, (void *)(nonce + 4), 8),
-            OSSL_PARAM_construct_end(),
-        };
-        if (EVP_CIPHER_CTX_set_params(a->dec, params) != 1) return -1;
-    } else if (EVP_DecryptInit_ex(a->dec, NULL, NULL, NULL, nonce) != 1) {
-        return -1;
-    }
-    if (aad_len && EVP_DecryptUpdate(a->dec, NULL, &len, aad, (int)aad_len) != 1) return -1;
-    if (text_len && EVP_DecryptUpdate(a->dec, out, &len, in, (int)text_len) != 1) return -1;
-    if (whole_nonce && EVP_CIPHER_CTX_ctrl(a->dec, EVP_CTRL_AEAD_SET_TAG, 16, tag) != 1) return -1;
-    if (EVP_DecryptFinal_ex(a->dec, out + (text_len ? len : 0), &fin) != 1) return -1;
-    return (long)text_len;
-}
-
-long icy_aead_seal(void *ctx, const uint8_t *nonce, const uint8_t *aad, size_t aad_len,
-                   const uint8_t *in, size_t in_len, uint8_t *out) {
-    icy_aead *a = ctx;
-    if (!a || in_len > 0x7FFFFFFF) return -1;
-    int len = 0, fin = 0;
-    if (!a->enc && !(a->enc = aead_context(a->cipher, a->key, 1))) return -1;
-    if (EVP_EncryptInit_ex(a->enc, NULL, NULL, NULL, nonce) != 1) return -1;
-    if (aad_len && EVP_EncryptUpdate(a->enc, NULL, &len, aad, (int)aad_len) != 1) return -1;
-    if (in_len && EVP_EncryptUpdate(a->enc, out, &len, in, (int)in_len) != 1) return -1;
-    if (EVP_EncryptFinal_ex(a->enc, out + len, &fin) != 1) return -1;
-    if (EVP_CIPHER_CTX_ctrl(a->enc, EVP_CTRL_AEAD_GET_TAG, 16, out + in_len) != 1) return -1;
-    return (long)in_len + 16;
 }
 
 // A TLS 1.2 CBC suite's protection for one direction. The cipher's key schedule and the HMAC's

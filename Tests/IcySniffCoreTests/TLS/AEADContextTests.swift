@@ -1,11 +1,10 @@
 import CIcyCrypto
 import Testing
 
-/// One AEAD context opens every record of a direction (icy_crypto.c). With AES-GCM it sets the
-/// nonce's first 4 bytes once, as GCM's fixed field, and then only the last 8 per record (the
-/// invocation field); a nonce whose first 4 bytes differ sends that context back to setting
-/// whole nonces. Whatever path it takes, a context that has opened other records must answer as
-/// a fresh one does: the same plaintext, and no plaintext for a changed bit.
+/// One AEAD context opens every record of a direction (icy_aead.c: BoringSSL's EVP_AEAD, the
+/// key's schedule made once). A context that has opened other records must answer as a fresh one
+/// does, for nonces that share their first 4 bytes (TLS 1.3 and QUIC make every nonce of a key
+/// that way) and for some that do not: the same plaintext, and no plaintext for a changed bit.
 @Suite struct AEADContextTests {
     @Test(arguments: [Int32(ICY_AES_128_GCM.rawValue), Int32(ICY_AES_256_GCM.rawValue), Int32(ICY_CHACHA20_POLY1305.rawValue)])
     func oneContextOpensEveryRecordAsAFreshOneDoes(_ kind: Int32) throws {
@@ -20,7 +19,7 @@ import Testing
         var opened = 0, refused = 0
         for n in 0..<40 {
             // The IV xor-ed with a packet number, as TLS 1.3 and QUIC make nonces; records 20 to 24
-            // under another IV's first bytes (the whole-nonce path from then on).
+            // under another IV's first bytes.
             var nonce = iv
             for b in 0..<8 { nonce[4 + b] ^= UInt8(truncatingIfNeeded: UInt64(n &* 3 &+ 1) >> (56 - 8 * UInt64(b))) }
             if (20..<25).contains(n) { nonce[0] ^= 0x80 }
