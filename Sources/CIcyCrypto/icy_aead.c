@@ -8,7 +8,7 @@
 // instructions (aes-gcm-avx2-x86_64), OpenSSL 3.0 the 128-bit AES-NI ones, and each OpenSSL open
 // also looks five parameters up by name (EVP_CIPHER_CTX_set_params; openssl/openssl#20171). One
 // context kept per key, one call per open, in place, both libraries in one loop over the same
-// sealed buffer (docs/BENCHMARK.md, "Measured and kept"): a 16 KiB AES-256-GCM record 2.4-3.3 us
+// sealed buffer (docs/BENCHMARK.md, "The AEAD"): a 16 KiB AES-256-GCM record 2.4-3.3 us
 // against OpenSSL's 4.5-7.2 us, a 1,250-byte AES-128-GCM packet 0.28 us against 0.57-0.75 us.
 // On CPUs without VAES, BoringSSL chooses its AES-NI code, as OpenSSL does, and still skips the
 // look-ups. Under valgrind (which hides VAES) the AES-NI path runs: instruction counts of a
