@@ -17,8 +17,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         // The web view's server (--serve): SwiftNIO's HTTP/1.1 server, in a target of its own.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
-        // The AEAD of TLS records and QUIC packets: BoringSSL as swift-crypto vendors it (4.x has
-        // the VAES code; Sources/CIcyCrypto/icy_aead.c says why, and why through this package).
+        // The AEAD, HKDF and QUIC header protection: BoringSSL as swift-crypto vendors it (4.x has
+        // the VAES code; Sources/CIcyCrypto/icy_boringssl.c says why, and why through this package).
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
@@ -35,9 +35,9 @@ let package = Package(
         // Small C helpers that are awkward from Swift (a FILE* over a gzip stream for libpcap).
         .target(name: "CIcyShims", dependencies: ["CZlib", "CZstd"],
                 linkerSettings: [.linkedLibrary("lz4"), .linkedLibrary("lzma"), .linkedLibrary("bz2")]),
-        // TLS decryption: thin wrappers over OpenSSL's libcrypto (Debian's libssl-dev: the HKDF
-        // and TLS1-PRF KDFs, CBC suites, QUIC header protection) and BoringSSL's EVP_AEAD (the
-        // AEAD of every record and packet, icy_aead.c). No cryptography of our own.
+        // TLS decryption: thin wrappers over BoringSSL (the AEAD of every record and packet, HKDF,
+        // QUIC header protection: icy_boringssl.c) and OpenSSL's libcrypto (Debian's libssl-dev:
+        // TLS 1.2's PRF and CBC suites, SHA-256). No cryptography of our own.
         .target(name: "CIcyCrypto", dependencies: [.product(name: "Crypto", package: "swift-crypto")],
                 linkerSettings: [.linkedLibrary("crypto")]),
         // No unsafe flags on the library: SwiftPM refuses them in a package that is depended upon

@@ -14,13 +14,12 @@
 // the algorithm up by name under the provider store's lock (OpenSSL 3 does one implicitly on
 // every EVP_aes_*() init): about 7 us, paid several times per TLS connection before. Fetched
 // objects are immutable and may be used from any thread; they live as long as the process.
-static EVP_KDF *hkdf, *tls1_prf;
+static EVP_KDF *tls1_prf;
 static EVP_CIPHER *aes_128_cbc, *aes_256_cbc;
 static EVP_MAC *hmac;
 static pthread_once_t fetched = PTHREAD_ONCE_INIT;
 
 static void fetch_algorithms(void) {
-    hkdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
     tls1_prf = EVP_KDF_fetch(NULL, "TLS1-PRF", NULL);
     aes_128_cbc = EVP_CIPHER_fetch(NULL, "AES-128-CBC", NULL);
     aes_256_cbc = EVP_CIPHER_fetch(NULL, "AES-256-CBC", NULL);
@@ -35,80 +34,6 @@ static int kdf_derive(EVP_KDF **which, OSSL_PARAM *params, uint8_t *out, size_t 
     int ok = EVP_KDF_derive(ctx, out, out_len, params) == 1;
     EVP_KDF_CTX_free(ctx);
     return ok;
-}
-
-// The HKDF contexts of the calling thread, one per digest and mode, made at its first derive with
-// the digest and the mode set once: a derive then sets only its key and info (or salt). Made per
-// derive, a context looked its digest up by name every time (EVP_MD_fetch under the provider
-// store's lock): about 3,700 of the 17,700 instructions of an expand; 30,000 of the 210,000 a
-// QUIC connection's Initial keys take, keyless runs included, 68,000 per connection with a key
-// log (h3.pcap of the QUIC twin, cachegrind). A context is used by one thread only (the
-// pipeline's; the decryption thread's for TLS 1.3 KeyUpdate), and freed when its thread ends.
-// OpenSSL 3's HKDF replaces the key, salt and info a derive sets (checked against fresh contexts
-// for 1,000 random lengths; RFC 9001's and RFC 8448's vectors in the tests).
-typedef struct {
-    EVP_KDF_CTX *ctx[2][2];   // [sha384][extract]
-} hkdf_contexts;
-
-static pthread_key_t hkdf_key;
-static pthread_once_t hkdf_key_made = PTHREAD_ONCE_INIT;
-static int hkdf_key_ok;
-
-static void hkdf_contexts_free(void *p) {
-    hkdf_contexts *c = p;
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 2; j++) EVP_KDF_CTX_free(c->ctx[i][j]);
-    free(c);
-}
-
-static void hkdf_key_make(void) { hkdf_key_ok = pthread_key_create(&hkdf_key, hkdf_contexts_free) == 0; }
-
-static EVP_KDF_CTX *hkdf_context(int sha384, int extract) {
-    pthread_once(&fetched, fetch_algorithms);
-    pthread_once(&hkdf_key_made, hkdf_key_make);
-    if (!hkdf || !hkdf_key_ok) return NULL;
-    hkdf_contexts *c = pthread_getspecific(hkdf_key);
-    if (!c) {
-        if (!(c = calloc(1, sizeof *c))) return NULL;
-        if (pthread_setspecific(hkdf_key, c) != 0) { free(c); return NULL; }
-    }
-    EVP_KDF_CTX **slot = &c->ctx[sha384 != 0][extract != 0];
-    if (!*slot) {
-        EVP_KDF_CTX *k = EVP_KDF_CTX_new(hkdf);
-        int mode = extract ? EVP_KDF_HKDF_MODE_EXTRACT_ONLY : EVP_KDF_HKDF_MODE_EXPAND_ONLY;
-        OSSL_PARAM params[] = {
-            OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, sha384 ? "SHA384" : "SHA256", 0),
-            OSSL_PARAM_construct_int(OSSL_KDF_PARAM_MODE, &mode),
-            OSSL_PARAM_construct_end(),
-        };
-        if (!k || EVP_KDF_CTX_set_params(k, params) != 1) { EVP_KDF_CTX_free(k); return NULL; }
-        *slot = k;
-    }
-    return *slot;
-}
-
-int icy_hkdf_expand_label(int sha384, const uint8_t *secret, size_t secret_len, const char *label,
-                          const uint8_t *context, size_t context_len, uint8_t *out, size_t out_len) {
-    // struct { uint16 length; opaque label<7..255> = "tls13 " + Label; opaque context<0..255>; } HkdfLabel
-    uint8_t info[2 + 1 + 255 + 1 + 255];
-    size_t label_len = strlen(label);
-    if (label_len + 6 > 255 || context_len > 255 || out_len > 0xFFFF) return 0;
-    size_t n = 0;
-    info[n++] = (uint8_t)(out_len >> 8);
-    info[n++] = (uint8_t)(out_len & 0xFF);
-    info[n++] = (uint8_t)(6 + label_len);
-    memcpy(info + n, "tls13 ", 6); n += 6;
-    memcpy(info + n, label, label_len); n += label_len;
-    info[n++] = (uint8_t)context_len;
-    if (context_len) { memcpy(info + n, context, context_len); n += context_len; }
-    EVP_KDF_CTX *k = hkdf_context(sha384, 0);
-    if (!k) return 0;
-    OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, (void *)secret, secret_len),
-        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, info, n),
-        OSSL_PARAM_construct_end(),
-    };
-    return EVP_KDF_derive(k, out, out_len, params) == 1;
 }
 
 int icy_tls12_prf(int sha384, const uint8_t *secret, size_t secret_len, const char *label,
@@ -270,76 +195,6 @@ long icy_cbc_seal(void *ctx, uint64_t seq, uint8_t type, uint16_t version, int e
         total += mac_len;
     }
     return (long)total;
-}
-
-int icy_hkdf_extract(int sha384, const uint8_t *salt, size_t salt_len, const uint8_t *ikm, size_t ikm_len, uint8_t *out) {
-    EVP_KDF_CTX *k = hkdf_context(sha384, 1);
-    if (!k) return 0;
-    OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, (void *)ikm, ikm_len),
-        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, (void *)salt, salt_len),
-        OSSL_PARAM_construct_end(),
-    };
-    return EVP_KDF_derive(k, out, sha384 ? 48 : 32, params) == 1;
-}
-
-typedef struct {
-    EVP_CIPHER_CTX *ctx;
-    int chacha;
-    uint8_t key[32];
-} icy_hp;
-
-void *icy_hp_new(int kind, const uint8_t *key, size_t key_len) {
-    const EVP_CIPHER *cipher;
-    switch (kind) {
-    case ICY_AES_128_GCM: cipher = EVP_aes_128_ecb(); break;
-    case ICY_AES_256_GCM: cipher = EVP_aes_256_ecb(); break;
-    case ICY_CHACHA20_POLY1305: cipher = EVP_chacha20(); break;
-    default: return NULL;
-    }
-    if ((int)key_len != EVP_CIPHER_get_key_length(cipher) || key_len > 32) return NULL;
-    icy_hp *h = calloc(1, sizeof *h);
-    if (!h) return NULL;
-    h->ctx = EVP_CIPHER_CTX_new();
-    h->chacha = kind == ICY_CHACHA20_POLY1305;
-    memcpy(h->key, key, key_len);
-    if (!h->ctx || EVP_EncryptInit_ex(h->ctx, cipher, NULL, h->chacha ? NULL : key, NULL) != 1) {
-        icy_hp_free(h);
-        return NULL;
-    }
-    EVP_CIPHER_CTX_set_padding(h->ctx, 0);
-    return h;
-}
-
-void icy_hp_free(void *ctx) {
-    icy_hp *h = ctx;
-    if (!h) return;
-    EVP_CIPHER_CTX_free(h->ctx);
-    OPENSSL_cleanse(h->key, sizeof h->key);
-    free(h);
-}
-
-int icy_hp_mask(void *ctx, const uint8_t *sample, uint8_t *mask) {
-    icy_hp *h = ctx;
-    uint8_t out[16];
-    int n = 0;
-    if (!h) return 0;
-    if (h->chacha) {
-        // RFC 9001 §5.4.4: counter = sample[0..3] (little-endian), nonce = sample[4..15]; OpenSSL's
-        // ChaCha20 takes exactly that as its 16-byte IV. The mask: 5 bytes of keystream.
-        static const uint8_t zeros[5] = {0};
-        if (EVP_EncryptInit_ex(h->ctx, NULL, NULL, h->key, sample) != 1) return 0;
-        if (EVP_EncryptUpdate(h->ctx, out, &n, zeros, 5) != 1) return 0;
-    } else {
-        // AES-ECB of the one block (RFC 9001 §5.4.3) through EVP_Cipher: on a provider's cipher it
-        // calls the cipher function itself (it answers the bytes written), where EVP_EncryptUpdate
-        // went through its block buffering and the provider's update first.
-        if (EVP_Cipher(h->ctx, out, sample, 16) != 16) return 0;
-    }
-    // Not cleansed: the mask only hides header bits that are read out of it, and what a sample
-    // encrypts to is no secret of the key.
-    memcpy(mask, out, 5);
-    return 1;
 }
 
 /* OpenSSL's SHA-256 itself, not through EVP: EVP loads the default provider on first use

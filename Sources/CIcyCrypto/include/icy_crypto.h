@@ -3,9 +3,9 @@
 #include <stdint.h>
 
 // The TLS cryptography icy-sniff needs to decrypt a capture with a key log, as thin wrappers:
-// the AEAD over BoringSSL's EVP_AEAD as swift-crypto vendors it (icy_aead.c), the rest (HKDF and
-// TLS1-PRF KDFs, CBC suites, QUIC header protection) over OpenSSL's libcrypto (icy_crypto.c). No
-// cipher or KDF is implemented here, only the calls and the TLS label formats.
+// the AEAD, HKDF and QUIC header protection over BoringSSL as swift-crypto vendors it
+// (icy_boringssl.c), TLS 1.2's PRF and CBC suites and SHA-256 over OpenSSL's libcrypto
+// (icy_crypto.c). No cipher or KDF is implemented here, only the calls and the TLS label formats.
 
 // AEAD ciphers of TLS 1.2 and 1.3.
 enum icy_aead_kind { ICY_AES_128_GCM = 1, ICY_AES_256_GCM = 2, ICY_CHACHA20_POLY1305 = 3 };

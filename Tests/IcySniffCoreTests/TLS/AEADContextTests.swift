@@ -1,7 +1,7 @@
 import CIcyCrypto
 import Testing
 
-/// One AEAD context opens every record of a direction (icy_aead.c: BoringSSL's EVP_AEAD, the
+/// One AEAD context opens every record of a direction (icy_boringssl.c: BoringSSL's EVP_AEAD, the
 /// key's schedule made once). A context that has opened other records must answer as a fresh one
 /// does, for nonces that share their first 4 bytes (TLS 1.3 and QUIC make every nonce of a key
 /// that way) and for some that do not: the same plaintext, and no plaintext for a changed bit.
