@@ -113,13 +113,9 @@ final class TLSSession: ConnectionSession {
         // through `halves`, a retain and a release a chunk): both halves and their readers are
         // `let`s made with the session, so it lives as long as the session this call has.
         let reader = Unmanaged.passUnretained(half(direction).records)
-        if direction == .fromClient {
-            reader._withUnsafeGuaranteedRef {
-                $0.feed(chunk.bytes, at: chunk.timestamp, keep: { self.keeps($0, .fromClient) }) { clientRecord($0) }
-            }
-        } else {
-            reader._withUnsafeGuaranteedRef {
-                $0.feed(chunk.bytes, at: chunk.timestamp, keep: { self.keeps($0, .fromServer) }) { serverRecord($0) }
+        reader._withUnsafeGuaranteedRef {
+            $0.feed(chunk.bytes, at: chunk.timestamp, keep: { self.keeps($0, direction) }) {
+                if direction == .fromClient { clientRecord($0) } else { serverRecord($0) }
             }
         }
         if client.records.broken || server.records.broken { noteBroken() }
