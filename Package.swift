@@ -75,9 +75,14 @@ let package = Package(
             // skips resolving its symbols: ~4 ms per run, ~6% of a large capture's time), and
             // mimalloc (Debian's libmimalloc-dev) as malloc: transactions are made on the pipeline's
             // thread and freed on the export thread, which defeats glibc's per-thread caches
-            // (NDJSON -8%, HAR -13% on the 300 MB benchmark; docs/BENCHMARK.md).
+            // (NDJSON -8%, HAR -13% on the 300 MB benchmark; docs/BENCHMARK.md). Linked by the
+            // toolchain's lld (gold cannot) with the relative relocations packed (DT_RELR; glibc
+            // 2.36, Debian 12's, reads them): the 62,000 of the Swift metadata and BoringSSL were
+            // 1.5 MB of RELA entries, read at every start and resident from then on; packed, 13 KB.
+            // Every run's peak RSS 1.8-2.2 MiB lower (docs/BENCHMARK.md, "Build").
             linkerSettings: [.unsafeFlags(["-static-stdlib", "-l_FoundationCollections", "-l_FoundationCShims", "-lswiftSynchronization",
-                                           "-lmimalloc"], .when(platforms: [.linux], configuration: .release))]
+                                           "-lmimalloc", "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"],
+                                          .when(platforms: [.linux], configuration: .release))]
         ),
         .testTarget(name: "IcySniffCoreTests", dependencies: ["IcySniffCore", "CZlib", "CNghttp2", "CIcyCrypto"]),
         .testTarget(name: "IcySniffCLITests", dependencies: ["icy-sniff"]),
