@@ -112,8 +112,9 @@ typedef struct {
 } icy_hp;
 
 void *icy_hp_new(int kind, const uint8_t *key, size_t key_len) {
-    size_t want = kind == ICY_AES_128_GCM ? 16 : (kind == ICY_AES_256_GCM || kind == ICY_CHACHA20_POLY1305) ? 32 : 0;
-    if (!want || key_len != want) return NULL;
+    // The header protection key is as long as the packet protection key (RFC 9001 §5.1).
+    const EVP_AEAD *aead = aead_of(kind);
+    if (!aead || key_len != EVP_AEAD_key_length(aead)) return NULL;
     icy_hp *h = calloc(1, sizeof *h);
     if (!h) return NULL;
     h->chacha = kind == ICY_CHACHA20_POLY1305;
